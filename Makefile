@@ -1,0 +1,45 @@
+# memors — two commands: `make demo` and `make test` (both set up .venv first).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+PYTEST_WORKERS ?= 2
+
+.PHONY: setup demo test lint contracts unit bench bench-quick man clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: setup
+	$(BIN)/python demo/run_demo.py
+
+lint: setup
+	$(BIN)/ruff check src tests benchmarks demo
+	$(BIN)/ruff format --check src tests benchmarks demo
+
+contracts: setup
+	$(BIN)/lint-imports
+
+unit: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
+
+test: lint contracts unit
+
+bench: setup
+	$(BIN)/python -m benchmarks.run --size 100000
+
+bench-quick: setup
+	$(BIN)/python -m benchmarks.run --quick
+
+man: setup
+	$(BIN)/argparse-manpage --pyfile src/memors_cli/main.py --function build_parser \
+	  --prog memors-mcp --project-name memors --output docs/memors-mcp.1
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .demo build *.egg-info src/*.egg-info

@@ -1,0 +1,482 @@
+"""The compaction engine: the work-item queue and submissions.
+
+Kinds (plugins) say which items should exist (``scan``) and how a
+resolution is stored (``apply``); the engine keeps the queue idempotent,
+refreshes and obsoletes items, refuses outdated submissions, runs the check
+hooks and counts every event in the store's persisted counters.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
+from .ids import parse_address
+from .kinds import CheckContext, Item, Kind, KindContext
+from .model import CheckResult, Compacted, ItemSummary, PageResolution, SkipResolution, SubmitReport
+from .ops import WORK_ITEMS_TOTAL
+from .plugins import call_each
+from .store import Store, now
+from .wire import structure
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+from .log import get_logger
+
+log = get_logger("memors.compaction")
+
+ITEM_STATUSES = ("open", "done", "skipped", "obsolete")
+EVENTS = ("created", "refreshed", "done", "skipped", "obsolete", "refused")
+FLAG_FIELDS = ("accept", "reject", "skip")
+
+_ITEM_COLS = (
+    "id, namespace, kind, key, status, fingerprint, payload, resolution, created_at, updated_at"
+)
+
+
+def _item(row: tuple) -> Item:
+    return Item(
+        id=row[0],
+        namespace=row[1],
+        kind=row[2],
+        key=row[3],
+        status=row[4],
+        fingerprint=row[5],
+        payload=json.loads(row[6]),
+        resolution=json.loads(row[7]) if row[7] else None,
+        created_at=row[8],
+        updated_at=row[9],
+    )
+
+
+def load_item(store: Store, item_id: int, namespace: str) -> Item | None:
+    row = store.one(
+        f"SELECT {_ITEM_COLS} FROM work_items WHERE id = ? AND namespace = ?", (item_id, namespace)
+    )
+    return None if row is None else _item(row)
+
+
+def list_items(
+    store: Store, namespace: str, kind: str | None = None, status: str | None = None
+) -> list[Item]:
+    sql = f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?"
+    params: list[Any] = [namespace]
+    if kind is not None:
+        sql += " AND kind = ?"
+        params.append(kind)
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(status)
+    return [_item(r) for r in store.all(sql + " ORDER BY id", tuple(params))]
+
+
+def _count(store: Store, kind: str, event: str, by: int = 1) -> None:
+    if by:
+        store.bump(WORK_ITEMS_TOTAL, kind, event, by)
+
+
+def selected_kinds(memory: Memory, kinds: Any) -> list[Kind]:
+    names = memory.kinds.names()
+    if kinds is None or kinds == []:
+        return [memory.kinds.get(n) for n in names]
+    if isinstance(kinds, str):
+        kinds = [k for k in kinds.replace(",", " ").split() if k]
+    if not isinstance(kinds, list | tuple) or not all(isinstance(k, str) for k in kinds):
+        raise BadInput("kinds must be a list of kind names")
+    unknown = [k for k in kinds if k not in memory.kinds]
+    if unknown:
+        raise BadInput(
+            f"unknown kind{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
+            f"registered kinds are {', '.join(names) or '(none)'}"
+        )
+    return [memory.kinds.get(n) for n in dict.fromkeys(kinds)]
+
+
+def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
+    """Bring one kind's open items in line with its scanner; returns how many were created."""
+    store = memory.store
+    ctx = KindContext(store, namespace, memory.ops, full)
+    open_items = {
+        key: (ident, fp)
+        for ident, key, fp in store.all(
+            "SELECT id, key, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
+            "AND status = 'open'",
+            (namespace, kind.name),
+        )
+    }
+    seen: set[str] = set()
+    created = refreshed = 0
+    stamp = now()
+    for cand in kind.scan(ctx):
+        if cand.key in seen:
+            continue
+        seen.add(cand.key)
+        existing = open_items.get(cand.key)
+        if existing is not None:
+            if existing[1] != cand.fingerprint:
+                store.conn.execute(
+                    "UPDATE work_items SET fingerprint = ?, payload = ?, updated_at = ? WHERE id = ?",
+                    (cand.fingerprint, _dumps(cand.payload()), stamp, existing[0]),
+                )
+                refreshed += 1
+                log.info("item_refreshed", namespace=namespace, kind=kind.name, item=existing[0])
+            continue
+        last = store.one(
+            "SELECT status, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
+            "AND key = ? ORDER BY id DESC LIMIT 1",
+            (namespace, kind.name, cand.key),
+        )
+        if last is not None and last[0] in ("skipped", "done") and last[1] == cand.fingerprint:
+            continue  # skipped (or done) and nothing changed since: not recreated
+        cur = store.conn.execute(
+            "INSERT INTO work_items(namespace, kind, key, status, fingerprint, payload, "
+            "created_at, updated_at) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING id",
+            (
+                namespace,
+                kind.name,
+                cand.key,
+                cand.fingerprint,
+                _dumps(cand.payload()),
+                stamp,
+                stamp,
+            ),
+        )
+        ident = cur.fetchone()[0]
+        created += 1
+        log.info("item_created", namespace=namespace, kind=kind.name, item=ident)
+    obsolete = [(ident, key) for key, (ident, _fp) in open_items.items() if key not in seen]
+    for ident, _key in obsolete:
+        store.conn.execute(
+            "UPDATE work_items SET status = 'obsolete', updated_at = ? WHERE id = ?", (stamp, ident)
+        )
+        log.info("item_obsolete", namespace=namespace, kind=kind.name, item=ident)
+    _count(store, kind.name, "created", created)
+    _count(store, kind.name, "refreshed", refreshed)
+    _count(store, kind.name, "obsolete", len(obsolete))
+    return created
+
+
+def _dumps(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+
+
+def compact(
+    memory: Memory,
+    namespace: str,
+    kinds: Any = None,
+    limit: int | None = None,
+    *,
+    full: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> Compacted:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise BadInput(f"limit must be a whole number (0 for counts only), got {limit!r}")
+    chosen = selected_kinds(memory, kinds)
+    store = memory.store
+    created = 0
+    errors: list[dict[str, str]] = []
+    for kind in chosen:
+        if progress:
+            progress(kind.name)
+        try:
+            with store.write():
+                store.touch_namespace(namespace)
+                created += _scan_kind(memory, namespace, kind, full)
+        except StoreBusy:
+            raise
+        except Exception as exc:  # a broken plugin never takes the others down
+            owner = memory.kinds.owner(kind.name)
+            log.error("kind_failed", kind=kind.name, plugin=owner, error=str(exc))
+            errors.append(
+                {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
+            )
+    names = [k.name for k in chosen]
+    marks = ",".join("?" * len(names))
+    with store.read():
+        total = (
+            store.scalar(
+                f"SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
+                f"AND kind IN ({marks})",
+                (namespace, *names),
+            )
+            if names
+            else 0
+        )
+        rows = []
+        if names and limit != 0:
+            sql = (
+                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
+                f"AND kind IN ({marks}) ORDER BY id"
+            )
+            params: tuple = (namespace, *names)
+            if limit is not None:
+                sql += " LIMIT ?"
+                params += (limit,)
+            rows = store.all(sql, params)
+    items = [ItemSummary(i.id, i.kind, i.status, i.payload) for i in map(_item, rows)]
+    return Compacted(namespace=namespace, created=created, open=total, items=items, errors=errors)
+
+
+# --- submit -----------------------------------------------------------------
+
+
+def parse_item_id(item: Any) -> int:
+    if isinstance(item, bool):
+        raise BadInput("item must be an item id like 42 or memo://item/42")
+    if isinstance(item, int):
+        if item < 1:
+            raise BadInput(f"item ids are positive integers, got {item}")
+        return item
+    if isinstance(item, str):
+        _, ident = parse_address(item, expect=("item",))
+        return int(ident)
+    raise BadInput("item must be an item id like 42 or memo://item/42")
+
+
+def merge_resolution(resolution: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    if resolution is None:
+        merged: dict[str, Any] = {}
+    elif isinstance(resolution, dict):
+        merged = dict(resolution)
+    else:
+        raise BadInput("resolution must be a JSON object")
+    for key, value in fields.items():
+        if value is None or (key in FLAG_FIELDS and value is False):
+            continue
+        if key in merged and merged[key] != value:
+            raise BadInput(f"{key!r} is given twice with different values")
+        merged[key] = value
+    return merged
+
+
+def page_diff(previous: str, new: str) -> str:
+    """A unified line diff ("" when there is no previous page and nothing new)."""
+    if previous == new:
+        return ""
+    lines = difflib.unified_diff(
+        previous.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="previous",
+        tofile="submitted",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def submit(
+    memory: Memory,
+    namespace: str,
+    item_ref: Any,
+    resolution: Any,
+    fields: dict[str, Any],
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+) -> SubmitReport:
+    item_id = parse_item_id(item_ref)
+    merged = merge_resolution(resolution, fields)
+    for flag, value in (("dry_run", dry_run), ("force", force)):
+        if not isinstance(value, bool):
+            raise BadInput(f"{flag} must be true or false")
+    merged.pop("dry_run", None)
+    merged.pop("force", None)
+    store = memory.store
+    try:
+        with store.write():
+            return _submit(memory, namespace, item_id, merged, dry_run, force)
+    except Refused as exc:
+        kind = getattr(exc, "kind", None)
+        if kind and not dry_run:
+            with store.write():
+                _count(store, kind, "refused")
+        log.info("item_refused", namespace=namespace, item=item_id, reason=exc.message)
+        raise
+
+
+def _refuse(kind: str, message: str) -> Refused:
+    exc = Refused(message)
+    exc.kind = kind  # type: ignore[attr-defined]
+    return exc
+
+
+def _submit(
+    memory: Memory, namespace: str, item_id: int, merged: dict[str, Any], dry_run: bool, force: bool
+) -> SubmitReport:
+    store = memory.store
+    item = load_item(store, item_id, namespace)
+    if item is None:
+        raise NotFound(f"no work item {item_id} in namespace {namespace!r}")
+    kind = memory.kinds.get(item.kind)
+    if kind is None:
+        raise BadInput(
+            f"item {item_id} is of kind {item.kind!r}, which is not installed or is disabled"
+        )
+    if item.status != "open":
+        raise _refuse(
+            item.kind,
+            f"item {item_id} is {item.status}, not open; nothing was stored "
+            "(run compact to see the open items)",
+        )
+    skip = merged.pop("skip", False)
+    if skip is not False and skip is not True:
+        raise BadInput("skip must be true or false")
+    if skip:
+        extra = sorted(set(merged) - {"reason"})
+        if extra:
+            raise BadInput(f"skip takes only a reason, not {', '.join(extra)}")
+        res: Any = structure(merged, SkipResolution, "a skip")
+        if not res.reason.strip():
+            raise BadInput("skip needs a reason (--reason R)")
+    else:
+        if "reason" in merged and set(merged) == {"reason"}:
+            raise BadInput("a reason alone does nothing: add skip (--skip) or a resolution")
+        try:
+            res = structure(merged, kind.resolution, "resolution")
+        except BadInput as exc:
+            hint = f"; a {kind.name} item takes {kind.hint}" if kind.hint else ""
+            raise BadInput(
+                f"item {item_id} is a {kind.name} item and this resolution does not fit "
+                f"({exc.message}){hint}, or skip with a reason"
+            ) from None
+
+    ctx = KindContext(store, namespace, memory.ops, True)
+    try:
+        current = kind.current(ctx, item)
+    except MemorsError:
+        raise
+    except Exception as exc:
+        raise PluginError(
+            f"kind {kind.name!r} (plugin {memory.kinds.owner(kind.name)!r}) failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if current is None:
+        raise _refuse(
+            item.kind,
+            f"item {item_id} no longer applies (what it was about has changed); nothing was "
+            "stored — run compact again",
+        )
+    if current.fingerprint != item.fingerprint:
+        raise _refuse(
+            item.kind,
+            f"the inputs of item {item_id} changed since its payload was handed out; nothing "
+            "was stored — run compact again for a fresh payload",
+        )
+
+    if skip:
+        if not dry_run:
+            _finish(store, item, "skipped", {"skip": True, "reason": res.reason})
+            log.info("item_skipped", namespace=namespace, kind=item.kind, item=item_id)
+        return SubmitReport(
+            item=item_id,
+            kind=item.kind,
+            status="open" if dry_run else "skipped",
+            stored=not dry_run,
+            address=None,
+            diff="",
+            checks={},
+            message="dry run: nothing stored" if dry_run else "skipped",
+        )
+
+    kind.validate(ctx, item, res)
+    checks, flagged = run_checks(memory, namespace, kind, item, res)
+    diff = ""
+    if isinstance(res, PageResolution):
+        previous = (item.payload.get("page") or {}).get("content", "")
+        diff = page_diff(previous, res.content)
+    if flagged and not force:
+        if not dry_run:
+            _count(store, item.kind, "refused")
+            log.info(
+                "item_refused", namespace=namespace, kind=item.kind, item=item_id, checks=flagged
+            )
+        return SubmitReport(
+            item=item_id,
+            kind=item.kind,
+            status="open",
+            stored=False,
+            address=None,
+            diff=diff,
+            checks=checks,
+            message=f"refused by {', '.join(flagged)}: nothing stored (fix it, or force)",
+        )
+    if dry_run:
+        return SubmitReport(
+            item=item_id,
+            kind=item.kind,
+            status="open",
+            stored=False,
+            address=None,
+            diff=diff,
+            checks=checks,
+            message="dry run: every check ran, nothing stored",
+        )
+    ctx.flags = {name: checks[name].flagged for name in flagged}
+    with store.write():  # a savepoint: a failing apply leaves the item open
+        addr = kind.apply(ctx, item, res)
+    stored = stored_resolution(merged, force)
+    _finish(store, item, "done", stored)
+    log.info(
+        "item_done",
+        namespace=namespace,
+        kind=item.kind,
+        item=item_id,
+        address=addr,
+        forced=bool(flagged),
+    )
+    return SubmitReport(
+        item=item_id,
+        kind=item.kind,
+        status="done",
+        stored=True,
+        address=addr,
+        diff=diff,
+        checks=checks,
+        message="stored with flags (forced)" if flagged else "stored",
+    )
+
+
+def stored_resolution(merged: dict[str, Any], force: bool) -> dict[str, Any]:
+    out = dict(merged)
+    if force:
+        out["force"] = True
+    return out
+
+
+def _finish(store: Store, item: Item, status: str, resolution: dict[str, Any]) -> None:
+    cur = store.conn.execute(
+        "UPDATE work_items SET status = ?, resolution = ?, updated_at = ? "
+        "WHERE id = ? AND status = 'open'",
+        (status, _dumps(resolution), now(), item.id),
+    )
+    del cur
+    if store.conn.changes() != 1:  # pragma: no cover - guarded by BEGIN IMMEDIATE
+        raise _refuse(item.kind, f"item {item.id} was completed by someone else")
+    _count(store, item.kind, status)
+
+
+def run_checks(
+    memory: Memory, namespace: str, kind: Kind, item: Item, res: Any
+) -> tuple[dict[str, CheckResult], list[str]]:
+    ctx = CheckContext(memory.store, namespace, memory.ops, kind)
+    results, errors = call_each(
+        memory.pm.hook.memors_check_submission,
+        context=ctx,
+        item=item,
+        resolution=res,
+        payload=item.payload,
+    )
+    checks: dict[str, CheckResult] = {}
+    for plugin, value in results:
+        if not isinstance(value, dict):
+            errors.append((plugin, f"returned {type(value).__name__}, not a mapping of checks"))
+            continue
+        for name, result in value.items():
+            checks[name] = result
+    for plugin, error in errors:
+        # A check that cannot run cannot vouch for the page: it flags.
+        checks[plugin] = CheckResult(passed=False, flagged=[{"error": error}])
+    flagged = [name for name, result in checks.items() if not result.passed]
+    return checks, flagged

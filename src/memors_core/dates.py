@@ -1,0 +1,51 @@
+"""ISO 8601 dates and datetimes for fact validity, normalised for comparison."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+from .errors import BadInput
+
+TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def parse_instant(text: object, field: str) -> datetime:
+    """Parse an ISO 8601 date (midnight UTC) or datetime (naive = UTC)."""
+    if not isinstance(text, str) or not text.strip():
+        raise BadInput(f"{field} must be an ISO 8601 date or datetime, like 2024-05-01")
+    raw = text.strip()
+    try:
+        if len(raw) == 10 and raw[4] == "-" and raw[7] == "-":
+            d = date.fromisoformat(raw)
+            return datetime(d.year, d.month, d.day, tzinfo=UTC)
+        value = datetime.fromisoformat(raw)
+    except (ValueError, IndexError):
+        shown = raw if len(raw) <= 40 else raw[:37] + "..."
+        raise BadInput(
+            f"{field} {shown!r} is not an ISO 8601 date or datetime "
+            "(like 2024-05-01 or 2024-05-01T12:00:00Z)"
+        ) from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def normalise(text: str | None, field: str) -> str | None:
+    """The sortable UTC form of an optional instant (None stays None)."""
+    if text is None:
+        return None
+    return parse_instant(text, field).strftime(TS_FORMAT)
+
+
+def now_ts() -> str:
+    return datetime.now(UTC).strftime(TS_FORMAT)
+
+
+def overlaps(a_from: str | None, a_to: str | None, b_from: str | None, b_to: str | None) -> bool:
+    """Whether two half-open intervals ``[from, to)`` overlap (None = unbounded).
+
+    Arguments are normalised timestamps, which compare correctly as strings.
+    """
+    return (a_from is None or b_to is None or a_from < b_to) and (
+        b_from is None or a_to is None or b_from < a_to
+    )

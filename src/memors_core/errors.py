@@ -1,0 +1,49 @@
+"""Errors a user can act on.
+
+Every error that reaches a frontend is a :class:`MemorsError` with a short
+machine-readable ``code`` and a one-line ``message``; the CLI prints the
+message and exits 2, the MCP server turns it into a tool error.
+"""
+
+from __future__ import annotations
+
+
+class MemorsError(Exception):
+    """Bad input or a request that cannot be carried out; nothing was stored."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInput(MemorsError):
+    code = "bad-input"
+
+
+class BadAddress(BadInput):
+    code = "bad-address"
+
+
+class NotFound(MemorsError):
+    code = "not-found"
+
+
+class Refused(MemorsError):
+    """The request was understood but the store's rules refuse it."""
+
+    code = "refused"
+
+
+class PluginError(MemorsError):
+    code = "plugin-error"
+
+
+class StoreBusy(MemorsError):
+    code = "busy"

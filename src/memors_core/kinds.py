@@ -1,0 +1,159 @@
+"""The contract between the compaction engine and a kind of work item.
+
+A kind is an object with a ``name``, a ``resolution`` attrs class and four
+methods; the engine calls them, never the other way round. Built-in kinds
+(in ``memors_kinds``) and third-party kinds implement exactly this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import attrs
+
+from .errors import PluginError
+
+if TYPE_CHECKING:
+    from .store import Store
+
+JSON = dict[str, Any]
+
+
+def fingerprint(*parts: Any) -> str:
+    """A stable digest of the inputs an item was built from."""
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(blob.encode("utf-8"), digest_size=16).hexdigest()
+
+
+@attrs.frozen
+class Candidate:
+    """One item a scanner says should exist.
+
+    ``key`` identifies the item across scans (one open item per key);
+    ``fingerprint`` changes whenever its inputs change; ``payload`` is
+    called only when the item is created or refreshed.
+    """
+
+    key: str
+    fingerprint: str
+    payload: Callable[[], JSON]
+
+
+@attrs.frozen
+class Item:
+    id: int
+    namespace: str
+    kind: str
+    key: str
+    status: str
+    fingerprint: str
+    payload: JSON
+    resolution: JSON | None
+    created_at: str
+    updated_at: str
+
+
+@attrs.define
+class KindContext:
+    """What a kind gets to work with: the store (inside the engine's
+    transaction), the namespace, and the helpers of the memory service."""
+
+    store: Store
+    namespace: str
+    ops: Any  # memors_core.ops.Operations: shared queries and state changes
+    full: bool = True
+    #: On a forced submission, the flags the checks raised (check -> flagged).
+    flags: dict[str, Any] = attrs.Factory(dict)
+
+
+@attrs.define
+class CheckContext:
+    store: Store
+    namespace: str
+    ops: Any
+    kind: Kind
+
+
+@attrs.define
+class LintContext:
+    store: Store
+    namespace: str
+    ops: Any
+
+
+class Kind:
+    """Base class for kinds; subclass it and register an instance.
+
+    Attributes:
+        name: the kind's name (also its entry-point name in ``memors.kinds``).
+        description: one line, shown in ``--help`` and to MCP clients.
+        resolution: the attrs class a submission is structured into.
+        hint: how a resolution is written (CLI flags or JSON), for errors.
+    """
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    resolution: ClassVar[type] = object
+    #: How a resolution is spelled, shown when a submission does not fit.
+    hint: ClassVar[str] = ""
+
+    def scan(self, ctx: KindContext) -> Iterable[Candidate]:
+        """Every item that should be open now in ``ctx.namespace``."""
+        raise NotImplementedError
+
+    def current(self, ctx: KindContext, item: Item) -> Candidate | None:
+        """The candidate for ``item`` as the store stands now, or None if its
+        condition no longer holds. Submit refuses the item when this is None
+        or its fingerprint differs from the item's. The default rescans;
+        override it with something cheaper when a scan is costly."""
+        for cand in self.scan(ctx):
+            if cand.key == item.key:
+                return cand
+        return None
+
+    def validate(self, ctx: KindContext, item: Item, resolution: Any) -> None:
+        """Raise :class:`memors_core.errors.BadInput` if ``resolution`` does
+        not fit ``item`` (beyond its shape, which the engine checks)."""
+
+    def apply(self, ctx: KindContext, item: Item, resolution: Any) -> str | None:
+        """Store the resolution; return the address of what was stored."""
+        raise NotImplementedError
+
+
+class KindRegistry:
+    """Handed to ``memors_register_kinds``; kinds are keyed by name."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, Kind] = {}
+        self._owners: dict[str, str] = {}
+        self.current_plugin: str = "?"
+
+    def add(self, kind: Kind) -> None:
+        name = getattr(kind, "name", "")
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"plugin {self.current_plugin!r} registered a kind without a name")
+        if name in self._kinds:
+            raise PluginError(
+                f"plugin {self.current_plugin!r} registers kind {name!r}, "
+                f"which plugin {self._owners[name]!r} already registered"
+            )
+        self._kinds[name] = kind
+        self._owners[name] = self.current_plugin
+
+    def get(self, name: str) -> Kind | None:
+        return self._kinds.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._kinds)
+
+    def owner(self, name: str) -> str:
+        return self._owners.get(name, "?")
+
+    def __iter__(self):
+        return iter(self._kinds.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._kinds

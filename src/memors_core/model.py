@@ -1,0 +1,288 @@
+"""Domain objects: frozen attrs classes with no JSON concerns.
+
+The wire shape of each (SPEC §10) belongs to :mod:`memors_core.wire`; field
+names here are the JSON names, so the converter needs no renaming.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+JSON = dict[str, Any]
+
+# --- references inside payloads --------------------------------------------
+
+
+@attrs.frozen
+class PassageRef:
+    address: str
+    document: str
+    text: str
+
+
+@attrs.frozen
+class FactRef:
+    address: str
+    subject: str
+    predicate: str
+    value: str
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+
+@attrs.frozen
+class EntityRef:
+    address: str
+    name: str
+    aliases: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class PageRef:
+    address: str
+    title: str
+    content: str
+    version: int
+
+
+# --- results of operations ---------------------------------------------------
+
+
+@attrs.frozen
+class Remembered:
+    document: str
+    passages: list[str]
+    entities: list[str]
+
+
+@attrs.frozen
+class RememberedMany:
+    documents: int
+    passages: int
+    entities: int
+
+
+@attrs.frozen
+class FactRecorded:
+    fact: str
+
+
+@attrs.frozen
+class MergeProposed:
+    candidate: int
+    entities: list[str]
+    status: str
+
+
+@attrs.frozen
+class SearchHit:
+    address: str
+    granularity: str
+    text: str
+    score: float
+
+
+@attrs.frozen
+class SearchResults:
+    results: list[SearchHit]
+
+
+@attrs.frozen
+class Forgotten:
+    address: str
+    status: str
+    forgotten: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class Purged:
+    address: str
+    erased: list[str]
+    audit: int
+
+
+@attrs.frozen
+class ItemSummary:
+    id: int
+    kind: str
+    status: str
+    payload: JSON
+
+
+@attrs.frozen
+class Compacted:
+    namespace: str
+    created: int
+    open: int
+    items: list[ItemSummary]
+    #: Kinds whose scanner failed (``kind``, ``plugin``, ``error``); omitted when empty.
+    errors: list[JSON] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class CheckResult:
+    passed: bool
+    flagged: list[JSON] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class SubmitReport:
+    item: int
+    kind: str
+    status: str
+    stored: bool
+    address: str | None
+    diff: str
+    checks: dict[str, CheckResult]
+    message: str = ""
+
+
+@attrs.frozen
+class Finding:
+    rule: str
+    address: str
+    message: str
+    related: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class LintReport:
+    namespace: str
+    findings: list[Finding]
+
+
+# --- things by address (get) -------------------------------------------------
+
+
+@attrs.frozen
+class DocumentView:
+    address: str
+    type: str
+    status: str
+    uri: str | None
+    title: str | None
+    metadata: JSON
+    version: int
+    created_at: str
+    passages: list[str]
+
+
+@attrs.frozen
+class PassageView:
+    address: str
+    type: str
+    status: str
+    document: str
+    position: int
+    text: str
+    hash: str
+    entities: list[str]
+    created_at: str
+
+
+@attrs.frozen
+class FactView:
+    address: str
+    type: str
+    status: str
+    subject: str
+    subject_name: str
+    predicate: str
+    value: str
+    valid_from: str | None
+    valid_to: str | None
+    source: str | None
+    recorded_at: str
+    expired: bool
+
+
+@attrs.frozen
+class EntityView:
+    address: str
+    type: str
+    status: str
+    name: str
+    aliases: list[str]
+    passages: list[PassageRef]
+    facts: list[FactRef]
+    page: str | None
+    merged_into: str | None = None
+
+
+@attrs.frozen
+class PageView:
+    address: str
+    type: str
+    status: str
+    entity: str
+    title: str
+    content: str
+    version: int
+    previous: str | None
+    is_inference: int
+    sources: list[str]
+    stale: bool
+    flags: JSON
+    created_at: str
+
+
+@attrs.frozen
+class ItemView:
+    address: str
+    type: str
+    status: str
+    id: int
+    kind: str
+    payload: JSON
+    resolution: JSON | None
+    created_at: str
+    updated_at: str
+
+
+@attrs.frozen
+class EntitySummary:
+    address: str
+    name: str
+    aliases: list[str]
+    passages: int
+    facts: int
+    page: str | None
+
+
+@attrs.frozen
+class EntityList:
+    namespace: str
+    entities: list[EntitySummary]
+
+
+@attrs.frozen
+class FactList:
+    namespace: str
+    facts: list[FactRef]
+
+
+@attrs.frozen
+class ItemList:
+    namespace: str
+    items: list[ItemSummary]
+
+
+# --- resolutions -------------------------------------------------------------
+
+
+@attrs.frozen
+class SkipResolution:
+    """Every kind accepts ``skip`` with a reason."""
+
+    reason: str
+
+
+@attrs.frozen
+class PageResolution:
+    """A page written from an item's payload (kinds ``page`` and ``stale``)."""
+
+    content: str
+    title: str
+    cites: list[str] | None = None

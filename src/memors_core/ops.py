@@ -1,0 +1,486 @@
+"""Queries and state changes shared by the service, the kinds and lint.
+
+Everything here runs inside a transaction the caller opened; nothing here
+opens one. One definition of each rule (what is live, what needs a page,
+which facts disagree, which pages are stale) lives here, so the kinds that
+act on a rule and the lint that reports it cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from . import dates, text
+from .errors import BadInput, NotFound
+from .ids import address, parse_address, uuid7
+from .log import get_logger
+from .model import EntityRef, FactRef, PageRef, PassageRef
+from .store import Store, now
+
+log = get_logger("memors")
+
+NAMESPACE_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
+WORK_ITEMS_TOTAL = "memors_store_work_items_total"
+
+
+def live(alias: str) -> str:
+    """SQL: the row ``alias`` (with an ``id`` column) has no tombstone."""
+    return f"NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {alias}.id)"
+
+
+def check_namespace(namespace: object) -> str:
+    if not isinstance(namespace, str) or not NAMESPACE_RE.fullmatch(namespace):
+        shown = repr(namespace) if not isinstance(namespace, str) else repr(namespace[:70])
+        raise BadInput(f"bad namespace {shown}: use 1-64 letters, digits, '-', '_' or '.'")
+    return namespace
+
+
+class Operations:
+    """Shared queries over one :class:`Store`."""
+
+    def __init__(self, store: Store, limits: Any = None) -> None:
+        self.store = store
+        self.limits = limits
+
+    # --- liveness ------------------------------------------------------------
+
+    def state_of(self, ident: str) -> str:
+        row = self.store.one("SELECT state FROM tombstones WHERE target = ?", (ident,))
+        return "live" if row is None else row[0]
+
+    def is_live(self, ident: str) -> bool:
+        return self.store.one("SELECT 1 FROM tombstones WHERE target = ?", (ident,)) is None
+
+    # --- entities --------------------------------------------------------------
+
+    def find_entity(self, name: str, namespace: str) -> str | None:
+        """The canonical id of the entity called ``name`` (or with that alias)."""
+        key = text.match_key(name)
+        row = self.store.one(
+            "SELECT canonical FROM entities WHERE namespace = ? AND key = ?", (namespace, key)
+        )
+        if row is None:
+            row = self.store.one(
+                "SELECT e.canonical FROM aliases a JOIN entities e ON e.id = a.entity "
+                "WHERE a.namespace = ? AND a.key = ? LIMIT 1",
+                (namespace, key),
+            )
+        return None if row is None else row[0]
+
+    def entity_id(self, name_or_address: str, namespace: str) -> str:
+        """Resolve a name or an entity address to its canonical id, or raise."""
+        if name_or_address.startswith("memo://"):
+            _, ident = parse_address(name_or_address, expect=("entity",))
+            row = self.store.one(
+                "SELECT canonical FROM entities WHERE id = ? AND namespace = ?", (ident, namespace)
+            )
+            if row is None:
+                raise NotFound(f"no entity {name_or_address} in namespace {namespace!r}")
+            return row[0]
+        found = self.find_entity(name_or_address, namespace)
+        if found is None:
+            raise NotFound(f"no entity named {name_or_address!r} in namespace {namespace!r}")
+        return found
+
+    def ensure_entity(self, name: str, namespace: str) -> tuple[str, bool]:
+        """The canonical id for ``name``, creating the entity if needed."""
+        clean = " ".join(name.split())
+        if not clean:
+            raise BadInput("an entity name must not be empty")
+        if len(clean) > 200:
+            raise BadInput(f"entity name too long ({len(clean)} characters; at most 200)")
+        found = self.find_entity(clean, namespace)
+        if found is not None:
+            return found, False
+        ident = uuid7()
+        self.store.conn.execute(
+            "INSERT INTO entities(id, namespace, name, key, folded, canonical, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ident, namespace, clean, text.match_key(clean), text.fold_name(clean), ident, now()),
+        )
+        return ident, True
+
+    def entity_row(self, ident: str) -> tuple[str, str, str, str]:
+        """(id, namespace, name, canonical)"""
+        row = self.store.one(
+            "SELECT id, namespace, name, canonical FROM entities WHERE id = ?", (ident,)
+        )
+        if row is None:
+            raise NotFound(f"no entity {address('entity', ident)}")
+        return row
+
+    def aliases(self, canonical: str) -> list[str]:
+        """Other names of a canonical entity: its aliases and merged entities' names."""
+        names = [
+            r[0]
+            for r in self.store.all(
+                "SELECT alias FROM aliases WHERE entity = ? ORDER BY created_at, alias",
+                (canonical,),
+            )
+        ]
+        own = self.entity_row(canonical)[2]
+        seen = {text.match_key(own)}
+        out = []
+        for n in names:
+            k = text.match_key(n)
+            if k not in seen:
+                seen.add(k)
+                out.append(n)
+        return out
+
+    def entity_ref(self, canonical: str) -> EntityRef:
+        return EntityRef(
+            address=address("entity", canonical),
+            name=self.entity_row(canonical)[2],
+            aliases=self.aliases(canonical),
+        )
+
+    def add_alias(self, entity: str, namespace: str, alias: str) -> None:
+        self.store.conn.execute(
+            "INSERT OR IGNORE INTO aliases(entity, namespace, alias, key, folded, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (entity, namespace, alias, text.match_key(alias), text.fold_name(alias), now()),
+        )
+
+    # --- passages and facts of an entity --------------------------------------
+
+    def entity_passages(self, canonical: str) -> list[PassageRef]:
+        rows = self.store.all(
+            f"""SELECT DISTINCT p.rowid, p.id, p.document, p.text
+                FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.canonical = ? AND {live("p")} ORDER BY p.rowid""",
+            (canonical,),
+        )
+        return [PassageRef(address("passage", r[1]), address("document", r[2]), r[3]) for r in rows]
+
+    def entity_passage_ids(self, canonical: str) -> list[tuple[int, str]]:
+        return self.store.all(
+            f"""SELECT DISTINCT p.rowid, p.id FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.canonical = ? AND {live("p")} ORDER BY p.rowid""",
+            (canonical,),
+        )
+
+    def fact_ref(self, row: tuple) -> FactRef:
+        ident, subject_name, predicate, value, vf, vt = row[:6]
+        return FactRef(address("fact", ident), subject_name, predicate, value, vf, vt)
+
+    _FACT_COLS = "f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to"
+
+    def entity_facts(self, canonical: str) -> list[FactRef]:
+        rows = self.store.all(
+            f"""SELECT {self._FACT_COLS} FROM entities e JOIN facts f ON f.subject = e.id
+                JOIN entities ce ON ce.id = e.canonical
+                WHERE e.canonical = ? AND {live("f")} ORDER BY f.rowid""",
+            (canonical,),
+        )
+        return [self.fact_ref(r) for r in rows]
+
+    def fact_refs(self, ids: Iterable[str]) -> list[FactRef]:
+        out = []
+        for ident in ids:
+            row = self.store.one(
+                f"""SELECT {self._FACT_COLS} FROM facts f JOIN entities e ON e.id = f.subject
+                    JOIN entities ce ON ce.id = e.canonical WHERE f.id = ?""",
+                (ident,),
+            )
+            if row is not None:
+                out.append(self.fact_ref(row))
+        return out
+
+    def passage_refs(self, ids: Iterable[str]) -> list[PassageRef]:
+        out = []
+        for ident in ids:
+            row = self.store.one("SELECT id, document, text FROM passages WHERE id = ?", (ident,))
+            if row is not None:
+                out.append(
+                    PassageRef(address("passage", row[0]), address("document", row[1]), row[2])
+                )
+        return out
+
+    # --- pages -------------------------------------------------------------------
+
+    _PAGE_COLS = "pg.id, pg.title, pg.content, pg.version, pg.built_seq, pg.entity"
+
+    def current_page(self, canonical: str) -> tuple | None:
+        """(id, title, content, version, built_seq, entity) of the entity's live page."""
+        return self.store.one(
+            f"""SELECT {self._PAGE_COLS} FROM pages pg JOIN entities e ON e.id = pg.entity
+                WHERE e.canonical = ? AND {live("pg")} ORDER BY pg.rowid DESC LIMIT 1""",
+            (canonical,),
+        )
+
+    def page_ref(self, row: tuple) -> PageRef:
+        return PageRef(address("page", row[0]), row[1], row[2], row[3])
+
+    def page_sources(self, page: str) -> list[tuple[str, str]]:
+        """(passage id, hash at build time) of the passages a page cites."""
+        return self.store.all(
+            "SELECT passage, hash FROM page_sources WHERE page = ? ORDER BY passage", (page,)
+        )
+
+    def mark_page_stale(self, page: str, cause: str, target: str | None = None) -> bool:
+        """Record that a page is stale; counts the page the first time only."""
+        already = self.store.one("SELECT 1 FROM page_stale WHERE page = ? LIMIT 1", (page,))
+        self.store.conn.execute(
+            "INSERT INTO page_stale(page, cause, target, created_at) VALUES (?, ?, ?, ?)",
+            (page, cause, target, now()),
+        )
+        if already is None:
+            self.store.bump(PAGES_MARKED_STALE)
+            log.info("page_marked_stale", page=address("page", page), cause=cause, target=target)
+            return True
+        return False
+
+    def mark_pages_citing(self, passage: str, cause: str) -> int:
+        """Mark stale every live page that cites ``passage``."""
+        rows = self.store.all(
+            f"""SELECT pg.id FROM page_sources s JOIN pages pg ON pg.id = s.page
+                WHERE s.passage = ? AND {live("pg")}""",
+            (passage,),
+        )
+        return sum(self.mark_page_stale(r[0], cause, address("passage", passage)) for r in rows)
+
+    # --- tombstones ----------------------------------------------------------------
+
+    def tombstone(
+        self,
+        namespace: str,
+        kind: str,
+        ident: str,
+        state: str,
+        reason: str | None = None,
+        item: int | None = None,
+    ) -> bool:
+        """Forget or supersede one row; returns False if it already was."""
+        cur = self.store.conn.execute(
+            "INSERT OR IGNORE INTO tombstones(namespace, target, type, state, reason, item, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (namespace, ident, kind, state, reason, item, now()),
+        )
+        changed = self.store.conn.changes() > 0
+        del cur
+        if changed and kind == "passage":
+            self.mark_pages_citing(ident, state)
+        if changed:
+            log.info(
+                "fact_superseded"
+                if (kind == "fact" and state == "superseded")
+                else f"{kind}_{state}",
+                namespace=namespace,
+                address=address(kind, ident),
+                reason=reason,
+                item=item,
+            )
+        return changed
+
+    # --- shared rules ----------------------------------------------------------------
+
+    def entities_needing_page(self, namespace: str) -> list[tuple[str, int]]:
+        """(canonical entity, live passages) for entities with >= 3 live
+        passages and no live page — the ``page`` kind and lint's
+        ``missing-page`` rule both use this."""
+        return self.store.all(
+            f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
+                FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.namespace = ? AND {live("p")}
+                GROUP BY e.canonical
+                HAVING n >= 3 AND NOT EXISTS (
+                    SELECT 1 FROM pages pg JOIN entities pe ON pe.id = pg.entity
+                    WHERE pe.canonical = e.canonical AND {live("pg")})
+                ORDER BY MIN(e.rowid)""",
+            (namespace,),
+        )
+
+    def page_changes(self, page: tuple) -> list[dict[str, str]]:
+        """What changed since a page was built: cited passages that were
+        forgotten or superseded, and live passages of its entity newer than
+        the page (``change`` = ``forgotten``, ``superseded`` or ``new``)."""
+        page_id, _t, _c, _v, built_seq, entity = page
+        canonical = self.entity_row(entity)[3]
+        changes = []
+        for passage, _hash in self.page_sources(page_id):
+            state = self.state_of(passage)
+            if state != "live":
+                changes.append({"address": address("passage", passage), "change": state})
+        for rowid, ident in self.entity_passage_ids(canonical):
+            if rowid > built_seq:
+                changes.append({"address": address("passage", ident), "change": "new"})
+        return changes
+
+    def stale_reasons(self, page: tuple) -> list[dict[str, str]] | None:
+        """The changes that make a live page stale, or None if it is fresh.
+
+        Stale = a cited passage changed or was forgotten, the page was marked
+        stale (a merge), or its entity gained >= 2 live passages since it was
+        built. The ``stale`` kind, lint's ``stale-page`` and the
+        ``memors_kb_pages_stale`` gauge all use this.
+        """
+        changes = self.page_changes(page)
+        gone = [c for c in changes if c["change"] != "new"]
+        new = [c for c in changes if c["change"] == "new"]
+        marked = self.store.one("SELECT 1 FROM page_stale WHERE page = ? LIMIT 1", (page[0],))
+        if gone or len(new) >= 2 or marked:
+            return changes
+        return None
+
+    def live_pages(self, namespace: str) -> list[tuple]:
+        return self.store.all(
+            f"""SELECT {self._PAGE_COLS} FROM pages pg WHERE pg.namespace = ? AND {live("pg")}
+                ORDER BY pg.rowid""",
+            (namespace,),
+        )
+
+    def stale_pages(self, namespace: str) -> list[tuple[tuple, list[dict[str, str]]]]:
+        out = []
+        for page in self.live_pages(namespace):
+            reasons = self.stale_reasons(page)
+            if reasons is not None:
+                out.append((page, reasons))
+        return out
+
+    def conflicting_facts(self, namespace: str) -> list[tuple[str, str]]:
+        """Pairs of live facts about one subject (after merges) whose
+        predicates fold equal, whose values do not, and whose half-open
+        validity intervals overlap — the ``conflict`` kind and lint's
+        ``contradiction`` rule both use this."""
+        return self.store.all(
+            f"""SELECT a.id, b.id
+                FROM facts a JOIN entities ea ON ea.id = a.subject
+                JOIN entities eb ON eb.canonical = ea.canonical
+                JOIN facts b ON b.subject = eb.id AND b.predicate_folded = a.predicate_folded
+                WHERE a.namespace = ? AND a.rowid < b.rowid
+                  AND a.value_folded <> b.value_folded
+                  AND (a.from_ts IS NULL OR b.to_ts IS NULL OR a.from_ts < b.to_ts)
+                  AND (b.from_ts IS NULL OR a.to_ts IS NULL OR b.from_ts < a.to_ts)
+                  AND {live("a")} AND {live("b")}
+                ORDER BY a.rowid, b.rowid""",
+            (namespace,),
+        )
+
+    def facts_conflict(self, a: str, b: str) -> bool:
+        return (
+            self.store.one(
+                f"""SELECT 1 FROM facts a JOIN entities ea ON ea.id = a.subject,
+                facts b JOIN entities eb ON eb.id = b.subject
+                WHERE a.id = ? AND b.id = ? AND ea.canonical = eb.canonical
+                  AND a.predicate_folded = b.predicate_folded AND a.value_folded <> b.value_folded
+                  AND (a.from_ts IS NULL OR b.to_ts IS NULL OR a.from_ts < b.to_ts)
+                  AND (b.from_ts IS NULL OR a.to_ts IS NULL OR b.from_ts < a.to_ts)
+                  AND {live("a")} AND {live("b")}""",
+                (a, b),
+            )
+            is not None
+        )
+
+    def expired_facts(self, namespace: str) -> list[tuple[str, str]]:
+        return self.store.all(
+            f"""SELECT f.id, f.valid_to FROM facts f WHERE f.namespace = ? AND f.to_ts IS NOT NULL
+                AND f.to_ts <= ? AND {live("f")} ORDER BY f.rowid""",
+            (namespace, dates.now_ts()),
+        )
+
+    def orphan_entities(self, namespace: str) -> list[str]:
+        """Canonical entities with no live passages and no live facts."""
+        rows = self.store.all(
+            f"""SELECT e.id FROM entities e WHERE e.namespace = ? AND e.canonical = e.id
+                AND NOT EXISTS (
+                    SELECT 1 FROM entities x JOIN mentions m ON m.entity = x.id
+                    JOIN passages p ON p.id = m.passage
+                    WHERE x.canonical = e.id AND {live("p")})
+                AND NOT EXISTS (
+                    SELECT 1 FROM entities x JOIN facts f ON f.subject = x.id
+                    WHERE x.canonical = e.id AND {live("f")})
+                ORDER BY e.rowid""",
+            (namespace,),
+        )
+        return [r[0] for r in rows]
+
+    # --- merges -----------------------------------------------------------------------
+
+    def open_merge_candidate(
+        self, namespace: str, first: str, second: str, origin: str
+    ) -> tuple[int, str]:
+        """Open (or find) the candidate for a pair; returns (id, status)."""
+        pair = "|".join(sorted((first, second)))
+        self.store.conn.execute(
+            "INSERT OR IGNORE INTO merge_candidates(namespace, first, second, pair, origin, "
+            "status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+            (namespace, first, second, pair, origin, now()),
+        )
+        row = self.store.one(
+            "SELECT id, status FROM merge_candidates WHERE namespace = ? AND pair = ?",
+            (namespace, pair),
+        )
+        return row[0], row[1]
+
+    # --- writing pages ---------------------------------------------------------------------
+
+    def write_page(
+        self,
+        namespace: str,
+        canonical: str,
+        title: str,
+        content: str,
+        cites: list[str],
+        previous: tuple | None,
+        item: int | None,
+        flags: dict[str, Any],
+    ) -> str:
+        """Store a page version citing ``cites`` (passage addresses); the
+        previous version, if any, is superseded. Returns the page address."""
+        ident = uuid7()
+        version = previous[3] + 1 if previous else 1
+        built_seq = self.store.scalar("SELECT COALESCE(MAX(rowid), 0) FROM passages")
+        self.store.conn.execute(
+            "INSERT INTO pages(id, namespace, entity, title, content, version, previous, item, "
+            "flags, built_seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ident,
+                namespace,
+                canonical,
+                title,
+                content,
+                version,
+                previous[0] if previous else None,
+                item,
+                self.dumps(flags),
+                built_seq,
+                now(),
+            ),
+        )
+        for cite in dict.fromkeys(cites):
+            _, passage = parse_address(cite, expect=("passage",))
+            row = self.store.one("SELECT hash FROM passages WHERE id = ?", (passage,))
+            if row is None:
+                raise NotFound(f"no passage {cite}")
+            self.store.conn.execute(
+                "INSERT INTO page_sources(page, passage, hash) VALUES (?, ?, ?)",
+                (ident, passage, row[0]),
+            )
+        if previous:
+            self.tombstone(
+                namespace, "page", previous[0], "superseded", f"page version {version}", item
+            )
+        log.info(
+            "page_stored",
+            namespace=namespace,
+            page=address("page", ident),
+            version=version,
+            item=item,
+            forced=bool(flags),
+        )
+        return address("page", ident)
+
+    # --- JSON columns --------------------------------------------------------------------
+
+    @staticmethod
+    def dumps(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

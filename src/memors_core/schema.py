@@ -1,0 +1,278 @@
+"""The database schema, as migrations stepped by ``PRAGMA user_version``.
+
+Raw tables (documents and their versions, passages, facts, tombstones) are
+append-only: triggers refuse UPDATE always and DELETE unless the purge gate
+is open — and only ``purge`` opens it, inside its own transaction.
+"""
+
+from __future__ import annotations
+
+RAW_TABLES = (
+    "documents",
+    "document_versions",
+    "version_passages",
+    "passages",
+    "facts",
+    "tombstones",
+    "pages",
+    "page_sources",
+)
+
+
+def _append_only(table: str) -> str:
+    return f"""
+CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+BEGIN SELECT RAISE(ABORT, 'memors: {table} rows are never modified'); END;
+CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+WHEN NOT EXISTS (SELECT 1 FROM purge_gate)
+BEGIN SELECT RAISE(ABORT, 'memors: {table} rows are never deleted (only purge erases)'); END;
+"""
+
+
+V1 = """
+CREATE TABLE namespaces(
+    name TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE documents(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    uri TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX documents_uri ON documents(namespace, uri);
+
+CREATE TABLE document_versions(
+    document TEXT NOT NULL REFERENCES documents(id),
+    version INTEGER NOT NULL,
+    text_hash TEXT NOT NULL,
+    title TEXT,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY(document, version)
+) WITHOUT ROWID;
+
+CREATE TABLE passages(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    document TEXT NOT NULL REFERENCES documents(id),
+    version INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    shingles BLOB NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX passages_document ON passages(document);
+CREATE INDEX passages_namespace ON passages(namespace, rowid);
+
+CREATE TABLE version_passages(
+    document TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    passage TEXT NOT NULL,
+    PRIMARY KEY(document, version, position)
+) WITHOUT ROWID;
+
+CREATE TABLE tombstones(
+    rowid INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    target TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('forgotten', 'superseded')),
+    reason TEXT,
+    item INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX tombstones_namespace ON tombstones(namespace, rowid);
+
+CREATE TABLE entities(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    key TEXT NOT NULL,
+    folded TEXT NOT NULL,
+    canonical TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (namespace, key)
+);
+CREATE INDEX entities_canonical ON entities(canonical);
+CREATE INDEX entities_folded ON entities(namespace, folded);
+CREATE TRIGGER entities_names_fixed BEFORE UPDATE OF id, namespace, name, key, folded ON entities
+BEGIN SELECT RAISE(ABORT, 'memors: entity names are never modified'); END;
+CREATE TRIGGER entities_no_delete BEFORE DELETE ON entities
+WHEN NOT EXISTS (SELECT 1 FROM purge_gate)
+BEGIN SELECT RAISE(ABORT, 'memors: entities are never deleted'); END;
+
+CREATE TABLE aliases(
+    entity TEXT NOT NULL REFERENCES entities(id),
+    namespace TEXT NOT NULL,
+    alias TEXT NOT NULL,
+    key TEXT NOT NULL,
+    folded TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (entity, key)
+) WITHOUT ROWID;
+CREATE INDEX aliases_key ON aliases(namespace, key);
+CREATE INDEX aliases_folded ON aliases(namespace, folded);
+
+CREATE TABLE mentions(
+    passage TEXT NOT NULL,
+    entity TEXT NOT NULL,
+    PRIMARY KEY (passage, entity)
+) WITHOUT ROWID;
+CREATE INDEX mentions_entity ON mentions(entity, passage);
+
+CREATE TABLE facts(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    subject TEXT NOT NULL REFERENCES entities(id),
+    predicate TEXT NOT NULL,
+    value TEXT NOT NULL,
+    predicate_folded TEXT NOT NULL,
+    value_folded TEXT NOT NULL,
+    valid_from TEXT,
+    valid_to TEXT,
+    from_ts TEXT,
+    to_ts TEXT,
+    source TEXT,
+    recorded_at TEXT NOT NULL
+);
+CREATE INDEX facts_subject ON facts(subject, predicate_folded);
+CREATE INDEX facts_namespace ON facts(namespace, rowid);
+
+CREATE TABLE merge_candidates(
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    first TEXT NOT NULL REFERENCES entities(id),
+    second TEXT NOT NULL REFERENCES entities(id),
+    pair TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('open', 'accepted', 'rejected')),
+    created_at TEXT NOT NULL,
+    decided_at TEXT,
+    UNIQUE (namespace, pair)
+);
+CREATE INDEX merge_candidates_open ON merge_candidates(namespace, status);
+
+CREATE TABLE pages(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL,
+    entity TEXT NOT NULL REFERENCES entities(id),
+    title TEXT NOT NULL,
+    content TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    previous TEXT REFERENCES pages(id),
+    is_inference INTEGER NOT NULL DEFAULT 1 CHECK (is_inference = 1),
+    item INTEGER,
+    flags TEXT NOT NULL DEFAULT '{}',
+    built_seq INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX pages_entity ON pages(entity);
+CREATE INDEX pages_namespace ON pages(namespace);
+
+CREATE TABLE page_sources(
+    page TEXT NOT NULL,
+    passage TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    PRIMARY KEY (page, passage)
+) WITHOUT ROWID;
+CREATE INDEX page_sources_passage ON page_sources(passage);
+
+CREATE TABLE page_stale(
+    rowid INTEGER PRIMARY KEY,
+    page TEXT NOT NULL,
+    cause TEXT NOT NULL,
+    target TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX page_stale_page ON page_stale(page);
+
+CREATE TABLE work_items(
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    key TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('open', 'done', 'skipped', 'obsolete')),
+    fingerprint TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    resolution TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX work_items_open ON work_items(namespace, kind, key) WHERE status = 'open';
+CREATE INDEX work_items_key ON work_items(namespace, kind, key, id);
+CREATE INDEX work_items_status ON work_items(namespace, status, kind);
+
+CREATE TABLE counters(
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT '',
+    event TEXT NOT NULL DEFAULT '',
+    value INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (name, kind, event)
+) WITHOUT ROWID;
+
+CREATE TABLE purges(
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    target TEXT NOT NULL,
+    erased TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE TRIGGER purges_no_update BEFORE UPDATE ON purges
+BEGIN SELECT RAISE(ABORT, 'memors: the purge audit is never modified'); END;
+CREATE TRIGGER purges_no_delete BEFORE DELETE ON purges
+BEGIN SELECT RAISE(ABORT, 'memors: the purge audit is never deleted'); END;
+
+CREATE TABLE purge_gate(opened_at TEXT NOT NULL);
+
+CREATE VIRTUAL TABLE passages_fts USING fts5(
+    text, content='passages', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER passages_fts_insert AFTER INSERT ON passages BEGIN
+    INSERT INTO passages_fts(rowid, text) VALUES (new.rowid, new.text);
+END;
+CREATE TRIGGER passages_fts_delete AFTER DELETE ON passages BEGIN
+    INSERT INTO passages_fts(passages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+END;
+
+CREATE VIRTUAL TABLE pages_fts USING fts5(
+    title, content, content='pages', content_rowid='rowid', tokenize='porter unicode61'
+);
+CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+    INSERT INTO pages_fts(rowid, title, content) VALUES (new.rowid, new.title, new.content);
+END;
+CREATE TRIGGER pages_fts_delete AFTER DELETE ON pages BEGIN
+    INSERT INTO pages_fts(pages_fts, rowid, title, content)
+    VALUES ('delete', old.rowid, old.title, old.content);
+END;
+
+CREATE VIRTUAL TABLE facts_fts USING fts5(subject, predicate, value, tokenize='porter unicode61');
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts(rowid, subject, predicate, value)
+    VALUES (new.rowid, (SELECT name FROM entities WHERE id = new.subject), new.predicate, new.value);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    DELETE FROM facts_fts WHERE rowid = old.rowid;
+END;
+
+CREATE VIRTUAL TABLE entities_fts USING fts5(name, aliases, tokenize='porter unicode61');
+CREATE TRIGGER entities_fts_insert AFTER INSERT ON entities BEGIN
+    INSERT INTO entities_fts(rowid, name, aliases) VALUES (new.rowid, new.name, '');
+END;
+CREATE TRIGGER aliases_fts_insert AFTER INSERT ON aliases BEGIN
+    UPDATE entities_fts SET aliases = (
+        SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = new.entity
+    ) WHERE rowid = (SELECT rowid FROM entities WHERE id = new.entity);
+END;
+""" + "".join(_append_only(t) for t in RAW_TABLES)
+
+MIGRATIONS: list[str] = [V1]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,208 @@
+"""Opening the SQLite store the one right way, and transactions on it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import apsw
+
+from .errors import BadInput, MemorsError, StoreBusy
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+DEFAULT_BUSY_TIMEOUT_MS = 15_000
+
+
+def default_path() -> Path:
+    """``$MEMORS_DB``, else ``$XDG_DATA_HOME/memors/memors.db``, else ~/.local/share."""
+    env = os.environ.get("MEMORS_DB")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    return base / "memors" / "memors.db"
+
+
+def now() -> str:
+    """The current time as an ISO 8601 UTC timestamp with microseconds."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _busy_timeout_ms() -> int:
+    raw = os.environ.get("MEMORS_BUSY_TIMEOUT_MS")
+    if raw is None:
+        return DEFAULT_BUSY_TIMEOUT_MS
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise BadInput(f"MEMORS_BUSY_TIMEOUT_MS must be an integer, got {raw!r}") from None
+
+
+class Store:
+    """One apsw connection to one database file.
+
+    Writes go through :meth:`write` (``BEGIN IMMEDIATE``: the write lock is
+    taken up front, so two writers queue on the busy timeout instead of
+    failing on a lock upgrade); reads that need one snapshot use :meth:`read`.
+    Nested calls become savepoints.
+    """
+
+    def __init__(self, conn: apsw.Connection, path: Path, readonly: bool) -> None:
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+        self._depth = 0
+
+    # --- opening ---------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> Store:
+        p = Path(path).expanduser() if path is not None else default_path()
+        if p.is_dir():
+            raise BadInput(f"{p} is a directory, not a database file")
+        if readonly:
+            flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+        else:
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"cannot create the directory for {p}: {exc.strerror}") from None
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
+        try:
+            conn = apsw.Connection(str(p), flags=flags)
+            conn.setbusytimeout(_busy_timeout_ms())
+            store = cls(conn, p, readonly)
+            store._configure()
+        except apsw.NotADBError:
+            raise BadInput(f"{p} is not a memors database (not SQLite)") from None
+        except apsw.CantOpenError:
+            raise BadInput(f"cannot open the database {p}") from None
+        except apsw.BusyError:
+            raise StoreBusy(f"the database {p} stayed locked by another process") from None
+        return store
+
+    def _configure(self) -> None:
+        c = self.conn
+        c.execute("PRAGMA foreign_keys = ON")
+        if self.readonly:
+            c.execute("PRAGMA query_only = ON")
+            version = c.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise MemorsError(
+                    f"{self.path} was written by a newer memors (schema {version}, "
+                    f"this one knows {SCHEMA_VERSION})"
+                )
+            return
+        mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":  # pragma: no cover - only on odd file systems
+            raise MemorsError(f"cannot switch {self.path} to WAL mode (got {mode})")
+        c.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise MemorsError(
+                f"{self.path} was written by a newer memors (schema {version}, "
+                f"this one knows {SCHEMA_VERSION})"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        with self.write():
+            # Another process may have migrated while we waited for the lock.
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            for step in range(version, SCHEMA_VERSION):
+                self.conn.execute(MIGRATIONS[step])
+                self.conn.execute(f"PRAGMA user_version = {step + 1}")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # --- transactions ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """A write transaction (or a savepoint inside one)."""
+        if self.readonly:
+            raise MemorsError("this store was opened read-only")
+        if self._depth:
+            self._depth += 1
+            try:
+                with self.conn:
+                    yield self.conn
+            finally:
+                self._depth -= 1
+            return
+        self._begin("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield self.conn
+        except BaseException:
+            self._depth = 0
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        try:
+            self.conn.execute("COMMIT")
+        except apsw.BusyError:
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute("ROLLBACK")
+            raise StoreBusy("the store stayed busy; nothing was stored, try again") from None
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """A read transaction: one consistent snapshot for several queries."""
+        if self._depth:
+            yield self.conn
+            return
+        self._begin("BEGIN")
+        self._depth = 1
+        try:
+            yield self.conn
+        finally:
+            self._depth = 0
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute("COMMIT")
+
+    def _begin(self, sql: str) -> None:
+        # The busy handler already waited MEMORS_BUSY_TIMEOUT_MS; give a
+        # writer that just started one more short chance before failing.
+        for attempt in range(3):
+            try:
+                self.conn.execute(sql)
+                return
+            except apsw.BusyError:
+                time.sleep(0.05 * (attempt + 1))
+        raise StoreBusy(
+            f"the store {self.path} stayed locked by another writer; nothing was stored, try again"
+        )
+
+    # --- helpers -------------------------------------------------------------
+
+    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: tuple | dict = ()):
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
+        """Add to a persisted counter, inside the caller's transaction."""
+        self.conn.execute(
+            "INSERT INTO counters(name, kind, event, value) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(name, kind, event) DO UPDATE SET value = value + excluded.value",
+            (name, kind, event, by),
+        )
+
+    def touch_namespace(self, namespace: str) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, now())
+        )

@@ -1,0 +1,297 @@
+"""Text rules shared by the store, the scanners and the checks.
+
+Everything here is a pure function of its input, so each rule can be tested
+on its own (and is, with hypothesis).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from array import array
+from functools import cache
+from importlib import resources
+
+# Runs of letters and digits (\w without the underscore).
+_WORD = re.compile(r"[^\W_]+")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_WIKI_LINK = re.compile(r"\[\[([^\[\]|\n]+?)(?:\|[^\[\]\n]*)?\]\]")
+
+MAX_PASSAGE_WORDS = 400
+
+
+# --- words -----------------------------------------------------------------
+
+
+def words(text: str) -> list[str]:
+    """Casefolded runs of letters and digits, in order."""
+    return [w.casefold() for w in _WORD.findall(text)]
+
+
+@cache
+def stop_words() -> frozenset[str]:
+    """The shipped English stop-word list (function words only)."""
+    data = resources.files("memors_core").joinpath("data/stopwords.txt").read_text("utf-8")
+    return frozenset(
+        line.strip() for line in data.splitlines() if line.strip() and not line.startswith("#")
+    )
+
+
+def content_words(text: str) -> set[str]:
+    """The set of casefolded words of ``text`` that are not stop words."""
+    stops = stop_words()
+    return {w for w in words(text) if w not in stops}
+
+
+def fold_name(name: str) -> str:
+    """The merge-scanner form of a name: word runs joined by one space.
+
+    ``quorum-replication`` and ``Quorum Replication`` fold equal.
+    """
+    return " ".join(words(name))
+
+
+def match_key(name: str) -> str:
+    """How entity names are matched: case-insensitive, white space folded."""
+    return " ".join(name.casefold().split())
+
+
+def fold_value(value: str) -> str:
+    """How fact predicates and values are compared (as for merge names)."""
+    return fold_name(value)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- shingles ----------------------------------------------------------------
+
+_MASK = (1 << 64) - 1
+_P1 = 0x9E3779B97F4A7C15
+_P2 = 0xC2B2AE3D27D4EB4F
+_P3 = 0x165667B19E3779F9
+
+
+@cache
+def _word_hash(word: str) -> int:
+    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def shingle_hashes(text: str) -> list[int]:
+    """Sorted, distinct 64-bit hashes of the word 3-grams of ``text``.
+
+    Words are casefolded runs of letters and digits; a text of fewer than
+    three words has no shingles. Each word is hashed once (blake2b, stable
+    across processes) and a 3-gram combines its three word hashes with
+    position-dependent multipliers, so order matters.
+    """
+    hs = [_word_hash(w) for w in words(text)]
+    if len(hs) < 3:
+        return []
+    out = {
+        ((a * _P1) ^ (b * _P2) ^ (c * _P3)) & _MASK
+        for a, b, c in zip(hs, hs[1:], hs[2:], strict=False)
+    }
+    return sorted(out)
+
+
+def pack_shingles(hashes: list[int]) -> bytes:
+    return array("Q", hashes).tobytes()
+
+
+def unpack_shingles(blob: bytes | None) -> array:
+    out = array("Q")
+    if blob:
+        out.frombytes(blob)
+    return out
+
+
+def jaccard(a: set[int] | frozenset[int], b: set[int] | frozenset[int]) -> float:
+    if not a and not b:
+        return 0.0
+    inter = len(a & b)
+    return inter / (len(a) + len(b) - inter)
+
+
+# --- documents into passages ---------------------------------------------------
+
+
+def _split_long(paragraph: str) -> list[str]:
+    """Split a paragraph of more than 400 words at sentence ends."""
+    sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
+    chunks: list[str] = []
+    current: list[str] = []
+    count = 0
+    for sentence in sentences:
+        n = len(sentence.split())
+        if n > MAX_PASSAGE_WORDS:
+            # A single sentence longer than the limit: cut it at the limit.
+            if current:
+                chunks.append(" ".join(current))
+                current, count = [], 0
+            toks = sentence.split()
+            for i in range(0, len(toks), MAX_PASSAGE_WORDS):
+                chunks.append(" ".join(toks[i : i + MAX_PASSAGE_WORDS]))
+            continue
+        if current and count + n > MAX_PASSAGE_WORDS:
+            chunks.append(" ".join(current))
+            current, count = [], 0
+        current.append(sentence)
+        count += n
+    if current:
+        chunks.append(" ".join(current))
+    return chunks
+
+
+def split_passages(text: str) -> list[str]:
+    """Split a document into passages.
+
+    Blank lines separate paragraphs; a paragraph made only of ATX heading
+    lines travels with the paragraph after it; a paragraph of up to 400
+    words is one passage, a longer one is split at sentence ends.
+    """
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if line.strip():
+            current.append(line.rstrip())
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+
+    paragraphs: list[str] = []
+    pending: list[str] = []  # heading-only blocks waiting for their paragraph
+    for block in blocks:
+        if all(_HEADING.match(line) for line in block):
+            pending.extend(block)
+            continue
+        paragraphs.append("\n".join([*pending, *block]))
+        pending = []
+    if pending:
+        paragraphs.append("\n".join(pending))
+
+    passages: list[str] = []
+    for paragraph in paragraphs:
+        if len(paragraph.split()) <= MAX_PASSAGE_WORDS:
+            passages.append(paragraph)
+            continue
+        # Keep leading heading lines with the first chunk.
+        lines = paragraph.split("\n")
+        head = []
+        while lines and _HEADING.match(lines[0]):
+            head.append(lines.pop(0))
+        chunks = _split_long(" ".join(line.strip() for line in lines))
+        if head and chunks:
+            chunks[0] = "\n".join([*head, chunks[0]])
+        passages.extend(chunks)
+    return passages
+
+
+def wiki_links(text: str) -> list[str]:
+    """Names written as ``[[Name]]`` or ``[[Name|label]]``, in order, distinct."""
+    seen: dict[str, str] = {}
+    for m in _WIKI_LINK.finditer(text):
+        name = " ".join(m.group(1).split())
+        if name:
+            seen.setdefault(match_key(name), name)
+    return list(seen.values())
+
+
+# --- pages into sentences ------------------------------------------------------
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
+_HRULE = re.compile(r"^ {0,3}([-*_])(\s*\1){2,}\s*$")
+_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def _visible(text: str) -> str:
+    text = _IMAGE.sub(r"\1", text)
+    text = _LINK.sub(r"\1", text)
+    text = _REF_LINK.sub(r"\1", text)
+    text = _AUTOLINK.sub(r"\1", text)
+    text = text.replace("[[", "").replace("]]", "")
+    return text
+
+
+def _prose_sentences(line: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(line) if s.strip()]
+
+
+def page_sentences(markdown: str) -> list[str]:
+    """The sentences of a page that the corruption check reads.
+
+    Headings (ATX and setext), fenced and indented code, HTML comments,
+    horizontal rules, link reference definitions and table separator rows
+    are not sentences. Link and image syntax keeps only its visible text.
+    Every list item and every table cell is a sentence source of its own;
+    prose splits after ``.``, ``!`` or ``?`` followed by white space, and at
+    line ends. Sentences with no content words are dropped.
+    """
+    text = _HTML_COMMENT.sub("", markdown.replace("\r\n", "\n").replace("\r", "\n"))
+    lines = text.split("\n")
+    out: list[str] = []
+    fence: str | None = None
+    prev_blank = True
+    in_list = False
+    for i, raw in enumerate(lines):
+        if fence is not None:
+            m = _FENCE.match(raw)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                fence = None
+            prev_blank = False
+            continue
+        m = _FENCE.match(raw)
+        if m:
+            fence = m.group(1)
+            continue
+        if not raw.strip():
+            prev_blank = True
+            continue
+        indented = raw.startswith("    ") or raw.startswith("\t")
+        if indented and prev_blank and not in_list:
+            continue  # indented code block (a run of such lines after a blank)
+        was_blank, prev_blank = prev_blank, False
+        line = raw.strip()
+        if line.startswith(">"):
+            line = line.lstrip(">").strip()
+            if not line:
+                continue
+        if _HEADING.match(line) or _HRULE.match(line) or _REF_DEF.match(line):
+            in_list = False
+            continue
+        if _SETEXT.match(line):
+            # The paragraph line above was a setext heading: drop its sentences.
+            if not was_blank and i > 0 and lines[i - 1].strip():
+                prev = _prose_sentences(_visible(lines[i - 1].strip()))
+                for s in reversed(prev):
+                    if out and out[-1] == s:
+                        out.pop()
+            continue
+        if "|" in line and _TABLE_SEP.match(line):
+            continue
+        if "|" in line and (line.startswith("|") or line.endswith("|")):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            out.extend(c for c in (_visible(c) for c in cells) if c)
+            in_list = False
+            continue
+        m = _LIST_ITEM.match(raw)
+        if m:
+            in_list = True
+            out.extend(_prose_sentences(_visible(raw[m.end() :])))
+            continue
+        if in_list and was_blank and not indented:
+            in_list = False
+        out.extend(_prose_sentences(_visible(line)))
+    return [s for s in out if content_words(s)]

@@ -1,0 +1,96 @@
+"""The wire format: one cattrs converter, built by a factory, owns the JSON.
+
+Frontends call :func:`to_json` on what :class:`memors_core.Memory` returns;
+kinds call :func:`structure` to turn a submitted resolution into their attrs
+class, and get a readable :class:`BadInput` when it does not fit.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, TypeVar
+
+import cattrs
+from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+
+from .errors import BadInput
+
+T = TypeVar("T")
+
+
+def make_converter() -> cattrs.Converter:
+    """A fresh converter: attrs classes to and from the JSON of SPEC §10."""
+    conv = cattrs.Converter(forbid_extra_keys=True)
+
+    def structure_str(value: Any, _type: type) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {type(value).__name__}")
+        return value
+
+    def structure_bool(value: Any, _type: type) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {type(value).__name__}")
+        return value
+
+    def structure_int(value: Any, _type: type) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {type(value).__name__}")
+        return value
+
+    def structure_str_list(value: Any, _type: type) -> list[str]:
+        # A single string is accepted where a list of strings is expected
+        # (`keep: "memo://fact/…"` reads as naturally as a one-element list).
+        if isinstance(value, str):
+            return [value]
+        if not isinstance(value, list | tuple):
+            raise TypeError(f"expected a list of strings, got {type(value).__name__}")
+        return [structure_str(v, str) for v in value]
+
+    conv.register_structure_hook(str, structure_str)
+    conv.register_structure_hook(bool, structure_bool)
+    conv.register_structure_hook(int, structure_int)
+    conv.register_structure_hook_func(lambda t: t == list[str], structure_str_list)
+
+    from .model import Compacted
+
+    base = conv.get_unstructure_hook(Compacted)
+
+    def unstructure_compacted(value: Compacted) -> dict[str, Any]:
+        out = base(value)
+        if not out.get("errors"):
+            out.pop("errors", None)  # SPEC §10's shape unless a plugin failed
+        return out
+
+    conv.register_unstructure_hook(Compacted, unstructure_compacted)
+    return conv
+
+
+@cache
+def converter() -> cattrs.Converter:
+    return make_converter()
+
+
+def to_json(obj: Any) -> Any:
+    """Unstructure an attrs result into plain JSON-ready data."""
+    return converter().unstructure(obj)
+
+
+def _describe(exc: BaseException, what: str) -> str:
+    if isinstance(exc, ForbiddenExtraKeysError):
+        return f"unexpected field(s) for {what}: {', '.join(sorted(exc.extra_fields))}"
+    try:
+        messages = cattrs.transform_error(exc, path=what)
+    except Exception:  # transform_error only knows cattrs' own exceptions
+        messages = [str(exc)]
+    return "; ".join(messages)
+
+
+def structure(data: Any, cls: type[T], what: str | None = None) -> T:
+    """Structure ``data`` into ``cls`` or raise a one-line :class:`BadInput`."""
+    what = what or cls.__name__
+    if not isinstance(data, dict):
+        raise BadInput(f"{what} must be a JSON object, got {type(data).__name__}")
+    try:
+        return converter().structure(data, cls)
+    except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
+        raise BadInput(_describe(exc, what)) from None
