@@ -1,0 +1,61 @@
+"""The README's tour runs exactly as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def sh_blocks() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```sh\n(.*?)```", text, re.S)
+
+
+def run_block(block: str, cwd: Path, db: Path) -> str:
+    script = block.replace("/tmp/memors-tour.db", str(db))
+    script = script.replace('"$PWD/.venv/bin', f'"{Path(sys.executable).parent}')
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMORS_DB": str(db)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc.stdout
+
+
+def test_readme_tour_runs(tmp_path: Path):
+    tour, submit = sh_blocks()
+    (tmp_path / "demo").symlink_to(ROOT / "demo")
+    db = tmp_path / "tour.db"
+    out = run_block(tour, tmp_path, db)
+    assert "Raft" in out
+    # Learn the page item's payload the way an agent would, and write the page from it.
+    listing = subprocess.run(
+        [sys.executable, "-m", "memors_cli", "compact", "--kinds", "page", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "MEMORS_DB": str(db)},
+        check=True,
+    )
+    item = json.loads(listing.stdout)["items"][0]
+    assert item["id"] == 1 and item["payload"]["entity"]["name"] == "Raft"
+    body = [
+        " ".join(ln for ln in p["text"].splitlines() if not ln.startswith("#"))
+        for p in item["payload"]["passages"]
+    ]
+    body += [f"{f['subject']} {f['predicate']} {f['value']}." for f in item["payload"]["facts"]]
+    (tmp_path / "page.md").write_text(
+        "\n\n".join(b.replace("[[", "").replace("]]", "") for b in body)
+    )
+    out = run_block(submit, tmp_path, db)
+    assert "stored memo://page/" in out
