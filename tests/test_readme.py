@@ -26,7 +26,11 @@ def run_block(block: str, cwd: Path, db: Path) -> str:
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "MEMORS_DB": str(db)},
+        env={
+            **os.environ,
+            "MEMORS_DB": str(db),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        },
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
