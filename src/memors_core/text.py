@@ -118,28 +118,31 @@ def jaccard(a: set[int] | frozenset[int], b: set[int] | frozenset[int]) -> float
 # --- documents into passages ---------------------------------------------------
 
 
-def _split_long(paragraph: str) -> list[str]:
-    """Split a paragraph of more than 400 words at sentence ends."""
+def _split_long(paragraph: str, reserved: int = 0) -> list[str]:
+    """Split a paragraph of more than 400 words at sentence ends; the first
+    chunk has ``reserved`` words less room (its heading lines take them)."""
     sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
     chunks: list[str] = []
     current: list[str] = []
     count = 0
     for sentence in sentences:
-        n = len(sentence.split())
-        if n > MAX_PASSAGE_WORDS:
-            # A single sentence longer than the limit: cut it at the limit.
-            if current:
-                chunks.append(" ".join(current))
-                current, count = [], 0
-            toks = sentence.split()
-            for i in range(0, len(toks), MAX_PASSAGE_WORDS):
-                chunks.append(" ".join(toks[i : i + MAX_PASSAGE_WORDS]))
-            continue
-        if current and count + n > MAX_PASSAGE_WORDS:
+        toks = sentence.split()
+        room = MAX_PASSAGE_WORDS - (0 if chunks else reserved)
+        if current and count + len(toks) > room:
             chunks.append(" ".join(current))
             current, count = [], 0
-        current.append(sentence)
-        count += n
+            room = MAX_PASSAGE_WORDS
+        if len(toks) <= room:
+            current.append(sentence)
+            count += len(toks)
+            continue
+        # A single sentence longer than the room left: cut it at the limit.
+        while len(toks) > room:
+            chunks.append(" ".join(toks[:room]))
+            toks = toks[room:]
+            room = MAX_PASSAGE_WORDS
+        if toks:
+            current, count = [" ".join(toks)], len(toks)
     if current:
         chunks.append(" ".join(current))
     return chunks
@@ -184,8 +187,13 @@ def split_passages(text: str) -> list[str]:
         head = []
         while lines and _HEADING.match(lines[0]):
             head.append(lines.pop(0))
-        chunks = _split_long(" ".join(line.strip() for line in lines))
-        if head and chunks:
+        body = " ".join(line.strip() for line in lines)
+        reserved = len(" ".join(head).split())
+        if head and (not body or reserved >= MAX_PASSAGE_WORDS):
+            passages.append("\n".join(head))  # no room to share: the heading stands alone
+            head, reserved = [], 0
+        chunks = _split_long(body, reserved)
+        if head:
             chunks[0] = "\n".join([*head, chunks[0]])
         passages.extend(chunks)
     return passages
