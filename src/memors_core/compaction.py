@@ -145,7 +145,7 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
                 stamp,
             ),
         )
-        ident = cur.fetchone()[0]
+        ident = cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
         created += 1
         log.info("item_created", namespace=namespace, kind=kind.name, item=ident)
     obsolete = [(ident, key) for key, (ident, _fp) in open_items.items() if key not in seen]

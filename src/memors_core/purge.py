@@ -46,7 +46,7 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
                 "RETURNING id",
                 (namespace, address(kind, ident), json.dumps(erased), now()),
             )
-            audit = cur.fetchone()[0]
+            audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
         for fts in ("passages_fts", "pages_fts", "facts_fts", "entities_fts"):
             with store.write():
                 conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")

@@ -1,0 +1,290 @@
+"""The store (SPEC §3): one real SQLite file through apsw, set up the one right way;
+raw rows the database itself refuses to change; purge, audited."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memors_core import MemorsError, Memory
+from memors_core.schema import SCHEMA_VERSION
+from memors_core.store import DEFAULT_BUSY_TIMEOUT_MS, Store
+
+# --- opening ------------------------------------------------------------------------
+
+
+def test_the_store_is_a_real_sqlite_file_in_wal_mode_with_foreign_keys_and_a_busy_timeout(
+    tmp_path,
+):
+    path = tmp_path / "sub" / "dir" / "m.db"  # parent directories are created
+    with Memory.open(path) as memory:
+        conn = memory.store.conn
+        assert isinstance(conn, apsw.Connection)
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+        assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == DEFAULT_BUSY_TIMEOUT_MS
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        memory.remember("A real file on disk.")
+    assert path.read_bytes()[:16] == b"SQLite format 3\x00"
+    # WAL is a property of the file: a fresh connection sees it too.
+    other = apsw.Connection(str(path))
+    assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_the_busy_timeout_can_be_set_and_bad_values_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "1234")
+    store = Store.open(tmp_path / "a.db")
+    assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
+    store.close()
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "soon")
+    with pytest.raises(MemorsError, match="MEMORS_BUSY_TIMEOUT_MS must be an integer"):
+        Store.open(tmp_path / "b.db")
+
+
+def test_foreign_keys_are_enforced(memory):
+    with pytest.raises(apsw.ConstraintError, match="FOREIGN KEY"):
+        memory.store.conn.execute(
+            "INSERT INTO passages(id, namespace, document, version, position, text, hash, "
+            "shingles, created_at) VALUES ('p', 'default', 'no-such-document', 1, 0, 't', 'h', "
+            "x'', 'now')"
+        )
+
+
+def test_full_text_indexes_are_fts5_with_the_porter_unicode61_tokenizer(memory):
+    rows = dict(
+        memory.store.all(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name LIKE '%_fts'"
+        )
+    )
+    assert set(rows) == {"passages_fts", "pages_fts", "facts_fts", "entities_fts"}
+    for sql in rows.values():
+        assert "USING fts5" in sql
+        assert "porter unicode61" in sql
+    # porter stemming: "elections" finds "elected".
+    memory.remember("The node was elected leader.")
+    assert memory.search("elections").results
+
+
+def test_opening_again_does_not_migrate_again_and_keeps_the_data(tmp_path):
+    path = tmp_path / "m.db"
+    with Memory.open(path) as memory:
+        memory.remember("Kept across opens.")
+        schema = memory.store.all("SELECT type, name, sql FROM sqlite_master ORDER BY name")
+    statements: list[str] = []
+    store = Store.open(path)
+    try:
+        store.conn.exec_trace = lambda _cur, sql, _b: statements.append(sql) or True
+        store._migrate()
+    finally:
+        store.conn.exec_trace = None
+    assert statements == ["PRAGMA user_version"]  # looked, changed nothing
+    store.close()
+    with Memory.open(path) as memory:
+        assert memory.store.all("SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
+        assert memory.search("kept").results
+
+
+def test_a_store_from_a_newer_schema_is_refused_clearly(tmp_path, cli):
+    path = tmp_path / "newer.db"
+    Memory.open(path).close()
+    conn = apsw.Connection(str(path))
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 5}")
+    conn.close()
+    for readonly in (False, True):
+        with pytest.raises(MemorsError, match=r"newer memors \(schema \d+, this one knows \d+\)"):
+            Store.open(path, readonly=readonly)
+    r = cli("search", "x", "--db", str(path))
+    assert r.code == 2, r
+    assert "newer memors" in r.err and len(r.err.strip().splitlines()) == 1
+    r = cli("lint", "--db", str(path))
+    assert r.code == 2 and "newer memors" in r.err, r
+    # ... and the file was not touched.
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 5
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [(b"not a database at all, just some text" * 100, "not a memors database")],
+)
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path, content, says):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content)
+    with pytest.raises(MemorsError, match=says):
+        Memory.open(path)
+    assert path.read_bytes() == content
+
+
+def test_a_directory_is_not_a_database(tmp_path):
+    with pytest.raises(MemorsError, match="is a directory"):
+        Memory.open(tmp_path)
+
+
+# --- the default path (SPEC §3) -----------------------------------------------------
+
+
+def _where(tmp_path: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    base = {k: v for k, v in os.environ.items() if k not in ("MEMORS_DB", "XDG_DATA_HOME")}
+    return subprocess.run(
+        [sys.executable, "-m", "memors_cli", "fact", "add", "Raft", "leader", "n1", *args],
+        env={**base, **env},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_default_path_is_home_local_share_then_xdg_then_memors_db_then_db(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    r = _where(tmp_path, {"HOME": str(home)})
+    assert r.returncode == 0, r.stderr
+    assert (home / ".local/share/memors/memors.db").is_file()
+
+    xdg = tmp_path / "xdg"
+    r = _where(tmp_path, {"HOME": str(home), "XDG_DATA_HOME": str(xdg)})
+    assert r.returncode == 0, r.stderr
+    assert (xdg / "memors/memors.db").is_file()
+
+    env_db = tmp_path / "env.db"
+    r = _where(tmp_path, {"HOME": str(home), "XDG_DATA_HOME": str(xdg), "MEMORS_DB": str(env_db)})
+    assert r.returncode == 0, r.stderr
+    assert env_db.is_file()
+
+    flag_db = tmp_path / "flag.db"
+    r = _where(
+        tmp_path,
+        {"HOME": str(home), "XDG_DATA_HOME": str(xdg), "MEMORS_DB": str(env_db)},
+        "--db",
+        str(flag_db),
+    )
+    assert r.returncode == 0, r.stderr
+    assert flag_db.is_file()
+
+    def facts(path: Path) -> int:
+        return apsw.Connection(str(path)).execute("SELECT COUNT(*) FROM facts").fetchone()[0]
+
+    # Each command wrote to exactly one store: the first the precedence picked.
+    assert [
+        facts(p) for p in (home / ".local/share/memors/memors.db", xdg / "memors/memors.db")
+    ] == [
+        1,
+        1,
+    ]
+    assert facts(env_db) == 1 and facts(flag_db) == 1
+
+
+# --- raw rows are never modified (SPEC §3) ---------------------------------------------
+
+
+@pytest.fixture
+def filled(memory):
+    """A store with a row in every raw table: documents, passages, facts, tombstones, pages."""
+    docs = [
+        memory.remember(f"[[Raft]] elects leader {i} with a quorum of votes in term {i}.")
+        for i in range(4)
+    ]
+    memory.record_fact("Raft", "leader", "n1", valid_from="2024-01-01")
+    memory.forget(docs[3].passages[0], reason="test")
+    item = memory.compact(kinds=["page"]).items[0]
+    report = memory.submit(
+        item.id,
+        content="Raft elects leader 0 with a quorum of votes. Raft leader is n1.",
+        title="Raft",
+        force=True,
+    )
+    assert report.stored
+    return memory
+
+
+RAW = ["documents", "passages", "facts", "tombstones", "pages"]
+
+
+@pytest.mark.parametrize("table", RAW)
+def test_raw_rows_refuse_update_and_delete_through_apsw(filled, table):
+    conn = filled.store.conn
+    before = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+    assert before, f"no row in {table}"
+    column = {"tombstones": "reason", "pages": "content", "facts": "value"}.get(table, "created_at")
+    with pytest.raises(apsw.ConstraintError, match="never modified"):
+        conn.execute(f"UPDATE {table} SET {column} = 'changed'")
+    with pytest.raises(apsw.ConstraintError, match="never deleted"):
+        conn.execute(f"DELETE FROM {table}")
+    assert conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() == before
+
+
+@pytest.mark.parametrize("table", RAW)
+def test_raw_rows_refuse_update_and_delete_through_the_sqlite3_module(filled, table):
+    path = str(filled.path)
+    filled.close()
+    conn = sqlite3.connect(path)
+    try:
+        before = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+        with pytest.raises(sqlite3.IntegrityError, match="never modified"):
+            conn.execute(
+                f"UPDATE {table} SET created_at = 'x'"
+                if table != "facts"
+                else "UPDATE facts SET value = 'x'"
+            )
+        with pytest.raises(sqlite3.IntegrityError, match="never deleted"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.rollback()
+        assert conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() == before
+    finally:
+        conn.close()
+
+
+# --- purge ------------------------------------------------------------------------------
+
+
+def test_purge_needs_yes_erases_for_good_and_leaves_an_audit_row_without_content(cli):
+    secret = "The launch code is zebra-kumquat-4471."
+    r = cli("remember", "-", "--entity", "Vault", "--json", input=secret)
+    assert r.code == 0, r
+    doc, passage = r.json["document"], r.json["passages"][0]
+    cli("fact", "add", "Vault", "code", "zebra-kumquat-4471")
+
+    r = cli("purge", doc)
+    assert r.code == 2 and "--yes" in r.err and "Traceback" not in r.err, r
+    assert cli("get", doc).code == 0  # nothing erased without --yes
+
+    r = cli("purge", doc, "--yes", "--json")
+    assert r.code == 0, r
+    assert r.json["address"] == doc
+    assert set(r.json["erased"]) >= {doc, passage}
+    assert cli("get", doc).code == 2
+    assert cli("get", passage).code == 2
+    assert cli("search", "zebra kumquat", "--json").json["results"] == []
+
+    conn = apsw.Connection(str(cli.db))
+    rows = conn.execute("SELECT namespace, target, erased, created_at FROM purges").fetchall()
+    assert len(rows) == 1
+    ns, target, erased, when = rows[0]
+    assert (ns, target) == ("default", doc)
+    assert passage in erased
+    assert when[:4].isdigit()
+    # The audit names what and when, never the content; the text is gone from the file.
+    assert "kumquat" not in erased
+    conn.close()
+    raw = b"".join(p.read_bytes() for p in cli.tmp.glob("cli.db*"))
+    assert b"launch code" not in raw
+    # The audit itself cannot be changed.
+    conn = apsw.Connection(str(cli.db))
+    with pytest.raises(apsw.ConstraintError):
+        conn.execute("DELETE FROM purges")
+
+
+def test_purge_is_cli_only_and_refuses_what_cannot_be_purged(cli):
+    r = cli("purge", "memo://entity/0199a000-0000-7000-8000-000000000000", "--yes")
+    assert r.code == 2 and "only documents, passages, facts and pages" in r.err, r
+    r = cli("purge", "memo://fact/0199a000-0000-7000-8000-000000000000", "--yes")
+    assert r.code == 2 and "nothing at" in r.err, r
+    r = cli("purge", "nonsense", "--yes", "--json")
+    assert r.code == 2 and r.json["error"]["code"] == "bad-address", r
