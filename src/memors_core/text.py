@@ -237,6 +237,22 @@ def _prose_sentences(line: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(line) if s.strip()]
 
 
+def _table_rows(lines: list[str]) -> set[int]:
+    """Indices of table lines (header and body rows, with or without outer
+    pipes): a line with ``|`` followed by a separator row, and the lines
+    with ``|`` after the separator up to the next blank line."""
+    rows: set[int] = set()
+    for i in range(1, len(lines)):
+        sep = lines[i]
+        if "|" in sep and _TABLE_SEP.match(sep) and "|" in lines[i - 1]:
+            rows.add(i - 1)
+            j = i + 1
+            while j < len(lines) and lines[j].strip() and "|" in lines[j]:
+                rows.add(j)
+                j += 1
+    return rows
+
+
 def page_sentences(markdown: str) -> list[str]:
     """The sentences of a page that the corruption check reads.
 
@@ -249,10 +265,12 @@ def page_sentences(markdown: str) -> list[str]:
     """
     text = _HTML_COMMENT.sub("", markdown.replace("\r\n", "\n").replace("\r", "\n"))
     lines = text.split("\n")
+    table_rows = _table_rows(lines)
     out: list[str] = []
     fence: str | None = None
     prev_blank = True
     in_list = False
+    para_start: int | None = None  # where the current prose paragraph began in ``out``
     for i, raw in enumerate(lines):
         if fence is not None:
             m = _FENCE.match(raw)
@@ -263,9 +281,13 @@ def page_sentences(markdown: str) -> list[str]:
         m = _FENCE.match(raw)
         if m:
             fence = m.group(1)
+            para_start = None
+            if not raw[:1].isspace():
+                in_list = False  # a fence at the margin ends a list
             continue
         if not raw.strip():
             prev_blank = True
+            para_start = None
             continue
         indented = raw.startswith("    ") or raw.startswith("\t")
         if indented and prev_blank and not in_list:
@@ -276,30 +298,36 @@ def page_sentences(markdown: str) -> list[str]:
             line = line.lstrip(">").strip()
             if not line:
                 continue
+        if para_start is not None and _SETEXT.match(line):
+            # "Title" over "===" or "---": the paragraph was a setext heading
+            # (checked before horizontal rules, which "---" also matches).
+            del out[para_start:]
+            para_start = None
+            continue
         if _HEADING.match(line) or _HRULE.match(line) or _REF_DEF.match(line):
             in_list = False
+            para_start = None
             continue
         if _SETEXT.match(line):
-            # The paragraph line above was a setext heading: drop its sentences.
-            if not was_blank and i > 0 and lines[i - 1].strip():
-                prev = _prose_sentences(_visible(lines[i - 1].strip()))
-                for s in reversed(prev):
-                    if out and out[-1] == s:
-                        out.pop()
             continue
         if "|" in line and _TABLE_SEP.match(line):
+            para_start = None
             continue
-        if "|" in line and (line.startswith("|") or line.endswith("|")):
+        if i in table_rows or ("|" in line and (line.startswith("|") or line.endswith("|"))):
             cells = [c.strip() for c in line.strip("|").split("|")]
             out.extend(c for c in (_visible(c) for c in cells) if c)
             in_list = False
+            para_start = None
             continue
         m = _LIST_ITEM.match(raw)
         if m:
             in_list = True
+            para_start = None
             out.extend(_prose_sentences(_visible(raw[m.end() :])))
             continue
         if in_list and was_blank and not indented:
             in_list = False
+        if para_start is None:
+            para_start = len(out)
         out.extend(_prose_sentences(_visible(line)))
     return [s for s in out if content_words(s)]

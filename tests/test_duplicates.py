@@ -1,0 +1,185 @@
+"""The duplicate scan is exact: checked against brute-force all-pairs Jaccard.
+
+Corpora are drawn from a tiny vocabulary so that near duplicates (and exact
+copies, and passages under three words) actually occur, and each document
+holds several passages so that same-document pairs are exercised too.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from fractions import Fraction
+from itertools import combinations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memors_core.testing import temporary_memory
+from memors_core.text import pack_shingles, shingle_hashes, words
+from memors_core.wire import to_json
+from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs
+
+VOCAB = ["red", "green", "blue", "gold"]
+
+passage_words = st.lists(st.sampled_from(VOCAB), min_size=1, max_size=7)
+# A corpus: documents, each a list of passages (lists of words).
+corpora = st.lists(st.lists(passage_words, min_size=1, max_size=3), min_size=1, max_size=6)
+
+
+def trigrams(text: str) -> frozenset[tuple[str, str, str]]:
+    ws = words(text)
+    return frozenset(zip(ws, ws[1:], ws[2:], strict=False))
+
+
+def brute_force(records: list[tuple[str, str, str]]) -> dict[frozenset[str], dict]:
+    """Every pair from different documents, Jaccard in exact fractions;
+    clusters are the connected components of the qualifying pairs."""
+    grams = {ident: trigrams(text) for ident, _doc, text in records}
+    docs = {ident: doc for ident, doc, _text in records}
+    pairs = []
+    for a, b in combinations(sorted(grams), 2):
+        if docs[a] == docs[b] or not grams[a] or not grams[b]:
+            continue
+        jac = Fraction(len(grams[a] & grams[b]), len(grams[a] | grams[b]))
+        if jac >= Fraction(3, 4):
+            pairs.append((a, b, jac))
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b, _j in pairs:
+        parent[find(a)] = find(b)
+    comps: dict[str, list] = defaultdict(list)
+    for a, b, jac in pairs:
+        comps[find(a)].append((a, b, jac))
+    out = {}
+    for es in comps.values():
+        members = frozenset(x for a, b, _j in es for x in (a, b))
+        out[members] = {
+            "jaccard": min(j for _a, _b, j in es),
+            "pairs": sorted((a, b, float(j)) for a, b, j in es),
+            "pair_count": len(es),
+        }
+    return out
+
+
+def records_of(corpus: list[list[list[str]]]) -> list[tuple[str, str, str]]:
+    out = []
+    for d, doc in enumerate(corpus):
+        for p, ws in enumerate(doc):
+            out.append((f"p{d:02d}{p:02d}", f"d{d}", " ".join(ws)))
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(corpora)
+def test_clusters_match_brute_force_all_pairs(corpus):
+    records = records_of(corpus)
+    found = clusters([(i, d, pack_shingles(shingle_hashes(t))) for i, d, t in records])
+    expected = brute_force(records)
+    got = {frozenset(c["members"]): c for c in found}
+    assert set(got) == set(expected)  # same components, one per cluster
+    for members, want in expected.items():
+        c = got[members]
+        assert c["members"] == sorted(members)
+        assert c["pair_count"] == want["pair_count"]
+        assert Fraction(c["jaccard"]).limit_denominator(1000) == want["jaccard"]
+        assert sorted(c["pairs"]) == want["pairs"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.frozensets(st.integers(0, 6), min_size=1, max_size=6), max_size=12, unique=True))
+def test_similar_pairs_is_exact_on_token_sets(sets):
+    ordered = [sorted(s) for s in sets]
+    got = {(i, j): (inter, union) for i, j, inter, union in similar_pairs(ordered)}
+    want = {}
+    for i, j in combinations(range(len(sets)), 2):
+        inter, union = len(sets[i] & sets[j]), len(sets[i] | sets[j])
+        if Fraction(inter, union) >= THRESHOLD:
+            want[(i, j)] = (inter, union)
+    assert got == want
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(corpora)
+def test_duplicate_items_match_brute_force(corpus):
+    """Through a real store: one open item per cluster, with the right payload."""
+    with temporary_memory() as memory:
+        records = []
+        for d, doc in enumerate(corpus):
+            r = memory.remember("\n\n".join(" ".join(ws) for ws in doc), uri=f"doc-{d}")
+            texts = [memory.get(p).text for p in r.passages]
+            records.extend((p, r.document, t) for p, t in zip(r.passages, texts, strict=True))
+        result = to_json(memory.compact(kinds=["duplicate"]))
+        expected = brute_force(records)
+        assert result["open"] == len(expected) == result["created"]
+        got = {
+            frozenset(p["address"] for p in i["payload"]["passages"]): i for i in result["items"]
+        }
+        assert set(got) == set(expected)
+        for members, want in expected.items():
+            payload = got[members]["payload"]
+            assert payload["pair_count"] == want["pair_count"]
+            assert Fraction(payload["jaccard"]).limit_denominator(1000) == want["jaccard"]
+            listed = sorted((p["a"], p["b"], p["jaccard"]) for p in payload["pairs"])
+            assert listed == want["pairs"]
+            for p in payload["passages"]:
+                assert set(p) == {"address", "document", "text"}
+
+
+def _distinct_words(n: int) -> list[str]:
+    return [f"w{i}x" for i in range(n)]
+
+
+def test_threshold_is_exact_at_three_quarters(memory):
+    # 100 shingles vs 75 of them: Jaccard exactly 3/4 -> a duplicate.
+    ws = _distinct_words(102)
+    memory.remember(" ".join(ws), uri="a")
+    memory.remember(" ".join(ws[:77]), uri="b")
+    # 99 shingles vs 74 of them: 74/99 = 0.7474… -> not a duplicate.
+    vs = [f"v{i}y" for i in range(101)]
+    memory.remember(" ".join(vs), uri="c")
+    memory.remember(" ".join(vs[:76]), uri="d")
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["open"] == 1
+    payload = result["items"][0]["payload"]
+    assert payload["jaccard"] == 0.75
+    assert payload["pair_count"] == 1
+    assert {p["text"].split()[0] for p in payload["passages"]} == {"w0x"}
+
+
+def test_exact_copies_in_many_documents_are_one_cluster(memory):
+    licence = "Permission is hereby granted free of charge to any person obtaining a copy"
+    for n in range(30):
+        memory.remember(f"{licence}\n\nDocument number {n} has its own words here.", uri=f"m{n}")
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["open"] == 1
+    payload = result["items"][0]["payload"]
+    assert len(payload["passages"]) == 30
+    assert payload["pair_count"] == 30 * 29 // 2
+    assert len(payload["pairs"]) == 30 * 29 // 2
+    assert payload["jaccard"] == 1.0
+
+
+def test_pairs_listed_are_capped_at_1000_but_counted_in_full(memory):
+    text = "the same paragraph appears in every single manual page installed"
+    for n in range(50):
+        memory.remember(text, uri=f"man{n}")
+    payload = to_json(memory.compact(kinds=["duplicate"])).get("items")[0]["payload"]
+    assert payload["pair_count"] == 50 * 49 // 2
+    assert len(payload["pairs"]) == 1000
+
+
+def test_same_document_copies_and_short_passages_never_count(memory):
+    memory.remember("one two three four five\n\none two three four five", uri="same")
+    memory.remember("short one\n\nshort one", uri="x")
+    memory.remember("short one", uri="y")
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["open"] == 0
