@@ -123,7 +123,13 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
                     (cand.fingerprint, _dumps(cand.payload()), stamp, existing[0]),
                 )
                 refreshed += 1
-                log.info("item_refreshed", namespace=namespace, kind=kind.name, item=existing[0])
+                store.after_commit(
+                    log.info,
+                    "item_refreshed",
+                    namespace=namespace,
+                    kind=kind.name,
+                    item=existing[0],
+                )
             continue
         last = store.one(
             "SELECT status, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
@@ -147,13 +153,17 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
         )
         ident = cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
         created += 1
-        log.info("item_created", namespace=namespace, kind=kind.name, item=ident)
+        store.after_commit(
+            log.info, "item_created", namespace=namespace, kind=kind.name, item=ident
+        )
     obsolete = [(ident, key) for key, (ident, _fp) in open_items.items() if key not in seen]
     for ident, _key in obsolete:
         store.conn.execute(
             "UPDATE work_items SET status = 'obsolete', updated_at = ? WHERE id = ?", (stamp, ident)
         )
-        log.info("item_obsolete", namespace=namespace, kind=kind.name, item=ident)
+        store.after_commit(
+            log.info, "item_obsolete", namespace=namespace, kind=kind.name, item=ident
+        )
     _count(store, kind.name, "created", created)
     _count(store, kind.name, "refreshed", refreshed)
     _count(store, kind.name, "obsolete", len(obsolete))
@@ -190,7 +200,9 @@ def compact(
             raise
         except Exception as exc:  # a broken plugin never takes the others down
             owner = memory.kinds.owner(kind.name)
-            log.error("kind_failed", kind=kind.name, plugin=owner, error=str(exc))
+            log.error(
+                "kind_failed", namespace=namespace, kind=kind.name, plugin=owner, error=str(exc)
+            )
             errors.append(
                 {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
             )
@@ -292,7 +304,9 @@ def submit(
         if kind and not dry_run:
             with store.write():
                 _count(store, kind, "refused")
-        log.info("item_refused", namespace=namespace, item=item_id, reason=exc.message)
+            log.info(
+                "item_refused", namespace=namespace, kind=kind, item=item_id, reason=exc.message
+            )
         raise
 
 
@@ -368,7 +382,9 @@ def _submit(
     if skip:
         if not dry_run:
             _finish(store, item, "skipped", {"skip": True, "reason": res.reason})
-            log.info("item_skipped", namespace=namespace, kind=item.kind, item=item_id)
+            store.after_commit(
+                log.info, "item_skipped", namespace=namespace, kind=item.kind, item=item_id
+            )
         return SubmitReport(
             item=item_id,
             kind=item.kind,
@@ -389,8 +405,13 @@ def _submit(
     if flagged and not force:
         if not dry_run:
             _count(store, item.kind, "refused")
-            log.info(
-                "item_refused", namespace=namespace, kind=item.kind, item=item_id, checks=flagged
+            store.after_commit(
+                log.info,
+                "item_refused",
+                namespace=namespace,
+                kind=item.kind,
+                item=item_id,
+                checks=flagged,
             )
         return SubmitReport(
             item=item_id,
@@ -418,7 +439,8 @@ def _submit(
         addr = kind.apply(ctx, item, res)
     stored = stored_resolution(merged, force)
     _finish(store, item, "done", stored)
-    log.info(
+    store.after_commit(
+        log.info,
         "item_done",
         namespace=namespace,
         kind=item.kind,

@@ -1,21 +1,55 @@
 """Lint: a read-only report of problems, with addresses.
 
 The built-in rules use the same definitions as the kinds that act on them
-(:mod:`memors_core.ops`), so lint and compaction never disagree.
+(:mod:`memors_core.ops`), so lint and compaction never disagree: one
+function each decides which facts disagree (``contradiction`` and the
+``conflict`` kind), which entities need a page (``missing-page`` and the
+``page`` kind) and which pages are stale (``stale-page``, the ``stale``
+kind and the ``memors_kb_pages_stale`` gauge).
+
+Lint opens the file with SQLite's read-only flag and never writes. A
+read-only connection to a WAL database would still create the ``-wal`` and
+``-shm`` files when they are missing (and cannot remove them again), so
+when no other connection is open, lint locks writers out for its short run
+and reads the file as immutable instead; the directory is left exactly as
+it was found.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import apsw
+
+from .errors import BadInput, MemorsError
 from .hookspecs import hookimpl
 from .ids import address
 from .kinds import LintContext
+from .log import get_logger
 from .model import Finding, LintReport
 from .ops import Operations
 from .plugins import call_each
+from .schema import SCHEMA_VERSION
 from .store import Store
+
+log = get_logger("memors.lint")
+
+#: The rules core ships, in the order they run.
+BUILTIN_RULES = ("contradiction", "orphan-entity", "missing-page", "stale-page", "expired-fact")
+
+# SQLite's lock bytes on Unix (os_unix.c): every connection holds a read lock
+# on the SHARED range while it is open in WAL mode.
+_PENDING_BYTE = 0x40000000
+_SHARED_FIRST = _PENDING_BYTE + 2
+_SHARED_SIZE = 510
+# POSIX locks belong to the process, not the thread: one quiet lint at a time.
+_quiet_lock = threading.Lock()
 
 
 def _fact_line(ops: Operations, fact_id: str) -> str:
@@ -62,7 +96,7 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
             Finding(
                 "stale-page",
                 address("page", page[0]),
-                f"page {page[1]!r} is stale: {len(changes)} change(s) since it was written",
+                f"page {page[1]!r} is stale: {_changes_line(changes)}",
                 [c["address"] for c in changes],
             )
         )
@@ -77,20 +111,136 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
     return findings
 
 
-def run_lint(path: Path, namespace: str, pm: Any) -> LintReport:
-    """Open ``path`` read-only and run every lint rule on ``namespace``."""
-    if not Path(path).exists():
-        return LintReport(namespace=namespace, findings=[])
-    store = Store.open(path, readonly=True)
+def _changes_line(changes: list[dict[str, str]]) -> str:
+    if not changes:
+        return "marked stale (its entity was merged)"
+    counts: dict[str, int] = {}
+    for c in changes:
+        counts[c["change"]] = counts.get(c["change"], 0) + 1
+    words = {"forgotten": "forgotten", "superseded": "superseded", "new": "new"}
+    parts = [f"{n} {words.get(change, change)} passage(s)" for change, n in counts.items()]
+    return ", ".join(parts) + " since it was written"
+
+
+# --- opening the file without changing anything --------------------------------
+
+
+def _sidecars_absent(path: Path) -> bool:
+    return not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm", "-journal"))
+
+
+@contextlib.contextmanager
+def _writers_locked_out(path: Path) -> Iterator[bool]:
+    """Hold SQLite's exclusive lock on ``path`` if nobody else has it open.
+
+    Yields True when the lock is held: then no connection is open (an open
+    WAL connection always holds a shared lock) and none can start (it waits
+    on its busy timeout), so the file can be read as immutable.
+    """
     try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system
+        yield False
+        return
+    with _quiet_lock:
+        try:
+            fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            yield False
+            return
+        try:
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _SHARED_SIZE, _SHARED_FIRST)
+            except OSError:
+                yield False
+                return
+            # A connection may have come and gone between the first look and the lock.
+            yield _sidecars_absent(path)
+        finally:
+            os.close(fd)  # also releases the lock
+
+
+def _connect(path: Path, immutable: bool) -> Store:
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    if immutable:
+        target = "file:" + quote(str(path.resolve())) + "?immutable=1"
+    else:
+        target = "file:" + quote(str(path.resolve())) + "?mode=ro"
+    try:
+        conn = apsw.Connection(target, flags=flags)
+        store = Store(conn, path, readonly=True)
+        store._configure()
+    except apsw.NotADBError:
+        raise BadInput(f"{path} is not a memors database (not SQLite)") from None
+    except apsw.CantOpenError:
+        raise BadInput(f"cannot open the database {path} for reading") from None
+    except apsw.BusyError:
+        raise MemorsError(f"the database {path} stayed locked by another process") from None
+    return store
+
+
+@contextlib.contextmanager
+def open_readonly(path: str | os.PathLike[str]) -> Iterator[Store | None]:
+    """A read-only :class:`Store` on ``path``, or None when there is no store yet.
+
+    Opened with ``SQLITE_OPEN_READONLY``: nothing can be written. When no
+    other connection is open, the file is read as immutable while writers
+    are locked out, so not even the ``-wal``/``-shm`` files appear.
+    """
+    p = Path(path).expanduser()
+    if not p.exists():
+        yield None
+        return
+    if p.is_dir():
+        raise BadInput(f"{p} is a directory, not a database file")
+    with contextlib.ExitStack() as stack:
+        quiet = _sidecars_absent(p) and stack.enter_context(_writers_locked_out(p))
+        store = _connect(p, immutable=quiet)
+        try:
+            yield _checked(store)
+        finally:
+            # Closing SQLite's descriptor may drop our POSIX lock too: close it last.
+            store.close()
+
+
+def _checked(store: Store) -> Store | None:
+    version = store.conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return store
+    tables = store.scalar("SELECT COUNT(*) FROM sqlite_schema")
+    if version == 0 and not tables:
+        return None  # an empty file: a store that does not exist yet
+    if version == 0:
+        raise BadInput(f"{store.path} is an SQLite database, but not a memors store")
+    raise BadInput(
+        f"{store.path} uses an older memors schema ({version}, this one is {SCHEMA_VERSION}); "
+        "any command that writes upgrades it, then run lint again"
+    )
+
+
+# --- running the rules ------------------------------------------------------------
+
+
+def run_lint(path: str | os.PathLike[str], namespace: str, pm: Any) -> LintReport:
+    """Open ``path`` read-only and run every lint rule on ``namespace``.
+
+    A store that does not exist yet has no findings (and is not created).
+    A plugin whose rules raise, or return something that is not a list of
+    :class:`Finding`, is reported as a ``plugin-error`` finding naming the
+    plugin; the other rules still run.
+    """
+    with open_readonly(path) as store:
+        if store is None:
+            return LintReport(namespace=namespace, findings=[])
         ctx = LintContext(store, namespace, Operations(store))
         with store.read():
             results, errors = call_each(pm.hook.memors_lint_rules, context=ctx)
-    finally:
-        store.close()
     findings: list[Finding] = []
-    for _plugin, value in results:
-        findings.extend(value)
+    for plugin, value in results:
+        if isinstance(value, list | tuple) and all(isinstance(f, Finding) for f in value):
+            findings.extend(value)
+        else:
+            errors.append((plugin, "returned something that is not a list of Finding"))
     for plugin, error in errors:
         findings.append(
             Finding(
@@ -99,4 +249,5 @@ def run_lint(path: Path, namespace: str, pm: Any) -> LintReport:
                 f"lint rules of plugin {plugin!r} failed: {error}",
             )
         )
+    log.debug("lint_ran", namespace=namespace, findings=len(findings))
     return LintReport(namespace=namespace, findings=findings)

@@ -357,7 +357,8 @@ class Memory:
                 ops.tombstone(
                     namespace, "passage", passage, "superseded", f"document version {version}"
                 )
-        log.info(
+        store.after_commit(
+            log.info,
             "document_remembered",
             namespace=namespace,
             document=address("document", doc_id),

@@ -103,6 +103,9 @@ class Operations:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (ident, namespace, clean, text.match_key(clean), text.fold_name(clean), ident, now()),
         )
+        self.store.after_commit(
+            log.info, "entity_created", namespace=namespace, entity=address("entity", ident)
+        )
         return ident, True
 
     def entity_row(self, ident: str) -> tuple[str, str, str, str]:
@@ -234,7 +237,14 @@ class Operations:
         )
         if already is None:
             self.store.bump(PAGES_MARKED_STALE)
-            log.info("page_marked_stale", page=address("page", page), cause=cause, target=target)
+            self.store.after_commit(
+                log.info,
+                "page_marked_stale",
+                namespace=self.store.scalar("SELECT namespace FROM pages WHERE id = ?", (page,)),
+                page=address("page", page),
+                cause=cause,
+                target=target,
+            )
             return True
         return False
 
@@ -269,7 +279,8 @@ class Operations:
         if changed and kind == "passage":
             self.mark_pages_citing(ident, state)
         if changed:
-            log.info(
+            self.store.after_commit(
+                log.info,
                 "fact_superseded"
                 if (kind == "fact" and state == "superseded")
                 else f"{kind}_{state}",
@@ -415,10 +426,20 @@ class Operations:
             "status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
             (namespace, first, second, pair, origin, now()),
         )
+        opened = self.store.conn.changes() > 0
         row = self.store.one(
             "SELECT id, status FROM merge_candidates WHERE namespace = ? AND pair = ?",
             (namespace, pair),
         )
+        if opened:
+            self.store.after_commit(
+                log.info,
+                "merge_proposed",
+                namespace=namespace,
+                candidate=row[0],
+                entities=[address("entity", first), address("entity", second)],
+                origin=origin,
+            )
         return row[0], row[1]
 
     # --- writing pages ---------------------------------------------------------------------
@@ -469,7 +490,8 @@ class Operations:
             self.tombstone(
                 namespace, "page", previous[0], "superseded", f"page version {version}", item
             )
-        log.info(
+        self.store.after_commit(
+            log.info,
             "page_stored",
             namespace=namespace,
             page=address("page", ident),

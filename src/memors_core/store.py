@@ -12,9 +12,12 @@ from pathlib import Path
 import apsw
 
 from .errors import BadInput, MemorsError, StoreBusy
+from .log import get_logger
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
+
+log = get_logger("memors.store")
 
 
 def default_path() -> Path:
@@ -56,6 +59,9 @@ class Store:
         self.path = path
         self.readonly = readonly
         self._depth = 0
+        # Callbacks (log events) to run once the current write commits.
+        self._after_commit: list[tuple] = []
+        self._in_write = False
 
     # --- opening ---------------------------------------------------------
 
@@ -118,6 +124,14 @@ class Store:
             for step in range(version, SCHEMA_VERSION):
                 self.conn.execute(MIGRATIONS[step])
                 self.conn.execute(f"PRAGMA user_version = {step + 1}")
+            if version < SCHEMA_VERSION:
+                self.after_commit(
+                    log.info,
+                    "schema_migrated",
+                    path=str(self.path),
+                    from_version=version,
+                    to_version=SCHEMA_VERSION,
+                )
 
     def close(self) -> None:
         self.conn.close()
@@ -131,28 +145,49 @@ class Store:
             raise MemorsError("this store was opened read-only")
         if self._depth:
             self._depth += 1
+            mark = len(self._after_commit)
             try:
                 with self.conn:
                     yield self.conn
+            except BaseException:
+                del self._after_commit[mark:]  # the savepoint was rolled back
+                raise
             finally:
                 self._depth -= 1
             return
         self._begin("BEGIN IMMEDIATE")
         self._depth = 1
+        self._after_commit = []
+        self._in_write = True
         try:
             yield self.conn
         except BaseException:
             self._depth = 0
+            self._in_write = False
+            self._after_commit = []
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise
         self._depth = 0
+        self._in_write = False
+        pending, self._after_commit = self._after_commit, []
         try:
             self.conn.execute("COMMIT")
         except apsw.BusyError:
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise StoreBusy("the store stayed busy; nothing was stored, try again") from None
+        for fn, args, kwargs in pending:
+            fn(*args, **kwargs)
+
+    def after_commit(self, fn, /, *args, **kwargs) -> None:
+        """Call ``fn(*args, **kwargs)`` once the current write transaction
+        commits (at once outside one); dropped if it rolls back. State-change
+        log events go through here, so a log never reports what did not happen."""
+        if self._in_write:
+            self._after_commit.append((fn, args, kwargs))
+        else:
+            fn(*args, **kwargs)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[apsw.Connection]:

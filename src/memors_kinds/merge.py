@@ -123,7 +123,9 @@ class MergeKind(Kind):
             (status, now(), cid),
         )
         if resolution.reject:
-            log.info("merge_rejected", namespace=ctx.namespace, candidate=cid, item=item.id)
+            ctx.store.after_commit(
+                log.info, "merge_rejected", namespace=ctx.namespace, candidate=cid, item=item.id
+            )
             return None
         ops = ctx.ops
         survivor = ops.entity_row(first)[3]
@@ -148,7 +150,8 @@ class MergeKind(Kind):
         page = survivor_page or loser_page
         if page:
             ops.mark_page_stale(page[0], "merge", address("entity", loser))
-        log.info(
+        ctx.store.after_commit(
+            log.info,
             "merge_accepted",
             namespace=ctx.namespace,
             candidate=cid,
