@@ -293,6 +293,13 @@ class Memory:
                 (doc_id, last),
             )
             if same == (doc_hash, title, meta_json):
+                # No new version; entities named this time are still linked.
+                for name in names:
+                    store.conn.execute(
+                        "INSERT OR IGNORE INTO mentions(passage, entity) SELECT passage, ? "
+                        "FROM version_passages WHERE document = ? AND version = ?",
+                        (ops.ensure_entity(name, namespace)[0], doc_id, last),
+                    )
                 return self._remembered(doc_id, last)
             version = last + 1
             for passage, phash in store.all(

@@ -53,10 +53,10 @@ def build_plugin_manager(
                 raise PluginError(
                     f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
                 ) from exc
-            pm.register(plugin, name=ep.name)
+            _register(pm, plugin, ep.name)
     for name, plugin in plugins:
         if name not in disabled:
-            pm.register(plugin, name=name)
+            _register(pm, plugin, name)
     for name in disabled:
         if pm.get_plugin(name) is not None:
             pm.unregister(name=name)
@@ -64,8 +64,24 @@ def build_plugin_manager(
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
-        raise PluginError(f"plugin {exc.plugin!r} is invalid: {exc}") from exc
+        raise _invalid(pm.get_name(exc.plugin) or "?", exc) from exc
     return pm
+
+
+def _invalid(name: str, exc: Exception) -> PluginError:
+    # pluggy's messages show the plugin's repr and span lines: name it, one line.
+    text = str(exc)
+    plugin = getattr(exc, "plugin", None)
+    if plugin is not None:
+        text = text.replace(repr(plugin), repr(name))
+    return PluginError(f"plugin {name!r} is invalid: {' '.join(text.split())}")
+
+
+def _register(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
+    try:
+        pm.register(plugin, name=name)
+    except (pluggy.PluginValidationError, ValueError) as exc:
+        raise _invalid(name, exc) from exc
 
 
 def collect_kinds(pm: pluggy.PluginManager) -> KindRegistry:
