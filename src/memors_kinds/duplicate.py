@@ -15,8 +15,9 @@ forgotten.
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -27,7 +28,6 @@ from memors_core.errors import BadInput
 from memors_core.ids import address, parse_address
 from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
 from memors_core.ops import live
-from memors_core.text import unpack_shingles
 
 THRESHOLD = Fraction(3, 4)
 MAX_LISTED_PAIRS = 1000
@@ -48,52 +48,111 @@ def _prefix_length(size: int, t: Fraction) -> int:
 def similar_pairs(
     sets: Sequence[Sequence[int]], t: Fraction = THRESHOLD
 ) -> list[tuple[int, int, int, int]]:
-    """All pairs ``(i, j, intersection, union)`` with Jaccard >= t.
+    """All pairs ``(i, j, intersection, union)`` of ``sets`` with Jaccard >= t.
 
-    ``sets`` are distinct, non-empty sets of integer tokens. Exact: the
-    prefix filter (global order, rarest token first) only skips pairs that
-    cannot reach ``t``, and every candidate is verified in integers.
+    ``sets`` are distinct, non-empty sets of 64-bit integer tokens.
     """
-    freq: Counter[int] = Counter()
-    for s in sets:
-        freq.update(s)
-    # Rank tokens rarest first; tokens seen in one set only can never match,
-    # so they sort first and are never indexed.
-    order = sorted(range(len(sets)), key=lambda i: len(sets[i]))
-    index: dict[int, list[int]] = defaultdict(list)
-    ranked: dict[int, list[int]] = {}
-    frozen: dict[int, frozenset[int]] = {}
+    import numpy as np
+
+    sizes = np.fromiter((len(s) for s in sets), dtype=np.int64, count=len(sets))
+    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    flat = np.fromiter((tok for s in sets for tok in s), dtype=np.uint64, count=int(offsets[-1]))
+    return join(flat, offsets, t)
+
+
+def join(flat: Any, offsets: Any, t: Fraction = THRESHOLD) -> list[tuple[int, int, int, int]]:
+    """The exact set-similarity self-join over sets laid end to end.
+
+    Set ``i`` is ``flat[offsets[i]:offsets[i+1]]`` (distinct uint64 tokens).
+    A prefix filter over one global token order — rarest first, ties by
+    value — yields candidates; a length filter drops pairs whose sizes
+    alone rule them out; every candidate is verified in integers
+    (``intersection * den >= num * union``), so the result is exact.
+
+    Tokens found in one set only rank first and can never be shared: a set
+    whose whole prefix is such tokens is neither probed nor indexed. The
+    token statistics are vectorised with numpy, in chunks, so memory stays
+    a few bytes per token even at a million passages.
+    """
+    import numpy as np
+
+    n = len(offsets) - 1
+    if n < 2:
+        return []
     num, den = t.numerator, t.denominator
+    sizes = np.diff(offsets)
+    prefix = sizes - (-((-num * sizes) // den)) + 1  # size - ceil(t * size) + 1
+
+    srt = np.sort(flat)
+    starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
+    counts = np.diff(np.r_[starts, len(srt)])
+    several = counts > 1
+    shared = srt[starts[several]]  # tokens in two or more sets, sorted
+    freq = counts[several]
+    del srt, starts, counts, several
+    if len(shared) == 0:
+        return []
+    order = np.lexsort((shared, freq))  # rarest first, ties by value
+    rank = np.empty(len(shared), dtype=np.int64)
+    rank[order] = np.arange(len(shared), dtype=np.int64)
+    del order, freq
+
+    # Per chunk of sets: which tokens are shared, and each probing set's prefix ranks.
+    chunk_sets = max(1, int(2_000_000 // max(1, int(sizes.mean()))))
+    pre_set: list[Any] = []
+    pre_rank: list[Any] = []
+    for a in range(0, n, chunk_sets):
+        b = min(n, a + chunk_sets)
+        tok = flat[offsets[a] : offsets[b]]
+        at = np.minimum(np.searchsorted(shared, tok), len(shared) - 1)
+        is_shared = shared[at] == tok
+        owner = np.repeat(np.arange(a, b, dtype=np.int64), sizes[a:b])
+        n_shared = np.bincount(owner[is_shared] - a, minlength=b - a)
+        reach = prefix[a:b] - (sizes[a:b] - n_shared)  # prefix positions past unique tokens
+        keep = is_shared & (reach[owner - a] > 0)
+        ps, pr = owner[keep], rank[at[keep]]
+        o = np.lexsort((pr, ps))  # by set, then rank
+        ps, pr = ps[o], pr[o]
+        within = np.arange(len(ps)) - np.searchsorted(ps, ps, "left")
+        m = within < reach[ps - a]
+        pre_set.append(ps[m])
+        pre_rank.append(pr[m])
+    ps = np.concatenate(pre_set)
+    pr = np.concatenate(pre_rank)
+    o = np.lexsort((ps, pr))  # by rank, then set
+    ps, pr = ps[o], pr[o]
+    starts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]])
+    lengths = np.diff(np.r_[starts, len(pr)])
+    multi = lengths > 1
+
+    candidates: set[tuple[int, int]] = set()
+    size_list = sizes.tolist()
+    for start, length in zip(starts[multi].tolist(), lengths[multi].tolist(), strict=True):
+        group = sorted(ps[start : start + length].tolist(), key=size_list.__getitem__)
+        for x in range(len(group)):
+            i = group[x]
+            limit = size_list[i] * den // num  # larger sets beyond t-reach of i
+            for y in range(x + 1, len(group)):
+                j = group[y]
+                if size_list[j] > limit:
+                    break
+                candidates.add((i, j) if i < j else (j, i))
+
     out: list[tuple[int, int, int, int]] = []
-    for i in order:
-        toks = sorted(sets[i], key=lambda tok: (freq[tok], tok))
-        size = len(toks)
-        ranked[i] = toks
-        prefix = toks[: _prefix_length(size, t)]
-        min_size = -((-num * size) // den)  # ceil(t * size): smaller sets cannot match
-        candidates: set[int] = set()
-        for tok in prefix:
-            if freq[tok] < 2:
-                continue
-            bucket = index.get(tok)
-            if bucket:
-                for j in bucket:
-                    if len(ranked[j]) >= min_size:
-                        candidates.add(j)
-                bucket.append(i)
-            else:
-                index[tok].append(i)
-        if candidates:
-            mine = frozen.get(i) or frozenset(toks)
-            frozen[i] = mine
-            for j in candidates:
-                other = frozen.get(j)
-                if other is None:
-                    other = frozen[j] = frozenset(ranked[j])
-                inter = len(mine & other)
-                union = size + len(other) - inter
-                if inter * den >= num * union:
-                    out.append((j, i, inter, union) if j < i else (i, j, inter, union))
+    frozen: dict[int, frozenset[int]] = {}
+
+    def as_set(i: int) -> frozenset[int]:
+        got = frozen.get(i)
+        if got is None:
+            got = frozen[i] = frozenset(flat[offsets[i] : offsets[i + 1]].tolist())
+        return got
+
+    for i, j in sorted(candidates):
+        inter = len(as_set(i) & as_set(j))
+        union = size_list[i] + size_list[j] - inter
+        if inter * den >= num * union:
+            out.append((i, j, inter, union))
     return out
 
 
@@ -125,56 +184,80 @@ def _cross_pairs(g: list[tuple[str, str]], h: list[tuple[str, str]]) -> int:
 
 def _inner_pairs(g: list[tuple[str, str]]) -> int:
     n = len(g)
+    if n < 2:
+        return 0
     return n * (n - 1) // 2 - sum(k * (k - 1) // 2 for k in Counter(d for _p, d in g).values())
 
 
 def clusters(
-    records: Sequence[tuple[str, str, bytes]], t: Fraction = THRESHOLD
+    records: Iterable[tuple[str, str, bytes]], t: Fraction = THRESHOLD
 ) -> list[dict[str, Any]]:
     """Group passages ``(id, document, shingle blob)`` into duplicate clusters.
 
-    Each cluster: ``members`` (ids, sorted), ``jaccard`` (lowest qualifying),
-    ``pairs`` (up to 1,000 ``(a, b, jaccard)``) and ``pair_count``.
+    Identical shingle sets are grouped first (one representative each goes
+    to the join). Each cluster: ``members`` (ids, sorted), ``jaccard``
+    (lowest qualifying), ``pairs`` (up to 1,000 ``(a, b, jaccard)``) and
+    ``pair_count`` (all qualifying pairs of passages from different documents).
     """
-    groups: dict[bytes, list[tuple[str, str]]] = defaultdict(list)
-    for ident, doc, blob in records:
-        if blob:
-            groups[blob].append((ident, doc))
-    blobs = list(groups)
-    members = [groups[b] for b in blobs]
-    sets = [unpack_shingles(b) for b in blobs]
+    import numpy as np
 
-    uf = _UnionFind()
-    edges: list[tuple[int, int, Fraction]] = []  # group-level qualifying edges
+    group_of: dict[bytes, int] = {}
+    members: list[list[tuple[str, str]]] = []
+    buffer = bytearray()
+    bounds = [0]
+    for ident, doc, blob in records:
+        if not blob:
+            continue
+        key = hashlib.blake2b(blob, digest_size=16).digest()
+        gi = group_of.get(key)
+        if gi is None:
+            gi = group_of[key] = len(members)
+            members.append([])
+            buffer += blob
+            bounds.append(len(buffer) // 8)
+        members[gi].append((ident, doc))
+    del group_of
+    flat = np.frombuffer(bytes(buffer), dtype=np.uint64)
+    del buffer
+    offsets = np.asarray(bounds, dtype=np.int64)
+
+    # Qualifying edges between groups (i == j: inside one group of identical sets),
+    # each with a witness: a passage that has a qualifying partner in the edge.
+    edges: list[tuple[int, int, Fraction]] = []
     for gi, g in enumerate(members):
         if _inner_pairs(g):
             edges.append((gi, gi, Fraction(1)))
-    for i, j, inter, union in similar_pairs(sets, t):
+    for i, j, inter, union in join(flat, offsets, t):
         if _cross_pairs(members[i], members[j]):
             edges.append((i, j, Fraction(inter, union)))
 
+    uf = _UnionFind()
+    witness: list[str] = []
     for i, j, _jac in edges:
         g, h = members[i], members[j]
         if i == j:
             for p, _d in g[1:]:
                 uf.union(g[0][0], p)
+            witness.append(g[0][0])
             continue
+        first = None
         for side, other in ((g, h), (h, g)):
+            other_docs = Counter(d for _q, d in other)
             for p, doc in side:
-                partner = next((q for q, d in other if d != doc), None)
-                if partner is not None:
+                if other_docs.keys() - {doc}:
+                    partner = next(q for q, d in other if d != doc)
                     uf.union(p, partner)
+                    first = first or p
+        witness.append(first)
 
     comp_edges: dict[str, list[tuple[int, int, Fraction]]] = defaultdict(list)
-    for edge in edges:
-        rep = members[edge[0]][0][0]
-        comp_edges[uf.find(rep)].append(edge)
+    for edge, seen_by in zip(edges, witness, strict=True):
+        comp_edges[uf.find(seen_by)].append(edge)
     by_root: dict[str, list[str]] = defaultdict(list)
     for p in list(uf.parent):
         by_root[uf.find(p)].append(p)
     out = []
     for root, es in comp_edges.items():
-        member_ids = sorted(by_root[root])
         pairs: list[tuple[str, str, float]] = []
         count = 0
         for i, j, jac in es:
@@ -193,7 +276,7 @@ def clusters(
                         break
         out.append(
             {
-                "members": member_ids,
+                "members": sorted(by_root[root]),
                 "jaccard": float(min(e[2] for e in es)),
                 "pairs": sorted(pairs),
                 "pair_count": count,
@@ -210,7 +293,7 @@ class DuplicateKind(Kind):
     hint = "keep = one or more passage addresses (--keep memo://passage/…)"
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        records = ctx.store.all(
+        records = ctx.store.conn.execute(
             f"""SELECT p.id, p.document, p.shingles FROM passages p
                 WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}""",
             (ctx.namespace,),

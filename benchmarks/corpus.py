@@ -1,0 +1,83 @@
+"""A deterministic corpus with planted near-duplicates, or any JSONL corpus.
+
+Generated passages are 30-120 words drawn from a Zipf-distributed made-up
+vocabulary (so 3-grams repeat the way real prose does), grouped into
+documents. A share of passages is planted again in other documents: exact
+copies (in clusters of up to 60, as real corpora copy licences and
+boilerplate), light edits (Jaccard mostly >= 0.75) and heavier edits
+(mostly below), so the scan has real work on both sides of the threshold.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from itertools import accumulate
+from pathlib import Path
+
+SYLLABLES = [
+    "ka", "lo", "mi", "ne", "tu", "ra", "si", "po", "de", "fa", "gu", "hi", "jo", "be", "vo",
+    "zi", "an", "el", "or", "us", "qua", "tri", "sto", "pla", "gre",
+]
+
+
+def _vocabulary(rng: random.Random, size: int) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))))
+    return sorted(words)
+
+
+def _edit(rng: random.Random, words: list[str], vocab: list[str], edits: int) -> list[str]:
+    out = list(words)
+    for _ in range(edits):
+        i = rng.randrange(len(out))
+        op = rng.random()
+        if op < 0.4:
+            out[i] = rng.choice(vocab)
+        elif op < 0.7:
+            out.insert(i, rng.choice(vocab))
+        elif len(out) > 5:
+            del out[i]
+    return out
+
+
+def generate(passages: int, seed: int = 7, per_doc: int = 8) -> Iterator[dict[str, str]]:
+    """Yield ``{"doc", "text"}`` rows: ``passages`` passages in documents of ~``per_doc``."""
+    rng = random.Random(seed)
+    vocab = _vocabulary(rng, 20_000)
+    weights = list(accumulate(1.0 / (r + 1) ** 1.07 for r in range(len(vocab))))
+    originals: list[list[str]] = []
+    doc = 0
+    made = 0
+    while made < passages:
+        doc += 1
+        for _ in range(rng.randint(max(1, per_doc // 2), per_doc * 3 // 2)):
+            if made >= passages:
+                break
+            roll = rng.random()
+            if originals and roll < 0.05:  # exact copy of an earlier passage
+                words = rng.choice(originals[: max(1, len(originals) // 50)] if rng.random() < 0.3 else originals)
+            elif originals and roll < 0.08:  # light edit: usually still a duplicate
+                base = rng.choice(originals)
+                words = _edit(rng, base, vocab, max(1, len(base) // 40))
+            elif originals and roll < 0.10:  # heavier edit: usually not
+                base = rng.choice(originals)
+                words = _edit(rng, base, vocab, max(3, len(base) // 8))
+            else:
+                n = rng.randint(30, 120)
+                words = rng.choices(vocab, cum_weights=weights, k=n)
+                originals.append(words)
+            yield {"doc": f"doc-{doc}", "text": " ".join(words).capitalize() + "."}
+            made += 1
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> Iterator[dict[str, str]]:
+    """Rows of an existing JSONL corpus with ``doc`` and ``text`` per line."""
+    with path.open(encoding="utf-8") as handle:
+        for n, line in enumerate(handle):
+            if limit is not None and n >= limit:
+                return
+            row = json.loads(line)
+            yield {"doc": str(row["doc"]), "text": row["text"]}
