@@ -30,7 +30,16 @@ class PageKind(Kind):
         def payload() -> dict[str, Any]:
             return _pages.base_payload(ctx, canonical, passages, facts)
 
-        return Candidate(canonical, _pages.inputs_fingerprint(passages, facts), payload)
+        # The last page written (now forgotten) is an input too: without it a
+        # forgotten page would never be asked for again, because the done item
+        # that wrote it has the same passages and facts.
+        last = ctx.store.one(
+            "SELECT pg.id FROM pages pg JOIN entities e ON e.id = pg.entity "
+            "WHERE e.canonical = ? ORDER BY pg.rowid DESC LIMIT 1",
+            (canonical,),
+        )
+        extra = (last[0],) if last else ()
+        return Candidate(canonical, _pages.inputs_fingerprint(passages, facts, *extra), payload)
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
         for canonical, _count in ctx.ops.entities_needing_page(ctx.namespace):
