@@ -1,0 +1,88 @@
+"""The prompt that walks an agent through the compaction queue.
+
+No ``from __future__ import annotations``: the prompt's argument descriptions
+are computed at registration, so its annotations must be real objects.
+"""
+
+from collections import Counter
+from typing import Annotated
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from memors_core import MemorsError, Memory
+
+PROMPT_NAME = "work_compaction_queue"
+
+WALKTHROUGH = """\
+You are working through the compaction queue of the memors store, namespace "{namespace}".
+The server never writes prose: you write pages and make decisions, and the server checks every
+result before storing it. {queue}
+
+1. Call the `compact` tool with {{"namespace": "{namespace}"{kinds_arg}, "limit": 5}}. It scans
+   the namespace and returns `open` (how many items wait) and up to `limit` items, oldest
+   first, each with its `id`, `kind` and a complete `payload`.
+2. Pick one item. Everything you need is in its payload. Write from the payload only: no
+   outside knowledge, no guesses, nothing the passages and facts do not say.
+3. Do it according to its kind:
+   - page: write a Markdown page about `payload.entity` from `payload.passages` and
+     `payload.facts`. Give it a `title`. Optionally list the passages you drew on in `cites`.
+   - stale: the same, starting from the previous `payload.page` and what `payload.changes`
+     says was forgotten, superseded or new.
+   - conflict: the two facts in `payload.facts` disagree; `keep` the address of the one that
+     is right (the other is superseded).
+   - merge: `accept` if the two entities in `payload.entities` are one subject, else `reject`.
+   - duplicate: `keep` the address(es) of the passages to keep; the others are forgotten.
+   - any kind: `skip: true` with a `reason` when the item is not worth doing.
+4. Call `submit` with `item`, your resolution and `dry_run: true`. Nothing is stored.
+5. Read the report's `checks`. `omission` lists facts (address, coverage) whose content words
+   are mostly missing from the page: state each fact, predicate and value, in its own words.
+   `corruption` lists sentences (with their best overlap) that share fewer than half of their
+   content words with every source: rewrite them closer to the passages, or drop them. Submit
+   with `dry_run: true` again until every check passes.
+6. Submit for real (`dry_run: false`). `stored: true` and an `address` mean it is saved. Use
+   `force: true` only when you are sure a flagged sentence is right: the flags are recorded.
+7. If `submit` says the item is no longer open or its inputs changed, call `compact` again and
+   use the fresh payload. Repeat from step 1 until `open` is 0, then call `lint` to confirm.
+"""
+
+
+def _queue_line(memory: Memory, namespace: str, kinds: list[str] | None) -> str:
+    try:
+        items = memory.items(status="open", namespace=namespace).items
+    except MemorsError:
+        return ""
+    counts = Counter(i.kind for i in items if not kinds or i.kind in kinds)
+    if not counts:
+        return "No items are open yet: `compact` will scan for new work."
+    shown = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+    return f"Open items before this session's scan: {shown}."
+
+
+def register_prompts(server: MCPServer, memory: Memory, default_namespace: str) -> None:
+    def work_compaction_queue(
+        namespace: Annotated[
+            str | None,
+            Field(description=f"The namespace to compact (default {default_namespace!r})."),
+        ] = None,
+        kinds: Annotated[
+            str | None,
+            Field(description="Only these kinds, comma-separated (e.g. 'page,stale')."),
+        ] = None,
+    ) -> str:
+        ns = namespace or default_namespace
+        chosen = [k.strip() for k in (kinds or "").split(",") if k.strip()] or None
+        kinds_arg = f', "kinds": {list(chosen)!r}'.replace("'", '"') if chosen else ""
+        return WALKTHROUGH.format(
+            namespace=ns, kinds_arg=kinds_arg, queue=_queue_line(memory, ns, chosen)
+        )
+
+    server.prompt(
+        name=PROMPT_NAME,
+        title="Work through the compaction queue",
+        description=(
+            "Step-by-step instructions for completing memors' compaction work items: compact, "
+            "pick an item, write from its payload only, submit with dry_run, fix what the "
+            "checks flag, submit."
+        ),
+    )(work_compaction_queue)

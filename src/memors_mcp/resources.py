@@ -1,0 +1,202 @@
+"""MCP resources: every address type as a template, read as readable text.
+
+``memo://page/{id}`` is the page's Markdown; an entity comes with its
+passages, facts and page; a document with its passages' text; an item with
+its payload. A missing or malformed address is ``ResourceNotFoundError``
+(JSON-RPC -32602). Resources read the namespace the server was started with.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+from memors_core import BadInput, MemorsError, Memory, NotFound
+from memors_core.wire import to_json
+
+ADDRESS_TYPES = ("page", "entity", "passage", "fact", "document", "item")
+
+
+def _status(view: dict[str, Any]) -> str:
+    return view.get("status", "live")
+
+
+def _fact_line(f: dict[str, Any]) -> str:
+    when = ""
+    if f.get("valid_from") or f.get("valid_to"):
+        when = f" (from {f.get('valid_from') or 'always'} to {f.get('valid_to') or 'now'})"
+    return f"- {f['predicate']}: {f['value']}{when} — {f['address']}"
+
+
+def render_page(v: dict[str, Any]) -> str:
+    content = v["content"].rstrip()
+    head = "" if content.lstrip().startswith("#") else f"# {v['title']}\n\n"
+    state = _status(v) + (", stale" if v.get("stale") else "")
+    lines = [
+        f"{head}{content}",
+        "",
+        "---",
+        f"Page {v['address']} — title {v['title']!r}, version {v['version']}, {state}; "
+        f"an inference about {v['entity']}.",
+    ]
+    if v.get("previous"):
+        lines.append(f"Previous version: {v['previous']}")
+    if v.get("sources"):
+        lines.append("Sources: " + ", ".join(v["sources"]))
+    return "\n".join(lines) + "\n"
+
+
+def render_entity(v: dict[str, Any]) -> str:
+    lines = [f"# {v['name']}", "", f"Entity {v['address']} ({_status(v)})"]
+    if v.get("merged_into"):
+        lines.append(f"Merged into {v['merged_into']}")
+    if v.get("aliases"):
+        lines.append("Aliases: " + ", ".join(v["aliases"]))
+    lines.append(f"Page: {v['page']}" if v.get("page") else "Page: none yet")
+    lines += ["", f"## Facts ({len(v['facts'])})"]
+    lines += [_fact_line(f) for f in v["facts"]] or ["(none)"]
+    lines += ["", f"## Passages ({len(v['passages'])})"]
+    if not v["passages"]:
+        lines.append("(none)")
+    for p in v["passages"]:
+        lines += ["", f"### {p['address']} (from {p['document']})", "", p["text"].rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def render_passage(v: dict[str, Any]) -> str:
+    lines = [
+        v["text"].rstrip(),
+        "",
+        "---",
+        f"Passage {v['address']} ({_status(v)}), position {v['position']} of {v['document']}",
+    ]
+    if v.get("entities"):
+        lines.append("Mentions: " + ", ".join(v["entities"]))
+    return "\n".join(lines) + "\n"
+
+
+def render_fact(v: dict[str, Any]) -> str:
+    lines = [
+        f"{v['subject_name']} — {v['predicate']}: {v['value']}",
+        "",
+        f"Fact {v['address']} ({_status(v)}{', expired' if v.get('expired') else ''})",
+        f"Subject: {v['subject']}",
+        f"Valid from: {v.get('valid_from') or 'always'}",
+        f"Valid to: {v.get('valid_to') or 'still holds'}",
+        f"Recorded at: {v['recorded_at']}",
+    ]
+    if v.get("source"):
+        lines.append(f"Source: {v['source']}")
+    return "\n".join(lines) + "\n"
+
+
+def render_document(v: dict[str, Any], passages: list[dict[str, Any]]) -> str:
+    lines = [f"# {v['title'] or v['uri'] or v['address']}", ""]
+    lines.append(f"Document {v['address']} ({_status(v)}), version {v['version']}")
+    if v.get("uri"):
+        lines.append(f"URI: {v['uri']}")
+    if v.get("metadata"):
+        lines.append("Metadata: " + json.dumps(v["metadata"], ensure_ascii=False, sort_keys=True))
+    for p in passages:
+        marker = "" if p["status"] == "live" else f" [{p['status']}]"
+        lines += ["", f"<!-- {p['address']}{marker} -->", p["text"].rstrip()]
+    return "\n".join(lines) + "\n"
+
+
+def render_item(v: dict[str, Any]) -> str:
+    lines = [
+        f"# Work item {v['id']}: {v['kind']} ({v['status']})",
+        "",
+        f"Item {v['address']}, created {v['created_at']}, updated {v['updated_at']}.",
+        "Complete it with the `submit` tool (dry_run first); everything needed is in the payload.",
+        "",
+        "## Payload",
+        "",
+        "```json",
+        json.dumps(v["payload"], ensure_ascii=False, indent=2),
+        "```",
+    ]
+    if v.get("resolution") is not None:
+        lines += [
+            "",
+            "## Resolution",
+            "",
+            "```json",
+            json.dumps(v["resolution"], ensure_ascii=False, indent=2),
+            "```",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+class AddressReader:
+    """Reads an address of the server's namespace as text."""
+
+    def __init__(self, memory: Memory, namespace: str) -> None:
+        self.memory = memory
+        self.namespace = namespace
+
+    def _get(self, address: str) -> dict[str, Any]:
+        try:
+            return to_json(self.memory.get(address, namespace=self.namespace))
+        except (NotFound, BadInput) as exc:
+            raise ResourceNotFoundError(exc.message) from None
+        except MemorsError as exc:
+            raise ResourceError(exc.message) from None
+
+    def read(self, kind: str, ident: str) -> str:
+        view = self._get(f"memo://{kind}/{ident}")
+        if kind == "page":
+            return render_page(view)
+        if kind == "entity":
+            return render_entity(view)
+        if kind == "passage":
+            return render_passage(view)
+        if kind == "fact":
+            return render_fact(view)
+        if kind == "document":
+            return render_document(view, [self._get(p) for p in view["passages"]])
+        return render_item(view)
+
+    def live_pages(self) -> list[tuple[str, str, str, int]]:
+        """(address, title, entity name, version) of the namespace's live pages."""
+        out = []
+        for entity in self.memory.entities(namespace=self.namespace).entities:
+            if entity.page is None:
+                continue
+            page = self._get(entity.page)
+            if page["status"] == "live":
+                out.append((page["address"], page["title"], entity.name, page["version"]))
+        return out
+
+
+_DESCRIPTIONS = {
+    "page": "A compacted page: its Markdown, then its version, entity and source passages.",
+    "entity": "An entity with its aliases, facts, passages (full text) and page.",
+    "passage": "A passage's text, its document, position and the entities it mentions.",
+    "fact": "A fact: subject, predicate, value, validity, source and status.",
+    "document": "A remembered document with the text of all its passages.",
+    "item": "A compaction work item with its complete payload (and resolution once done).",
+}
+
+
+def register_resources(server: MCPServer, reader: AddressReader) -> None:
+    """One template per address type; each function's parameter matches ``{id}``."""
+    for kind in ADDRESS_TYPES:
+
+        def make(kind: str):
+            def read(id: str) -> str:
+                return reader.read(kind, id)
+
+            read.__name__ = f"read_{kind}"
+            return read
+
+        server.resource(
+            f"memo://{kind}/{{id}}",
+            name=f"{kind}",
+            title=f"memors {kind}",
+            description=_DESCRIPTIONS[kind],
+            mime_type="text/markdown",
+        )(make(kind))

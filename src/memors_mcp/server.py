@@ -1,0 +1,172 @@
+"""The memors MCP server: ``memors-mcp serve`` (stdio, or streamable HTTP).
+
+One :class:`memors_core.Memory` per process serves every request; the SDK
+runs the (sync) tools in worker threads and ``Memory`` serialises its calls.
+In stdio mode nothing but protocol reaches stdout: file descriptor 1 points
+at stderr while the store and the plugins load, and the SDK diverts it again
+while it serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import Resource as MCPResource
+from pydantic import ValidationError
+
+from memors_core import BadInput, Memory
+from memors_core.log import get_logger
+from memors_core.ops import check_namespace
+
+from .prompts import register_prompts
+from .resources import AddressReader, register_resources
+from .tools import register_tools
+
+log = get_logger("memors.mcp")
+
+INSTRUCTIONS = """\
+memors is a long-term memory store. Remember documents and facts; search before answering
+from memory; get an address for the whole thing. Compaction turns the raw pile into checked
+pages: call `compact` for work items, do one from its payload only, `submit` it with
+dry_run first, fix what the checks flag, then submit for real. The server never writes prose.
+Everything lives in a namespace (default: the server's); addresses look like memo://page/<id>.
+"""
+
+
+class MemorsMCPServer(MCPServer):
+    """MCPServer plus: the namespace's live pages as resources, strict tool arguments."""
+
+    def __init__(self, memory: Memory, namespace: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.memory = memory
+        self.namespace = namespace
+        self.reader = AddressReader(memory, namespace)
+        self.tool_params: dict[str, set[str]] = {}
+
+    async def list_resources(self) -> list[MCPResource]:
+        listed = await super().list_resources()
+        pages = await anyio.to_thread.run_sync(self.reader.live_pages)
+        for address, title, entity, version in pages:
+            listed.append(
+                MCPResource(
+                    uri=address,
+                    name=f"page:{entity}",
+                    title=title,
+                    description=f"The page about {entity} (version {version}).",
+                    mime_type="text/markdown",
+                )
+            )
+        return listed
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        allowed = self.tool_params.get(name)
+        if allowed is not None:
+            unknown = sorted(set(arguments) - allowed)
+            if unknown:
+                # An ignored typo (say `dryrun`) could store what was meant as a dry run.
+                raise ToolError(
+                    f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                    f"{', '.join(map(repr, unknown))} for {name}; it takes "
+                    f"{', '.join(sorted(allowed))}"
+                )
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(describe_validation(name, cause)) from cause
+
+
+def describe_validation(tool: str, error: ValidationError) -> str:
+    """One readable line for the schema errors of a tool call."""
+    parts = []
+    for err in error.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"] if p not in ("function-after",)) or "arguments"
+        if err["type"] == "missing":
+            parts.append(f"{loc} is required")
+            continue
+        shown = repr(err.get("input"))
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+        parts.append(f"{loc}: {err['msg']} (got {shown})")
+    # A union (int | str, str | list) reports once per member: keep each line once.
+    return f"invalid arguments for {tool}: " + "; ".join(dict.fromkeys(parts))
+
+
+def build_server(
+    memory: Memory, namespace: str = "default", *, log_level: str = "WARNING"
+) -> MemorsMCPServer:
+    """The MCP server over ``memory``: nine tools, six resource templates, one prompt."""
+    check_namespace(namespace)
+    server = MemorsMCPServer(
+        memory,
+        namespace,
+        name="memors",
+        title="memors long-term memory",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level=log_level.upper(),  # type: ignore[arg-type]
+    )
+    server.tool_params = register_tools(server, memory, namespace)
+    register_resources(server, server.reader)
+    register_prompts(server, memory, namespace)
+    return server
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("memors")
+    except Exception:  # pragma: no cover - running from a source tree
+        return "0"
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr for the duration (stray prints miss the wire)."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to protect
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run the server until the client hangs up (stdio) or a signal (HTTP)."""
+    check_namespace(args.ns)
+    level = getattr(args, "log_level", "warning") or "warning"
+    if args.http:
+        from .http import serve_http
+
+        return serve_http(args, level)
+    if args.allow_remote:
+        raise BadInput("--allow-remote goes with --http")
+    with stdout_to_stderr():
+        memory = Memory.open(args.db)
+        server = build_server(memory, args.ns, log_level=level)
+    log.info("serving_stdio", namespace=args.ns, db=str(memory.path))
+    try:
+        server.run()  # the SDK diverts fd 1 to stderr itself while it serves
+    except KeyboardInterrupt:
+        pass
+    finally:
+        memory.close()
+    return 0

@@ -1,0 +1,603 @@
+"""The MCP tools: thin wrappers over :class:`memors_core.Memory`.
+
+Each tool validates nothing of its own beyond the JSON types (the schema);
+every rule lives in ``Memory``, the same code path the CLI takes. What comes
+back is ``wire.to_json`` of what ``Memory`` returns, so the structured output
+has exactly SPEC §10's shapes. A :class:`MemorsError` becomes a tool error
+(``is_error``) carrying its one-line message; the server keeps serving.
+
+No ``from __future__ import annotations`` here: the tool signatures carry
+descriptions computed at registration (the store's actual limits), so their
+annotations must be real objects, not strings.
+"""
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NotRequired
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from memors_core import MemorsError, Memory
+from memors_core.log import get_logger
+from memors_core.wire import to_json
+
+log = get_logger("memors.mcp")
+
+#: How many items ``compact`` returns over MCP unless told otherwise, so an
+#: agent's context is not flooded by a large queue.
+COMPACT_DEFAULT_LIMIT = 20
+
+
+# --- output shapes (SPEC §10) ---------------------------------------------------------------
+
+
+class RememberOutput(TypedDict):
+    """The stored document, its passages and the entities they mention."""
+
+    document: str
+    passages: list[str]
+    entities: list[str]
+
+
+class RecordFactOutput(TypedDict):
+    """The new fact's address."""
+
+    fact: str
+
+
+class ProposeMergeOutput(TypedDict):
+    """The merge candidate: its id, the two entities (survivor first), its status."""
+
+    candidate: int
+    entities: list[str]
+    status: str
+
+
+class SearchHit(TypedDict):
+    address: str
+    granularity: str
+    text: str
+    score: float
+
+
+class SearchOutput(TypedDict):
+    """Hits ranked best first (BM25; a higher score is a better match)."""
+
+    results: list[SearchHit]
+
+
+class GetOutput(TypedDict):
+    """The thing's own fields plus its links (they depend on its type)."""
+
+    address: str
+    type: str
+    status: str
+
+
+class ForgetOutput(TypedDict):
+    """What was tombstoned (a document takes its live passages with it)."""
+
+    address: str
+    status: str
+    forgotten: list[str]
+
+
+class ItemOutput(TypedDict):
+    id: int
+    kind: str
+    status: str
+    payload: dict[str, Any]
+
+
+class CompactOutput(TypedDict):
+    """Open items after the scan, oldest first; ``open`` counts all of them."""
+
+    namespace: str
+    created: int
+    open: int
+    items: list[ItemOutput]
+    errors: NotRequired[list[dict[str, Any]]]
+
+
+class CheckOutput(TypedDict):
+    passed: bool
+    flagged: list[dict[str, Any]]
+
+
+class SubmitOutput(TypedDict):
+    """The checks' verdict and, when ``stored``, the new address."""
+
+    item: int
+    kind: str
+    status: str
+    stored: bool
+    address: str | None
+    diff: str
+    checks: dict[str, CheckOutput]
+    message: NotRequired[str]
+
+
+class Finding(TypedDict):
+    rule: str
+    address: str
+    message: str
+    related: list[str]
+
+
+class LintOutput(TypedDict):
+    """Problems found, each with a rule name and addresses."""
+
+    namespace: str
+    findings: list[Finding]
+
+
+# --- plumbing -------------------------------------------------------------------------------
+
+
+def tool_result(data: Any) -> CallToolResult:
+    """A structured result: the JSON as text for old clients, and as ``structured_content``."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+    )
+
+
+def tool_error(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def run_tool(name: str, call: Callable[[], Any]) -> CallToolResult:
+    """Run one Memory call: its JSON as the result, or its error as a tool error."""
+    try:
+        data = to_json(call())
+    except MemorsError as exc:
+        log.info("tool_error", tool=name, code=exc.code, error=exc.message)
+        return tool_error(exc.message)
+    return tool_result(data)
+
+
+def _annotations(
+    title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False
+):
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=destructive if not read_only else None,
+        idempotent_hint=idempotent if not read_only else None,
+        open_world_hint=False,
+    )
+
+
+STRICT_BOOL = Field(strict=True)
+
+
+def register_tools(
+    server: MCPServer, memory: Memory, default_namespace: str
+) -> dict[str, set[str]]:
+    """Register the nine tools on ``server``; returns each tool's argument names."""
+    limits = memory.limits
+    kind_names = ", ".join(memory.kinds.names()) or "(none installed)"
+    params: dict[str, set[str]] = {}
+
+    Namespace = Annotated[
+        str | None,
+        Field(
+            description=(
+                "Namespace to work in: 1-64 letters, digits, '-', '_' or '.'. Default: "
+                f"{default_namespace!r} (the server's). Nothing in one namespace is visible "
+                "from another; an unknown namespace is simply empty."
+            )
+        ),
+    ]
+
+    def ns(namespace: str | None) -> str:
+        return default_namespace if namespace is None else namespace
+
+    def tool(fn: Callable[..., Any], description: str, annotations: ToolAnnotations) -> None:
+        server.add_tool(fn, description=description, annotations=annotations)
+        params[fn.__name__] = set(fn.__code__.co_varnames[: fn.__code__.co_argcount])
+
+    # --- remember ---------------------------------------------------------------------------
+
+    def remember(
+        text: Annotated[
+            str,
+            Field(
+                description=(
+                    "The document's full text (Markdown or plain). It is split into passages "
+                    "at blank lines; a heading travels with the paragraph after it. At most "
+                    f"{limits.document_bytes:,} bytes of UTF-8."
+                )
+            ),
+        ],
+        uri: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "Where the text came from (a path or URL). Remembering the same uri again "
+                    "with changed text makes a new version: unchanged passages stay, changed "
+                    "ones are superseded."
+                )
+            ),
+        ] = None,
+        title: Annotated[str | None, Field(description="The document's title.")] = None,
+        entities: Annotated[
+            list[str] | None,
+            Field(
+                description=(
+                    "Names of the subjects every passage of this document is about (created "
+                    "if new; matched case-insensitively). [[Wiki Links]] in the text are "
+                    "entities too."
+                )
+            ),
+        ] = None,
+        metadata: Annotated[
+            dict[str, Any] | None,
+            Field(description="Any JSON object to keep with the document."),
+        ] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, RememberOutput]:
+        return run_tool(
+            "remember",
+            lambda: memory.remember(text, uri, title, entities, metadata, namespace=ns(namespace)),
+        )
+
+    tool(
+        remember,
+        "Store a document in long-term memory so it can be searched and compacted into pages "
+        "later. Use it for anything worth recalling in a later conversation: notes, decisions, "
+        "documentation, meeting summaries. Returns the document's address, its passages' "
+        "addresses and the entities they mention. Raw text is never changed once stored; "
+        "remember again with the same uri to store a new version.",
+        _annotations("Remember a document", read_only=False, idempotent=True),
+    )
+
+    # --- record_fact ------------------------------------------------------------------------
+
+    def record_fact(
+        subject: Annotated[
+            str,
+            Field(description="The entity the fact is about (a name; created if new)."),
+        ],
+        predicate: Annotated[
+            str,
+            Field(
+                description=(
+                    "What is stated, e.g. 'leader', 'version', 'owner'. A subject has one value "
+                    "of a predicate at a time: two facts that disagree over overlapping time "
+                    "become a conflict item."
+                )
+            ),
+        ],
+        value: Annotated[str, Field(description="The value, as text.")],
+        valid_from: Annotated[
+            str | None,
+            Field(
+                description="ISO 8601 date or datetime the fact starts to hold (absent: always)."
+            ),
+        ] = None,
+        valid_to: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "ISO 8601 date or datetime the fact stops holding (exclusive; absent: "
+                    "still holds). Must be after valid_from."
+                )
+            ),
+        ] = None,
+        source: Annotated[
+            str | None,
+            Field(description="Address of the passage the fact comes from (memo://passage/…)."),
+        ] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, RecordFactOutput]:
+        return run_tool(
+            "record_fact",
+            lambda: memory.record_fact(
+                subject, predicate, value, valid_from, valid_to, source, namespace=ns(namespace)
+            ),
+        )
+
+    tool(
+        record_fact,
+        "Record one fact about an entity: subject, predicate, value, optionally the time it "
+        "holds and the passage it comes from. Use it for crisp, checkable statements (who leads, "
+        "which version, what date). Returns the fact's address. Facts are never edited: record "
+        "a new one with a time range, and conflicting facts are settled through compaction. "
+        f"Text fields take at most {limits.field_chars:,} characters.",
+        _annotations("Record a fact", read_only=False),
+    )
+
+    # --- propose_merge ----------------------------------------------------------------------
+
+    def propose_merge(
+        entities: Annotated[
+            list[str],
+            Field(
+                description=(
+                    "Exactly two entity names or addresses. The first survives if the merge is "
+                    "accepted; the second becomes its alias."
+                ),
+                min_length=2,
+                max_length=2,
+            ),
+        ],
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, ProposeMergeOutput]:
+        return run_tool(
+            "propose_merge", lambda: memory.propose_merge(entities, namespace=ns(namespace))
+        )
+
+    tool(
+        propose_merge,
+        "Propose that two entities are one subject (e.g. 'Raft' and 'Raft consensus'). This "
+        "only opens a merge item; nothing changes until someone accepts it through compact and "
+        "submit. Returns the candidate and its status; a pair rejected before is refused.",
+        _annotations("Propose merging two entities", read_only=False, idempotent=True),
+    )
+
+    # --- search -----------------------------------------------------------------------------
+
+    def search(
+        query: Annotated[
+            str,
+            Field(
+                description=(
+                    "Natural-language words; any word may match (OR), stop words are dropped, "
+                    f"no special syntax. At most {limits.query_chars:,} characters."
+                )
+            ),
+        ],
+        granularity: Annotated[
+            Literal["passage", "page", "fact", "entity", "all"],
+            Field(
+                description=(
+                    "What to search: passages of remembered documents (default), compacted "
+                    "pages, facts (subject, predicate and value), entities, or all of them."
+                )
+            ),
+        ] = "passage",
+        limit: Annotated[
+            int,
+            Field(description="How many results at most (1-1000).", ge=1, le=1000, strict=True),
+        ] = 10,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "ISO 8601 date or datetime: only facts valid at that time (facts only)."
+                )
+            ),
+        ] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        return run_tool(
+            "search",
+            lambda: memory.search(query, granularity, limit, as_of, namespace=ns(namespace)),
+        )
+
+    tool(
+        search,
+        "Full-text search of long-term memory (BM25 ranking over live rows only: forgotten and "
+        "superseded text never comes back). Use it before answering from memory. Returns up to "
+        "`limit` results, best first, each with an address, its granularity, its text (or a "
+        "snippet) and a score; call `get` on an address for the whole thing and its links.",
+        _annotations("Search memory", read_only=True),
+    )
+
+    # --- get --------------------------------------------------------------------------------
+
+    def get(
+        address: Annotated[
+            str,
+            Field(
+                description=(
+                    "An address: memo://document/<id>, memo://passage/<id>, memo://entity/<id>, "
+                    "memo://fact/<id>, memo://page/<id> or memo://item/<n> (a bare item number "
+                    "works too)."
+                )
+            ),
+        ],
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, GetOutput]:
+        return run_tool("get", lambda: memory.get(address, namespace=ns(namespace)))
+
+    tool(
+        get,
+        "Fetch one stored thing by address with its links: a page with its content and source "
+        "passages, an entity with its passages, facts and page, a document with its passages, a "
+        "work item with its payload. Forgotten and superseded things are returned too, with "
+        "`status` saying so (live, forgotten, superseded).",
+        _annotations("Get by address", read_only=True),
+    )
+
+    # --- forget -----------------------------------------------------------------------------
+
+    def forget(
+        address: Annotated[
+            str,
+            Field(
+                description=(
+                    "What to forget: a memo://document/…, memo://passage/…, memo://fact/… or "
+                    "memo://page/… address."
+                )
+            ),
+        ],
+        reason: Annotated[str | None, Field(description="Why (kept with the tombstone).")] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, ForgetOutput]:
+        return run_tool("forget", lambda: memory.forget(address, reason, namespace=ns(namespace)))
+
+    tool(
+        forget,
+        "Forget a document (with its passages), a passage, a fact or a page: it stops appearing "
+        "in search and compaction, and pages citing it are marked stale. Use it for wrong or "
+        "unwanted memories. The row is tombstoned, not erased (`get` still shows it as "
+        "forgotten); forgetting twice changes nothing.",
+        _annotations("Forget", read_only=False, destructive=True, idempotent=True),
+    )
+
+    # --- compact ----------------------------------------------------------------------------
+
+    def compact(
+        kinds: Annotated[
+            list[str] | None,
+            Field(description=f"Only these kinds of work items. Installed kinds: {kind_names}."),
+        ] = None,
+        limit: Annotated[
+            int,
+            Field(
+                description=(
+                    "How many open items to return with their payloads (default "
+                    f"{COMPACT_DEFAULT_LIMIT}); 0 returns counts only. `open` always counts "
+                    "all of them."
+                ),
+                ge=0,
+                strict=True,
+            ),
+        ] = COMPACT_DEFAULT_LIMIT,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, CompactOutput]:
+        return run_tool("compact", lambda: memory.compact(kinds, limit, namespace=ns(namespace)))
+
+    tool(
+        compact,
+        "Scan a namespace for compaction work and return the open work items, oldest first. "
+        "Kinds: page (an entity with 3+ passages and no page: write one), stale (a page whose "
+        "sources changed: rewrite it), conflict (two facts disagree: keep one), merge (two "
+        "entities may be one: accept or reject), duplicate (near-identical passages: keep some). "
+        "Each item's payload holds everything needed to do it, so no other call is needed; do "
+        "one with `submit`. Returns `created` (new items), `open` (all open items) and up to "
+        f"`limit` items (default {COMPACT_DEFAULT_LIMIT}, to keep your context small). Running "
+        "it again with nothing changed creates nothing. The server never writes prose.",
+        _annotations("Compact: list work items", read_only=False, idempotent=True),
+    )
+
+    # --- submit -----------------------------------------------------------------------------
+
+    def submit(
+        item: Annotated[
+            int | str,
+            Field(description="The work item: its id (42) or address (memo://item/42)."),
+        ],
+        content: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "page/stale items: the page's Markdown, written only from the item's "
+                    f"payload. At most {limits.page_bytes:,} bytes."
+                )
+            ),
+        ] = None,
+        title: Annotated[
+            str | None, Field(description="page/stale items: the page's title.")
+        ] = None,
+        cites: Annotated[
+            list[str] | None,
+            Field(
+                description=(
+                    "page/stale items: the payload passages the page draws on (default: all)."
+                )
+            ),
+        ] = None,
+        keep: Annotated[
+            str | list[str] | None,
+            Field(
+                description=(
+                    "conflict items: the one fact address to keep (the other is superseded). "
+                    "duplicate items: the passage address(es) to keep (the others are forgotten)."
+                )
+            ),
+        ] = None,
+        accept: Annotated[
+            bool | None, Field(description="merge items: the two entities are one.", strict=True)
+        ] = None,
+        reject: Annotated[
+            bool | None,
+            Field(
+                description="merge items: they are different (never proposed again).", strict=True
+            ),
+        ] = None,
+        skip: Annotated[
+            bool | None,
+            Field(description="Any item: not worth doing; needs `reason`.", strict=True),
+        ] = None,
+        reason: Annotated[str | None, Field(description="Why the item is skipped.")] = None,
+        dry_run: Annotated[
+            bool,
+            Field(
+                description="Run every check and report, store nothing. Do this first.",
+                strict=True,
+            ),
+        ] = False,
+        force: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Store even though a check flagged something (the flags are recorded). "
+                    "Only when you are sure the flagged text is right."
+                ),
+                strict=True,
+            ),
+        ] = False,
+        resolution: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description=(
+                    "The resolution as one object, for any kind (plugins' kinds too); the flat "
+                    "fields above are merged into it."
+                )
+            ),
+        ] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, SubmitOutput]:
+        return run_tool(
+            "submit",
+            lambda: memory.submit(
+                item,
+                resolution,
+                dry_run=dry_run,
+                force=force,
+                namespace=ns(namespace),
+                content=content,
+                title=title,
+                cites=cites,
+                keep=keep,
+                accept=accept,
+                reject=reject,
+                skip=skip,
+                reason=reason,
+            ),
+        )
+
+    tool(
+        submit,
+        "Complete one work item from `compact`. The server checks the result before storing "
+        "it: for pages, `omission` flags recorded facts whose words are mostly missing from the "
+        "page (under 75% coverage) and `corruption` flags sentences sharing under half their "
+        "content words with every source. A flagged submission is not stored (`stored: false`, "
+        "a normal result: fix the flagged text and submit again) unless `force`. Use "
+        "`dry_run: true` first. Returns item, kind, status, stored, the new address, a diff "
+        "against the previous page and each check's result. An item that is not open, or whose "
+        "inputs changed since `compact`, is refused: run `compact` again.",
+        _annotations("Submit a work item", read_only=False),
+    )
+
+    # --- lint -------------------------------------------------------------------------------
+
+    def lint(namespace: Namespace = None) -> Annotated[CallToolResult, LintOutput]:
+        return run_tool("lint", lambda: memory.lint(namespace=ns(namespace)))
+
+    tool(
+        lint,
+        "Report problems in a namespace without changing anything: contradictions (facts that "
+        "disagree), orphan entities, entities that need a page, stale pages and expired facts, "
+        "each with a rule name, the main address and related addresses. Use `compact` to get "
+        "work items that fix them.",
+        _annotations("Lint the store", read_only=True),
+    )
+
+    return params

@@ -1,0 +1,1 @@
+"""Independent MCP clients (Node tools from npm) for the MCP server's tests."""
