@@ -40,20 +40,35 @@ class Parser(argparse.ArgumentParser):
         fail(f"{self.prog}: {message} (see {self.prog} --help)", code="usage", exit_code=EXIT_USAGE)
 
 
-def _common(json_default: bool = False) -> argparse.ArgumentParser:
+def _common(nested: bool = False) -> argparse.ArgumentParser:
+    """The store options. ``nested`` parsers (``fact add`` under ``fact``)
+    take them too but default to nothing, so ``fact --ns X list`` keeps X
+    instead of the sub-parser's default silently overwriting it."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("store options")
+
+    def default(value):
+        return argparse.SUPPRESS if nested else value
+
     g.add_argument(
-        "--db", metavar="PATH", help="database file (default: $MEMORS_DB or the data dir)"
+        "--db",
+        metavar="PATH",
+        default=default(None),
+        help="database file (default: $MEMORS_DB or the data dir)",
     )
     g.add_argument(
-        "--ns", metavar="NAMESPACE", default="default", help="namespace (default: default)"
+        "--ns",
+        metavar="NAMESPACE",
+        default=default("default"),
+        help="namespace (default: default)",
     )
-    g.add_argument("--json", action="store_true", help="print JSON (SPEC §10 shapes)")
+    g.add_argument(
+        "--json", action="store_true", default=default(False), help="print JSON (SPEC §10 shapes)"
+    )
     g.add_argument(
         "--log-level",
         metavar="LEVEL",
-        default=os.environ.get("MEMORS_LOG_LEVEL", "warning"),
+        default=default(os.environ.get("MEMORS_LOG_LEVEL", "warning")),
         choices=["debug", "info", "warning", "error"],
         help="log level for the structured logs on stderr (default: warning)",
     )
@@ -61,7 +76,7 @@ def _common(json_default: bool = False) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
+    common, nested = _common(), _common(nested=True)
     parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
@@ -119,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("fact", "record and list facts")
     fsub = p.add_subparsers(dest="fact_command", metavar="{add,list}", parser_class=Parser)
     fsub.required = True
-    q = fsub.add_parser("add", help="record a fact", parents=[common])
+    q = fsub.add_parser("add", help="record a fact", parents=[nested])
     q.add_argument("subject", metavar="SUBJECT")
     q.add_argument("predicate", metavar="PREDICATE")
     q.add_argument("value", metavar="VALUE")
@@ -128,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--to", dest="valid_to", metavar="T", help="valid until (ISO 8601, exclusive)")
     q.add_argument("--source", metavar="ADDR", help="the passage the fact comes from")
-    q = fsub.add_parser("list", help="list live facts", parents=[common])
+    q = fsub.add_parser("list", help="list live facts", parents=[nested])
     q.add_argument("subject", nargs="?", metavar="SUBJECT")
 
     p = add("entity", "list, show and propose merging entities")
@@ -136,15 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
         dest="entity_command", metavar="{list,show,propose-merge}", parser_class=Parser
     )
     esub.required = True
-    esub.add_parser("list", help="list entities", parents=[common])
+    esub.add_parser("list", help="list entities", parents=[nested])
     q = esub.add_parser(
-        "show", help="show an entity with its passages, facts and page", parents=[common]
+        "show", help="show an entity with its passages, facts and page", parents=[nested]
     )
     q.add_argument("name", metavar="NAME")
     q = esub.add_parser(
         "propose-merge",
         help="propose that two entities are one (the first survives)",
-        parents=[common],
+        parents=[nested],
     )
     q.add_argument("names", nargs=2, metavar="NAME")
 
@@ -170,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kind", metavar="K", help="only this kind")
     p.add_argument("--status", choices=["open", "done", "skipped", "obsolete"])
     isub = p.add_subparsers(dest="items_command", metavar="{show}", parser_class=Parser)
-    q = isub.add_parser("show", help="show one work item with its payload", parents=[common])
+    q = isub.add_parser("show", help="show one work item with its payload", parents=[nested])
     q.add_argument("item", metavar="ID")
 
     p = add("submit", "complete a work item (the server checks it before storing)")
