@@ -104,7 +104,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
         if i != "-" and not Path(i).exists():
             fail(f"{i}: no such file or directory", code="bad-input")
     if args.jsonl and args.jsonl != "-" and not Path(args.jsonl).is_file():
-        fail(f"{args.jsonl}: no such file", code="bad-input")
+        what = "is a directory" if Path(args.jsonl).is_dir() else ": no such file"
+        fail(f"{args.jsonl}{' ' if what[0] != ':' else ''}{what}", code="bad-input")
 
     with _open(args) as memory:
         if not many:
@@ -137,6 +138,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
         progress = Progress("remembering")
         skipped: list[str] = []
+        labels: list[str] = []  # what to call the n-th document in an error
 
         def documents() -> Iterator[dict[str, Any]]:
             from memors_core.memory import iter_jsonl
@@ -144,6 +146,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
             for source in inputs:
                 if source == "-":
                     text = sys.stdin.read()
+                    labels.append("standard input")
                     yield {"text": text, "entities": args.entity}
                     continue
                 path = Path(source)
@@ -153,13 +156,25 @@ def cmd_remember(args: argparse.Namespace) -> int:
                     if not text.strip():
                         skipped.append(str(p))
                         continue
+                    labels.append(str(p))
                     yield {"text": text, "uri": str(p.resolve()), "entities": args.entity}
             if args.jsonl:
                 handle = sys.stdin if args.jsonl == "-" else open(args.jsonl, encoding="utf-8")  # noqa: SIM115
+                line = 0
+
+                def numbered() -> Iterator[str]:
+                    nonlocal line
+                    for line, text in enumerate(handle, 1):  # noqa: B007
+                        yield text
+
                 try:
-                    for doc in iter_jsonl(handle, args.jsonl):
+                    for doc in iter_jsonl(numbered(), args.jsonl):
+                        labels.append(f"{args.jsonl}:{line}")
                         if args.entity:
-                            doc = {**doc, "entities": [*(doc.get("entities") or []), *args.entity]}
+                            own = doc.get("entities") or []
+                            own = [own] if isinstance(own, str) else own
+                            if isinstance(own, list):
+                                doc = {**doc, "entities": [*own, *args.entity]}
                         yield doc
                 except UnicodeDecodeError:
                     raise MemorsError(f"{args.jsonl} is not UTF-8 text", code="bad-input") from None
@@ -169,7 +184,10 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
         try:
             result = memory.remember_many(
-                documents(), namespace=args.ns, progress=lambda n: progress.update(n, "documents")
+                documents(),
+                namespace=args.ns,
+                progress=lambda n: progress.update(n, "documents"),
+                where=lambda n: labels[n - 1],
             )
         finally:
             progress.done()

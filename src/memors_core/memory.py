@@ -198,14 +198,17 @@ class Memory:
         *,
         batch: int = 500,
         progress: Callable[[int], None] | None = None,
+        where: Callable[[int], str] | None = None,
     ) -> RememberedMany:
         """Store many documents, one transaction per ``batch``.
 
         Each document is a mapping with ``text`` and optional ``uri``,
         ``title``, ``entities``, ``metadata``. A bad document stops the load
-        with an error naming it; the batches before it stay stored.
+        with an error naming it (``where(n)`` names the n-th, counting from
+        1; default ``document n``); the batches before it stay stored.
         """
         check_namespace(namespace)
+        name = where or (lambda n: f"document {n}")
         totals = Counter()
         pending: list[tuple] = []
 
@@ -220,28 +223,36 @@ class Memory:
                 progress(totals["documents"])
 
         before = self._entity_count(namespace)
-        for n, raw in enumerate(documents, 1):
-            if not isinstance(raw, dict):
-                raise BadInput(f"document {n}: expected a JSON object")
-            extra = set(raw) - {"text", "uri", "title", "entities", "metadata"}
-            if extra:
-                raise BadInput(f"document {n}: unexpected field(s) {', '.join(sorted(extra))}")
-            try:
-                pending.append(
-                    self._check_document(
-                        raw.get("text"),
-                        raw.get("uri"),
-                        raw.get("title"),
-                        raw.get("entities"),
-                        raw.get("metadata"),
+        try:
+            for n, raw in enumerate(documents, 1):
+                if not isinstance(raw, dict):
+                    raise BadInput(f"{name(n)}: expected a JSON object")
+                extra = set(raw) - {"text", "uri", "title", "entities", "metadata"}
+                if extra:
+                    raise BadInput(f"{name(n)}: unexpected field(s) {', '.join(sorted(extra))}")
+                try:
+                    pending.append(
+                        self._check_document(
+                            raw.get("text"),
+                            raw.get("uri"),
+                            raw.get("title"),
+                            raw.get("entities"),
+                            raw.get("metadata"),
+                        )
                     )
-                )
-            except BadInput as exc:
-                if pending:
+                except BadInput as exc:
+                    raise BadInput(f"{name(n)}: {exc.message}") from None
+                if len(pending) >= batch:
                     flush()
-                raise BadInput(f"document {n}: {exc.message}") from None
-            if len(pending) >= batch:
+        except MemorsError as exc:
+            # Everything before the bad document is stored, whatever raised
+            # (a bad line, an unreadable file): say how much, so a load can resume.
+            if pending:
                 flush()
+            stored = totals["documents"]
+            raise type(exc)(
+                f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
+            ) from None
         if pending:
             flush()
         return RememberedMany(
