@@ -1,0 +1,331 @@
+"""A stand-in for Ollama's HTTP API, for the executor's tests.
+
+Real HTTP on 127.0.0.1 (``http.server.ThreadingHTTPServer`` on port 0 in a
+thread), with Ollama's request and response shapes:
+
+- ``GET /api/tags`` → ``{"models": [{"name", "model", "modified_at", "size",
+  "digest", "details"}…]}``;
+- ``POST /api/chat`` → with ``"stream": false`` one object ``{"model",
+  "created_at", "message": {"role": "assistant", "content"}, "done_reason",
+  "done": true, durations and counts…}``; streamed (the default, as in
+  Ollama) as NDJSON over chunked transfer encoding, chunks with
+  ``"done": false`` and a final one with ``"done": true``;
+- an unknown model → 404 ``{"error": "model 'x' not found"}``.
+
+It writes pages deterministically from the prompt it is sent: it finds the
+subject, the ``<passage>`` blocks and the ``F1: subject | predicate | value``
+fact lines of the executor's prompt and echoes them as a Markdown page, so a
+"good" answer passes the real omission and corruption checks. Other modes
+(per subject or for all) misbehave in the ways a real model or server can.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+#: What the stand-in can do for a chat request.
+MODES = (
+    "good",  # a page built from the prompt: passes the checks
+    "invent",  # the good page plus a sentence from nowhere (corruption)
+    "omit-facts",  # the good page without the recorded facts (omission)
+    "think",  # a <think> block full of invented claims, then the good page
+    "think-only",  # a <think> block and nothing after it
+    "fenced",  # the good page wrapped in ```markdown … ```
+    "json",  # the page as a JSON object instead of Markdown
+    "empty",  # an empty answer
+    "no-title",  # the page body without its '# Title' line
+    "cut-off",  # the good page, but done_reason "length"
+    "malformed",  # HTTP 200 with a body that is not JSON
+    "error-line",  # a streamed chunk, then {"error": …} mid-stream
+    "error500",  # HTTP 500 {"error": …}
+    "model-gone",  # HTTP 404 model not found (as after `ollama rm`)
+    "slow",  # waits `delay` seconds before answering at all
+    "stall",  # streams the first chunk, then waits `delay` seconds
+)
+
+INVENTED = "The moon is made of green cheese and sings to sailors at night."
+
+_SUBJECT = re.compile(r"^Subject: (.+?)(?: \(also known as: .*\))?$", re.M)
+_PASSAGE = re.compile(r'<passage id="P\d+"[^>]*>\n(.*?)\n</passage>', re.S)
+_FACT = re.compile(r"^F\d+: (.*?) \| (.*?) \| (.*)$", re.M)
+
+
+def canonical(name: str) -> str:
+    name = name.strip().casefold()
+    return name if ":" in name.rsplit("/", 1)[-1] else name + ":latest"
+
+
+def good_page(prompt: str) -> tuple[str, str]:
+    """(subject, page) echoed from the executor's prompt."""
+    m = _SUBJECT.search(prompt)
+    subject = m.group(1) if m else "Unknown"
+    parts = [f"# {subject}", ""]
+    for text in _PASSAGE.findall(prompt):
+        parts.extend([text.strip(), ""])
+    facts = _FACT.findall(prompt)
+    if facts:
+        parts.extend(["## Facts", ""])
+        parts.extend(f"- {s} {p} {v}." for s, p, v in facts)
+    return subject, "\n".join(parts).rstrip() + "\n"
+
+
+class OllamaStandIn:
+    """``with OllamaStandIn() as ollama: ollama.url …``; set ``mode`` (all
+    subjects) or ``modes[subject]``; ``requests`` records what arrived."""
+
+    def __init__(self, models: tuple[str, ...] = ("test-model:latest",)) -> None:
+        self.models = list(models)
+        self.mode = "good"
+        self.modes: dict[str, str] = {}
+        self.stream: bool | None = None  # None: as the request asks; else forced
+        self.delay = 30.0
+        self.tags_mode = "ok"  # ok | malformed | slow
+        self.reject_think = False  # 400 "does not support thinking" when think is sent
+        self.requests: list[dict[str, Any]] = []
+        self.released = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- life cycle -----------------------------------------------------------------
+
+    def start(self) -> OllamaStandIn:
+        standin = self
+
+        class Handler(_Handler):
+            owner = standin
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.released.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> OllamaStandIn:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- what arrived ------------------------------------------------------------------
+
+    def chats(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"] == "/api/chat"]
+
+    def mode_for(self, subject: str) -> str:
+        return self.modes.get(subject.casefold(), self.mode)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    owner: OllamaStandIn
+    protocol_version = "HTTP/1.1"
+    server_version = "ollama-standin"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _json(self, status: int, obj: Any) -> None:
+        body = json.dumps(obj).encode()
+        self._raw(status, body, "application/json; charset=utf-8")
+
+    def _raw(self, status: int, body: bytes, ctype: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.wfile.flush()
+
+    def _start_chunked(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, obj: Any) -> None:
+        data = (json.dumps(obj) + "\n").encode()
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    def _end_chunked(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _wait(self) -> None:
+        self.owner.released.wait(self.owner.delay)
+
+    # --- routes ---------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        self.owner.requests.append({"method": "GET", "path": self.path, "body": None})
+        if self.path == "/api/tags":
+            if self.owner.tags_mode == "slow":
+                self._wait()
+            if self.owner.tags_mode == "malformed":
+                self._raw(200, b"<html>not json", "text/html")
+                return
+            self._json(
+                200,
+                {
+                    "models": [
+                        {
+                            "name": name,
+                            "model": name,
+                            "modified_at": "2026-01-01T00:00:00.000000000Z",
+                            "size": 4683087332,
+                            "digest": "0" * 64,
+                            "details": {
+                                "format": "gguf",
+                                "family": "qwen2",
+                                "parameter_size": "7.6B",
+                                "quantization_level": "Q4_K_M",
+                            },
+                        }
+                        for name in self.owner.models
+                    ]
+                },
+            )
+        elif self.path == "/api/version":
+            self._json(200, {"version": "0.0.0-standin"})
+        else:
+            self._json(404, {"error": "404 page not found"})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        self.owner.requests.append({"method": "POST", "path": self.path, "body": body})
+        if self.path != "/api/chat":
+            self._json(404, {"error": "404 page not found"})
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+            self._json(400, {"error": "model is required"})
+            return
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+        ):
+            self._json(400, {"error": "invalid message format"})
+            return
+        model = body["model"]
+        if canonical(model) not in {canonical(m) for m in self.owner.models}:
+            self._json(404, {"error": f"model '{model}' not found"})
+            return
+        if self.owner.reject_think and "think" in body:
+            self._json(400, {"error": f'"{model}" does not support thinking'})
+            return
+        prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        subject, page = good_page(prompt)
+        mode = self.owner.mode_for(subject)
+        stream = body.get("stream", True) if self.owner.stream is None else self.owner.stream
+
+        if mode == "model-gone":
+            self._json(404, {"error": f"model '{model}' not found"})
+            return
+        if mode == "error500":
+            self._json(500, {"error": "llama runner process has terminated: signal: killed"})
+            return
+        if mode == "malformed":
+            self._raw(200, b'{"model": "x", "message": {"content": "# Oops', "application/json")
+            return
+        if mode == "slow":
+            self._wait()
+        content, reason = self._answer(mode, page)
+        self._reply(
+            model, content, reason, stream, stall=mode == "stall", error_line=mode == "error-line"
+        )
+
+    def _answer(self, mode: str, page: str) -> tuple[str, str]:
+        title, _, body = page.partition("\n")
+        content = {
+            "invent": page + "\n" + INVENTED + "\n",
+            "omit-facts": page.split("## Facts")[0],
+            "think": "<think>\nRaft was invented on Mars in 1850 by a committee of owls.\n"
+            "</think>\n\n" + page,
+            "think-only": "<think>\nLet me think about this page for a while.\n</think>\n",
+            "fenced": "```markdown\n" + page + "```\n",
+            "json": json.dumps({"title": title.lstrip("# "), "content": body.strip()}),
+            "empty": "",
+            "no-title": body.strip() + "\n",
+        }.get(mode, page)
+        return content, "length" if mode == "cut-off" else "stop"
+
+    def _reply(
+        self, model: str, content: str, reason: str, stream: bool, stall: bool, error_line: bool
+    ) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        stats = {
+            "total_duration": 1_234_567,
+            "load_duration": 1_000,
+            "prompt_eval_count": 100,
+            "prompt_eval_duration": 10_000,
+            "eval_count": max(1, len(content) // 4),
+            "eval_duration": 100_000,
+        }
+        if not stream:
+            self._json(
+                200,
+                {
+                    "model": model,
+                    "created_at": stamp,
+                    "message": {"role": "assistant", "content": content},
+                    "done_reason": reason,
+                    "done": True,
+                    **stats,
+                },
+            )
+            return
+        self._start_chunked()
+        pieces = [content[i : i + 24] for i in range(0, len(content), 24)] or [""]
+        for n, piece in enumerate(pieces):
+            self._chunk(
+                {
+                    "model": model,
+                    "created_at": stamp,
+                    "message": {"role": "assistant", "content": piece},
+                    "done": False,
+                }
+            )
+            if n == 0 and stall:
+                self._wait()
+                return
+            if n == 0 and error_line:
+                self._chunk({"error": "an error was encountered while running the model"})
+                self._end_chunked()
+                return
+        self._chunk(
+            {
+                "model": model,
+                "created_at": stamp,
+                "message": {"role": "assistant", "content": ""},
+                "done_reason": reason,
+                "done": True,
+                **stats,
+            }
+        )
+        self._end_chunked()
