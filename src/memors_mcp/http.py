@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import logging
 import os
+import signal
 import socket
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -174,6 +177,26 @@ def _configure_http_logging(level: str) -> None:
         logger.propagate = name != "uvicorn"
 
 
+def _uvicorn_server(config: Any) -> Any:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, but a SIGTERM or SIGINT is a clean stop (exit 0), not re-raised."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            previous = {
+                sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+            }
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return Server(config)
+
+
 def serve_http(args: argparse.Namespace, level: str) -> int:
     host, port = args.host, args.port
     token: str | None = None
@@ -214,7 +237,7 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
             file=sys.stderr,
             flush=True,
         )
-        asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+        asyncio.run(_uvicorn_server(config).serve(sockets=[sock]))
     except KeyboardInterrupt:
         pass
     finally:
