@@ -513,3 +513,9 @@ def test_module_docstring_lists_the_rules():
     doc = textwrap.dedent(hookspecs.memors_lint_rules.__doc__ or "")
     for rule in BUILTIN_RULES:
         assert f"``{rule}``" in doc
+
+
+def test_operations_doc_describes_every_rule():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    for rule in (*BUILTIN_RULES, "plugin-error"):
+        assert f"| `{rule}` |" in doc, rule

@@ -4,11 +4,13 @@ time, counters persisted with the change they count (across processes)."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -362,3 +364,60 @@ def test_http_server_serves_the_same_exposition(tmp_path):
             server.wait()
         if server.stderr:
             server.stderr.close()
+
+
+# --- docs/operations.md -------------------------------------------------------------------
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "operations.md"
+
+
+def _yaml_blocks(text: str) -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+
+
+def _exposition_with_data(tmp_path) -> str:
+    with Memory.open(tmp_path / "doc.db") as memory:
+        for text in passages_about("Raft", 3):
+            memory.remember(text)
+        memory.compact()
+        return memory.metrics()
+
+
+def test_the_alert_rules_use_only_real_metric_names_and_labels(tmp_path):
+    text = _exposition_with_data(tmp_path)
+    labels: dict[str, dict[str, set[str]]] = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            for k, v in s.labels.items():
+                labels.setdefault(s.name, {}).setdefault(k, set()).add(v)
+            labels.setdefault(s.name, {})
+    # Label values that exist in general, not only in this small store.
+    labels["memors_kb_work_items_open"]["kind"] |= set(KINDS)
+    rules = next(b for b in _yaml_blocks(DOC.read_text()) if "groups:" in b)
+    exprs = [line.split("expr:", 1)[1].strip() for line in rules.splitlines() if "expr:" in line]
+    assert len(exprs) >= 4
+    for expr in exprs:
+        bare = re.sub(r'"[^"]*"', '""', expr)
+        names = {
+            t for t in re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", bare) if t.startswith("memors_")
+        }
+        assert names, expr
+        assert names <= set(labels), (expr, names - set(labels))
+        known = set().union(*(labels[n] for n in names))
+        for grouping in re.findall(r"\bby \(([^)]*)\)", expr):
+            assert {g.strip() for g in grouping.split(",")} <= known, expr
+        for name, matchers in re.findall(r"(memors_\w+)\{([^}]*)\}", expr):
+            for label, op, value in re.findall(r'(\w+)\s*(=~|!~|!=|=)\s*"([^"]*)"', matchers):
+                assert label in labels[name], (expr, label)
+                if op in ("=", "=~"):
+                    assert set(value.split("|")) <= labels[name][label], (expr, value)
+
+
+def test_every_metric_is_documented_and_the_doc_names_no_other(tmp_path):
+    text = _exposition_with_data(tmp_path)
+    exposed = {s.name for f in text_string_to_metric_families(text) for s in f.samples}
+    doc = DOC.read_text()
+    documented = set(re.findall(r"\bmemors_(?:kb|store)_[a-z_]+", doc))
+    assert documented == exposed
+    for name in exposed:
+        assert f"| `{name}` |" in doc, name
