@@ -267,10 +267,14 @@ class SlowRule:
     def memors_lint_rules(self, context):
         code = (
             "import sys; from memors_core import Memory\n"
+            "print('opening', flush=True)\n"
             "with Memory.open(sys.argv[1]) as m: m.remember('[[Raft]] keeps a log.')"
         )
-        self.writer = subprocess.Popen([sys.executable, "-c", code, str(self.db)])
-        time.sleep(1.5)
+        self.writer = subprocess.Popen(
+            [sys.executable, "-c", code, str(self.db)], stdout=subprocess.PIPE, text=True
+        )
+        assert self.writer.stdout.readline() == "opening\n"  # imports done, opening now
+        time.sleep(1.0)
         self.waiting_while_lint_ran = self.writer.poll() is None
         return []
 
@@ -286,6 +290,7 @@ def test_a_writer_waits_while_lint_reads_a_closed_store_then_succeeds(tmp_path):
     assert report.findings == []
     assert slow.waiting_while_lint_ran
     assert slow.writer.wait(timeout=60) == 0
+    slow.writer.stdout.close()
     with Memory.open(db) as memory:
         assert len(memory.entity("Raft").passages) == 1
 
