@@ -20,10 +20,13 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .errors import BadInput
+from .log import get_logger
 from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from .memory import Memory
+
+log = get_logger("memors")
 
 FORMAT = "memors-export"
 
@@ -153,6 +156,13 @@ def import_rows(memory: Memory, lines: Iterable[str], source: str) -> dict[str, 
             except apsw.Error as exc:
                 raise BadInput(f"{source}:{n}: cannot restore this {table} row ({exc})") from None
             counts[table] += 1
+        store.after_commit(
+            log.info,
+            "store_imported",
+            namespace=namespace,
+            source=source,
+            rows=sum(counts.values()),
+        )
     return {"namespace": namespace, "rows": dict(counts)}
 
 
@@ -171,4 +181,5 @@ def backup(memory: Memory, path: str) -> dict[str, Any]:
             pages = job.page_count
     finally:
         dest.close()
+    log.info("store_backed_up", path=str(target), pages=pages)
     return {"path": str(target), "pages": pages}
