@@ -35,8 +35,13 @@ def emit_json(data: Any) -> None:
 
 
 def configure_logging(level: str) -> None:
-    """structlog to stderr: JSON lines when stderr is not a terminal, console when it is."""
-    import structlog
+    """structlog to stderr: JSON lines when stderr is not a terminal, console when it is.
+
+    The stderr handler is set now; structlog itself is configured (and
+    imported) only when the first event passes the level, so a command
+    that logs nothing does not pay for it.
+    """
+    from memors_core.log import configure_when_used
 
     numeric = getattr(logging, level.upper(), logging.WARNING)
     handler = logging.StreamHandler(sys.stderr)
@@ -45,19 +50,25 @@ def configure_logging(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(numeric)
     root.propagate = False
-    renderer = (
-        structlog.dev.ConsoleRenderer(colors=False)
-        if sys.stderr.isatty()
-        else structlog.processors.JSONRenderer()
-    )
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
-        cache_logger_on_first_use=False,
-    )
+
+    def configure_structlog() -> None:
+        import structlog
+
+        renderer = (
+            structlog.dev.ConsoleRenderer(colors=False)
+            if sys.stderr.isatty()
+            else structlog.processors.JSONRenderer()
+        )
+        structlog.configure(
+            processors=[
+                structlog.processors.add_log_level,
+                structlog.processors.TimeStamper(fmt="iso", utc=True),
+                renderer,
+            ],
+            cache_logger_on_first_use=False,
+        )
+
+    configure_when_used(configure_structlog)
 
 
 class Progress:

@@ -13,9 +13,9 @@ addresses or item ids involved.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import cache
 from typing import Any
-
-import structlog
 
 _LEVELS = {
     "debug": logging.DEBUG,
@@ -28,20 +28,93 @@ _LEVELS = {
     "fatal": logging.CRITICAL,
 }
 
+# structlog (with rich, which it pulls in when installed) costs more to
+# import than the rest of a small command: it is imported only when an
+# event passes the standard-library level check, and a frontend's structlog
+# set-up waits for that moment too (see :func:`configure_when_used`).
+_deferred: list[Callable[[], None]] = []
+_in_use = False
 
-class LevelFilteringLogger(structlog.stdlib.BoundLogger):
-    """A stdlib-backed structlog logger that skips the processors (and their
-    cost) for events the standard-library logger would drop anyway."""
 
-    def _proxy_to_logger(
-        self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
-    ) -> Any:
-        level = _LEVELS.get(method_name)
-        if level is not None and not self._logger.isEnabledFor(level):
+def configure_when_used(configure: Callable[[], None]) -> None:
+    """Run ``configure`` (a frontend's ``structlog.configure(...)``) just
+    before the first event is emitted, or now if one already was."""
+    if _in_use:
+        configure()
+    else:
+        _deferred.append(configure)
+
+
+@cache
+def _filtering_class() -> type:
+    import structlog
+
+    class LevelFilteringLogger(structlog.stdlib.BoundLogger):
+        """A stdlib-backed structlog logger that skips the processors (and
+        their cost) for events the standard-library logger would drop anyway."""
+
+        def _proxy_to_logger(
+            self, method_name: str, event: str | None = None, *event_args: str, **event_kw: Any
+        ) -> Any:
+            level = _LEVELS.get(method_name)
+            if level is not None and not self._logger.isEnabledFor(level):
+                return None
+            return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
+
+    return LevelFilteringLogger
+
+
+class _Logger:
+    """A structlog logger built on first use, after a cheap level check."""
+
+    __slots__ = ("_bound", "_std")
+
+    def __init__(self, name: str) -> None:
+        self._std = logging.getLogger(name)
+        self._bound: Any = None
+
+    def _logger(self) -> Any:
+        global _in_use
+        if self._bound is None:
+            import structlog
+
+            _in_use = True
+            while _deferred:
+                _deferred.pop(0)()
+            self._bound = structlog.wrap_logger(self._std, wrapper_class=_filtering_class())
+        return self._bound
+
+    def _emit(self, method: str, event: Any, args: tuple, kw: dict[str, Any]) -> Any:
+        if not self._std.isEnabledFor(_LEVELS[method]):
             return None
-        return super()._proxy_to_logger(method_name, event, *event_args, **event_kw)
+        return getattr(self._logger(), method)(event, *args, **kw)
+
+    def debug(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("debug", event, args, kw)
+
+    def info(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("info", event, args, kw)
+
+    def warning(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("warning", event, args, kw)
+
+    warn = warning
+
+    def error(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("error", event, args, kw)
+
+    def exception(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("exception", event, args, kw)
+
+    def critical(self, event: Any = None, *args: Any, **kw: Any) -> Any:
+        return self._emit("critical", event, args, kw)
+
+    fatal = critical
+
+    def __getattr__(self, name: str) -> Any:  # bind(), new(), … on the real logger
+        return getattr(self._logger(), name)
 
 
-def get_logger(name: str = "memors"):
+def get_logger(name: str = "memors") -> Any:
     """A logger for library code; configuration is left to the application."""
-    return structlog.wrap_logger(logging.getLogger(name), wrapper_class=LevelFilteringLogger)
+    return _Logger(name)
