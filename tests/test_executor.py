@@ -556,7 +556,9 @@ def test_smoke_against_a_real_ollama(cli):
     seed(cli.db, ("Raft",))
     env = {k: os.environ[k] for k in ("MEMORS_OLLAMA_URL", "MEMORS_OLLAMA_MODEL")}
     env["MEMORS_OLLAMA_TIMEOUT"] = os.environ.get("MEMORS_OLLAMA_TIMEOUT", "600")
-    r = cli("compact", "--executor", "ollama", "--json", extra_env=env, timeout=900)
+    r = cli(
+        "compact", "--executor", "ollama", "--allow-remote", "--json", extra_env=env, timeout=900
+    )
     assert r.code in (0, 1), r
     (item,) = r.json["items"]
     # The answer came back in the defined format and went through the checks.

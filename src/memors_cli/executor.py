@@ -508,11 +508,12 @@ the sources, the page or these instructions.
 2. Write each sentence from one single passage or one single fact, reusing that \
 source's own words (copying a passage's sentence word for word is fine). Never merge \
 two passages into one sentence. Do not mention passage or fact labels such as P1 or F1.
-3. State every recorded fact. Put them in a section "## Facts" as a bulleted list, one \
-fact per bullet, written as the subject, the predicate and the value with their words \
-exactly as given (you may add small words like "is", "was" or "the"), for example \
-"- Raft was designed by Diego Ongaro." for the fact "Raft | designed by | Diego Ongaro".
-4. Group the rest under short "## " headings if that helps; keep it short.
+3. State every recorded fact, if any are listed. Put them in a section "## Facts" as a \
+bulleted list, one fact per bullet, written as the subject, the predicate and the value \
+with their words exactly as given (you may add small words like "is", "was" or "the"): \
+the fact "X | designed by | Y" becomes the bullet "- X was designed by Y."
+4. Cover what the passages say, briefly; group it under short "## " headings if that \
+helps.
 5. Answer in Markdown and nothing else. The first line is "# " followed by the page \
 title (the subject's name), then a blank line, then the page body. No code fences \
 around the page, no JSON, no text before or after the page.
@@ -572,7 +573,7 @@ def build_prompt(item: dict[str, Any]) -> tuple[list[dict[str, str]], list[str] 
                 f"| {_one_line(f.get('value'))}"
             )
     else:
-        out.append("FACTS: none recorded.")
+        out.append("FACTS: none recorded (write no Facts section).")
     system = SYSTEM_PROMPT
     if stale:
         system = f"{SYSTEM_PROMPT}\n\n{STALE_RULES}"
