@@ -17,8 +17,31 @@ from itertools import accumulate
 from pathlib import Path
 
 SYLLABLES = [
-    "ka", "lo", "mi", "ne", "tu", "ra", "si", "po", "de", "fa", "gu", "hi", "jo", "be", "vo",
-    "zi", "an", "el", "or", "us", "qua", "tri", "sto", "pla", "gre",
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "tu",
+    "ra",
+    "si",
+    "po",
+    "de",
+    "fa",
+    "gu",
+    "hi",
+    "jo",
+    "be",
+    "vo",
+    "zi",
+    "an",
+    "el",
+    "or",
+    "us",
+    "qua",
+    "tri",
+    "sto",
+    "pla",
+    "gre",
 ]
 
 
@@ -43,11 +66,64 @@ def _edit(rng: random.Random, words: list[str], vocab: list[str], edits: int) ->
     return out
 
 
+FUNCTION_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "with",
+    "was",
+    "on",
+    "be",
+    "by",
+    "this",
+    "are",
+    "or",
+    "at",
+    "from",
+    "an",
+    "which",
+    "not",
+    "but",
+    "have",
+    "has",
+    "can",
+    "will",
+    "their",
+    "its",
+    "these",
+    "also",
+    "than",
+    "into",
+    "when",
+    "more",
+    "other",
+]
+
+
 def generate(passages: int, seed: int = 7, per_doc: int = 8) -> Iterator[dict[str, str]]:
-    """Yield ``{"doc", "text"}`` rows: ``passages`` passages in documents of ~``per_doc``."""
+    """Yield ``{"doc", "text"}`` rows: ``passages`` passages in documents of ~``per_doc``.
+
+    About 45% of the words are English function words (Zipf-weighted, as
+    in prose); the rest come from a 20,000-word Zipf vocabulary.
+    """
     rng = random.Random(seed)
     vocab = _vocabulary(rng, 20_000)
     weights = list(accumulate(1.0 / (r + 1) ** 1.07 for r in range(len(vocab))))
+    fweights = list(accumulate(1.0 / (r + 1) for r in range(len(FUNCTION_WORDS))))
+
+    def sentence_words(n: int) -> list[str]:
+        content = rng.choices(vocab, cum_weights=weights, k=n)
+        function = rng.choices(FUNCTION_WORDS, cum_weights=fweights, k=n)
+        return [f if rng.random() < 0.45 else c for c, f in zip(content, function, strict=True)]
+
     originals: list[list[str]] = []
     doc = 0
     made = 0
@@ -58,7 +134,9 @@ def generate(passages: int, seed: int = 7, per_doc: int = 8) -> Iterator[dict[st
                 break
             roll = rng.random()
             if originals and roll < 0.05:  # exact copy of an earlier passage
-                words = rng.choice(originals[: max(1, len(originals) // 50)] if rng.random() < 0.3 else originals)
+                words = rng.choice(
+                    originals[: max(1, len(originals) // 50)] if rng.random() < 0.3 else originals
+                )
             elif originals and roll < 0.08:  # light edit: usually still a duplicate
                 base = rng.choice(originals)
                 words = _edit(rng, base, vocab, max(1, len(base) // 40))
@@ -67,7 +145,7 @@ def generate(passages: int, seed: int = 7, per_doc: int = 8) -> Iterator[dict[st
                 words = _edit(rng, base, vocab, max(3, len(base) // 8))
             else:
                 n = rng.randint(30, 120)
-                words = rng.choices(vocab, cum_weights=weights, k=n)
+                words = sentence_words(n)
                 originals.append(words)
             yield {"doc": f"doc-{doc}", "text": " ".join(words).capitalize() + "."}
             made += 1

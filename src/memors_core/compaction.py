@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
 from .ids import parse_address
-from .kinds import CheckContext, Item, Kind, KindContext
+from .kinds import Changes, CheckContext, Item, Kind, KindContext
 from .model import CheckResult, Compacted, ItemSummary, PageResolution, SkipResolution, SubmitReport
 from .ops import WORK_ITEMS_TOTAL
 from .plugins import call_each
@@ -96,10 +96,44 @@ def selected_kinds(memory: Memory, kinds: Any) -> list[Kind]:
     return [memory.kinds.get(n) for n in dict.fromkeys(kinds)]
 
 
+def _changes_since(store: Store, namespace: str, mark: tuple[int, int, int]) -> Changes:
+    touched = {
+        r[0]
+        for r in store.all(
+            "SELECT DISTINCT entity FROM changes WHERE namespace = ? AND seq > ?",
+            (namespace, mark[0]),
+        )
+    }
+    entities = set(touched)
+    for (canonical,) in store.all(
+        "SELECT DISTINCT canonical FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(touched)),),
+    ):
+        entities.add(canonical)
+    return Changes(entities=entities, passage_seq=mark[1], tombstone_seq=mark[2])
+
+
 def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
-    """Bring one kind's open items in line with its scanner; returns how many were created."""
+    """Bring one kind's open items in line with its scanner; returns how many were created.
+
+    A kind that supports it scans only what changed since its last scan
+    (its marks in ``compact_marks``); ``full`` forces a rescan of everything.
+    """
     store = memory.store
-    ctx = KindContext(store, namespace, memory.ops, full)
+    heads = store.one(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'changes'), "
+        "(SELECT COALESCE(MAX(rowid), 0) FROM passages), "
+        "(SELECT COALESCE(MAX(rowid), 0) FROM tombstones)"
+    )
+    mark = store.one(
+        "SELECT change_seq, passage_seq, tombstone_seq FROM compact_marks "
+        "WHERE namespace = ? AND kind = ?",
+        (namespace, kind.name),
+    )
+    incremental = not full and mark is not None and getattr(kind, "incremental", False)
+    ctx = KindContext(store, namespace, memory.ops, not incremental)
+    if incremental:
+        ctx.changes = _changes_since(store, namespace, mark)
     open_items = {
         key: (ident, fp)
         for ident, key, fp in store.all(
@@ -156,7 +190,12 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
         store.after_commit(
             log.info, "item_created", namespace=namespace, kind=kind.name, item=ident
         )
-    obsolete = [(ident, key) for key, (ident, _fp) in open_items.items() if key not in seen]
+    scope = ctx.scope if incremental else None
+    obsolete = [
+        (ident, key)
+        for key, (ident, _fp) in open_items.items()
+        if key not in seen and (scope is None or key in scope)
+    ]
     for ident, _key in obsolete:
         store.conn.execute(
             "UPDATE work_items SET status = 'obsolete', updated_at = ? WHERE id = ?", (stamp, ident)
@@ -167,7 +206,23 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
     _count(store, kind.name, "created", created)
     _count(store, kind.name, "refreshed", refreshed)
     _count(store, kind.name, "obsolete", len(obsolete))
+    store.conn.execute(
+        "INSERT INTO compact_marks(namespace, kind, change_seq, passage_seq, tombstone_seq) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT(namespace, kind) DO UPDATE SET "
+        "change_seq = excluded.change_seq, passage_seq = excluded.passage_seq, "
+        "tombstone_seq = excluded.tombstone_seq",
+        (namespace, kind.name, *heads),
+    )
     return created
+
+
+def _prune_changes(store: Store, namespace: str) -> None:
+    """Drop the part of the change log every kind has read."""
+    low = store.scalar(
+        "SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?", (namespace,)
+    )
+    if low is not None:
+        store.conn.execute("DELETE FROM changes WHERE namespace = ? AND seq <= ?", (namespace, low))
 
 
 def _dumps(payload: Any) -> str:
@@ -206,6 +261,8 @@ def compact(
             errors.append(
                 {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
             )
+    with store.write():
+        _prune_changes(store, namespace)
     names = [k.name for k in chosen]
     marks = ",".join("?" * len(names))
     with store.read():

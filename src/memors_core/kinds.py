@@ -57,9 +57,31 @@ class Item:
 
 
 @attrs.define
+class Changes:
+    """What changed in a namespace since a kind's last scan.
+
+    ``entities`` holds every entity touched (new or forgotten passages
+    mentioning it, facts about it, its pages, stale marks, aliases, merges),
+    by its canonical id at the time and now. Passages with a row id above
+    ``passage_seq`` are new; tombstones above ``tombstone_seq`` are new.
+    """
+
+    entities: set[str]
+    passage_seq: int
+    tombstone_seq: int
+
+
+@attrs.define
 class KindContext:
     """What a kind gets to work with: the store (inside the engine's
-    transaction), the namespace, and the helpers of the memory service."""
+    transaction), the namespace, and the helpers of the memory service.
+
+    For an incremental scan (a kind with ``incremental = True`` that has
+    scanned this namespace before, and no ``--full``), ``changes`` says what
+    changed; the kind then yields candidates for what it re-examined and
+    sets ``scope`` to the keys it re-examined: open items with those keys
+    that it did not yield become obsolete, the others stay as they are.
+    """
 
     store: Store
     namespace: str
@@ -67,6 +89,8 @@ class KindContext:
     full: bool = True
     #: On a forced submission, the flags the checks raised (check -> flagged).
     flags: dict[str, Any] = attrs.Factory(dict)
+    changes: Changes | None = None
+    scope: set[str] | None = None
 
 
 @attrs.define
@@ -99,6 +123,8 @@ class Kind:
     resolution: ClassVar[type] = object
     #: How a resolution is spelled, shown when a submission does not fit.
     hint: ClassVar[str] = ""
+    #: Whether ``scan`` can work from ``ctx.changes`` (see :class:`KindContext`).
+    incremental: ClassVar[bool] = False
 
     def scan(self, ctx: KindContext) -> Iterable[Candidate]:
         """Every item that should be open now in ``ctx.namespace``."""

@@ -40,6 +40,13 @@ def check_namespace(namespace: object) -> str:
     return namespace
 
 
+def _only(column: str, only: Iterable[str] | None) -> tuple[str, tuple]:
+    """An SQL restriction of ``column`` to the ids in ``only`` (none: no restriction)."""
+    if only is None:
+        return "", ()
+    return f"AND {column} IN (SELECT value FROM json_each(?))", (json.dumps(sorted(only)),)
+
+
 class Operations:
     """Shared queries over one :class:`Store`."""
 
@@ -293,21 +300,25 @@ class Operations:
 
     # --- shared rules ----------------------------------------------------------------
 
-    def entities_needing_page(self, namespace: str) -> list[tuple[str, int]]:
+    def entities_needing_page(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[str, int]]:
         """(canonical entity, live passages) for entities with >= 3 live
         passages and no live page — the ``page`` kind and lint's
-        ``missing-page`` rule both use this."""
+        ``missing-page`` rule both use this. ``only`` limits it to those
+        canonical entities (an incremental scan)."""
+        restrict, params = _only("e.canonical", only)
         return self.store.all(
             f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
-                WHERE e.namespace = ? AND {live("p")}
+                WHERE e.namespace = ? AND {live("p")} {restrict}
                 GROUP BY e.canonical
                 HAVING n >= 3 AND NOT EXISTS (
                     SELECT 1 FROM pages pg JOIN entities pe ON pe.id = pg.entity
                     WHERE pe.canonical = e.canonical AND {live("pg")})
                 ORDER BY MIN(e.rowid)""",
-            (namespace,),
+            (namespace, *params),
         )
 
     def page_changes(self, page: tuple) -> list[dict[str, str]]:
@@ -342,26 +353,40 @@ class Operations:
             return changes
         return None
 
-    def live_pages(self, namespace: str) -> list[tuple]:
+    def live_pages(self, namespace: str, only: Iterable[str] | None = None) -> list[tuple]:
+        """Live pages (of the canonical entities ``only``, if given)."""
+        if only is None:
+            return self.store.all(
+                f"""SELECT {self._PAGE_COLS} FROM pages pg
+                    WHERE pg.namespace = ? AND {live("pg")} ORDER BY pg.rowid""",
+                (namespace,),
+            )
+        restrict, params = _only("e.canonical", only)
         return self.store.all(
-            f"""SELECT {self._PAGE_COLS} FROM pages pg WHERE pg.namespace = ? AND {live("pg")}
-                ORDER BY pg.rowid""",
-            (namespace,),
+            f"""SELECT {self._PAGE_COLS} FROM pages pg JOIN entities e ON e.id = pg.entity
+                WHERE pg.namespace = ? AND {live("pg")} {restrict} ORDER BY pg.rowid""",
+            (namespace, *params),
         )
 
-    def stale_pages(self, namespace: str) -> list[tuple[tuple, list[dict[str, str]]]]:
+    def stale_pages(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[tuple, list[dict[str, str]]]]:
         out = []
-        for page in self.live_pages(namespace):
+        for page in self.live_pages(namespace, only):
             reasons = self.stale_reasons(page)
             if reasons is not None:
                 out.append((page, reasons))
         return out
 
-    def conflicting_facts(self, namespace: str) -> list[tuple[str, str]]:
+    def conflicting_facts(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[str, str]]:
         """Pairs of live facts about one subject (after merges) whose
         predicates fold equal, whose values do not, and whose half-open
         validity intervals overlap — the ``conflict`` kind and lint's
-        ``contradiction`` rule both use this."""
+        ``contradiction`` rule both use this. ``only`` limits it to subjects
+        whose canonical entity is listed."""
+        restrict, params = _only("ea.canonical", only)
         return self.store.all(
             f"""SELECT a.id, b.id
                 FROM facts a JOIN entities ea ON ea.id = a.subject
@@ -371,9 +396,9 @@ class Operations:
                   AND a.value_folded <> b.value_folded
                   AND (a.from_ts IS NULL OR b.to_ts IS NULL OR a.from_ts < b.to_ts)
                   AND (b.from_ts IS NULL OR a.to_ts IS NULL OR b.from_ts < a.to_ts)
-                  AND {live("a")} AND {live("b")}
+                  AND {live("a")} AND {live("b")} {restrict}
                 ORDER BY a.rowid, b.rowid""",
-            (namespace,),
+            (namespace, *params),
         )
 
     def facts_conflict(self, a: str, b: str) -> bool:

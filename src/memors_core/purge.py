@@ -41,6 +41,9 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
             conn.execute("INSERT INTO purge_gate(opened_at) VALUES (?)", (now(),))
             erased = _erase(store, kind, ident)
             conn.execute("DELETE FROM purge_gate")
+            # Erased rows leave no tombstones behind for incremental scans to
+            # see: the next compact of this namespace rescans everything.
+            conn.execute("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
             cur = conn.execute(
                 "INSERT INTO purges(namespace, target, erased, created_at) VALUES (?, ?, ?, ?) "
                 "RETURNING id",

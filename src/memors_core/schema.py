@@ -274,5 +274,75 @@ CREATE TRIGGER aliases_fts_insert AFTER INSERT ON aliases BEGIN
 END;
 """ + "".join(_append_only(t) for t in RAW_TABLES)
 
-MIGRATIONS: list[str] = [V1]
+# Version 2: incremental compaction. Triggers log every change that can
+# affect an entity-centred work item (the canonical entity it touches) in
+# `changes`; `compact_marks` holds, per namespace and kind, how far the last
+# scan read that log and the passage and tombstone row ids.
+V2 = """
+CREATE TABLE changes(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused after pruning
+    namespace TEXT NOT NULL,
+    entity TEXT NOT NULL
+);
+CREATE INDEX changes_namespace ON changes(namespace, seq);
+
+CREATE TABLE compact_marks(
+    namespace TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    change_seq INTEGER NOT NULL,
+    passage_seq INTEGER NOT NULL,
+    tombstone_seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, kind)
+) WITHOUT ROWID;
+
+CREATE TRIGGER changes_mention AFTER INSERT ON mentions BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id = new.entity;
+END;
+CREATE TRIGGER changes_fact AFTER INSERT ON facts BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id = new.subject;
+END;
+CREATE TRIGGER changes_page AFTER INSERT ON pages BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id = new.entity;
+END;
+CREATE TRIGGER changes_page_stale AFTER INSERT ON page_stale BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT e.namespace, e.canonical FROM pages p JOIN entities e ON e.id = p.entity
+    WHERE p.id = new.page;
+END;
+CREATE TRIGGER changes_tombstone AFTER INSERT ON tombstones BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT e.namespace, e.canonical FROM mentions m JOIN entities e ON e.id = m.entity
+    WHERE new.type = 'passage' AND m.passage = new.target
+    UNION ALL
+    SELECT e.namespace, e.canonical FROM facts f JOIN entities e ON e.id = f.subject
+    WHERE new.type = 'fact' AND f.id = new.target
+    UNION ALL
+    SELECT e.namespace, e.canonical FROM pages p JOIN entities e ON e.id = p.entity
+    WHERE new.type = 'page' AND p.id = new.target;
+END;
+CREATE TRIGGER changes_entity AFTER INSERT ON entities BEGIN
+    INSERT INTO changes(namespace, entity) VALUES (new.namespace, new.id);
+END;
+CREATE TRIGGER changes_canonical AFTER UPDATE OF canonical ON entities BEGIN
+    INSERT INTO changes(namespace, entity) VALUES (new.namespace, old.canonical);
+    INSERT INTO changes(namespace, entity) VALUES (new.namespace, new.canonical);
+END;
+CREATE TRIGGER changes_alias AFTER INSERT ON aliases BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id = new.entity;
+END;
+CREATE TRIGGER changes_merge_candidate AFTER INSERT ON merge_candidates BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id IN (new.first, new.second);
+END;
+CREATE TRIGGER changes_merge_decision AFTER UPDATE OF status ON merge_candidates BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT namespace, canonical FROM entities WHERE id IN (new.first, new.second);
+END;
+"""
+
+MIGRATIONS: list[str] = [V1, V2]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -76,7 +76,9 @@ _P3 = 0x165667B19E3779F9
 
 @cache
 def _word_hash(word: str) -> int:
-    return int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+    """A word's 64-bit hash; its lowest bit says whether it is a stop word."""
+    h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+    return (h & ~1) | (word in stop_words())
 
 
 def shingle_hashes(text: str) -> list[int]:
@@ -85,13 +87,18 @@ def shingle_hashes(text: str) -> list[int]:
     Words are casefolded runs of letters and digits; a text of fewer than
     three words has no shingles. Each word is hashed once (blake2b, stable
     across processes) and a 3-gram combines its three word hashes with
-    position-dependent multipliers, so order matters.
+    position-dependent multipliers, so order matters. The top two bits
+    hold how many of the three words are stop words, so sorting tokens by
+    value puts content-word 3-grams (rare) before function-word ones
+    (common): a fixed global order in which a set's first tokens are rare,
+    which the incremental duplicate scan's prefix index relies on.
     """
     hs = [_word_hash(w) for w in words(text)]
     if len(hs) < 3:
         return []
     out = {
-        ((a * _P1) ^ (b * _P2) ^ (c * _P3)) & _MASK
+        (min((a & 1) + (b & 1) + (c & 1), 3) << 62)
+        | ((((a * _P1) ^ (b * _P2) ^ (c * _P3)) & _MASK) >> 2)
         for a, b, c in zip(hs, hs[1:], hs[2:], strict=False)
     }
     return sorted(out)

@@ -29,6 +29,7 @@ class ConflictKind(Kind):
     description = "settle two facts about one subject that overlap in time and disagree"
     resolution = ConflictResolution
     hint = "keep = one fact address (--keep memo://fact/…)"
+    incremental = True
 
     def _candidate(self, ctx: KindContext, a: str, b: str) -> Candidate:
         def payload() -> dict[str, Any]:
@@ -42,7 +43,24 @@ class ConflictKind(Kind):
         return Candidate(f"{a}|{b}", fingerprint(a, b), payload)
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        for a, b in ctx.ops.conflicting_facts(ctx.namespace):
+        only = None
+        if ctx.changes is not None:  # incremental: only subjects something touched
+            only = set(ctx.changes.entities)
+            ctx.scope = set()
+            for (key,) in ctx.store.all(
+                "SELECT key FROM work_items WHERE namespace = ? AND kind = ? AND status = 'open'",
+                (ctx.namespace, self.name),
+            ):
+                subjects = ctx.store.all(
+                    "SELECT e.canonical FROM facts f JOIN entities e ON e.id = f.subject "
+                    "WHERE f.id IN (?, ?)",
+                    tuple(key.split("|")),
+                )
+                if any(s in only for (s,) in subjects):
+                    ctx.scope.add(key)
+        for a, b in ctx.ops.conflicting_facts(ctx.namespace, only):
+            if ctx.scope is not None:
+                ctx.scope.add(f"{a}|{b}")
             yield self._candidate(ctx, a, b)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:

@@ -16,6 +16,8 @@ forgotten.
 from __future__ import annotations
 
 import hashlib
+import json
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from fractions import Fraction
@@ -286,20 +288,227 @@ def clusters(
     return out
 
 
+STATE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS dup_prefix(
+    token INTEGER NOT NULL,
+    passage INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (token, passage)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS dup_members(
+    namespace TEXT NOT NULL,
+    passage TEXT NOT NULL,
+    cluster TEXT NOT NULL,
+    PRIMARY KEY (namespace, passage)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS dup_members_cluster ON dup_members(namespace, cluster);
+CREATE TABLE IF NOT EXISTS dup_indexed(
+    namespace TEXT PRIMARY KEY,
+    passage_seq INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+"""The duplicate kind's own state, kept beside the store's tables:
+
+``dup_prefix`` — each passage's prefix under the *fixed* token order (token
+value: content-word 3-grams first, see :func:`memors_core.text.shingle_hashes`),
+so a new passage finds every passage it can reach Jaccard >= 0.75 with by a
+few index look-ups; ``dup_members`` — the clusters of the last scan;
+``dup_indexed`` — up to which passage row the prefix index is built.
+"""
+
+_SIGN = 1 << 63
+
+
+def _signed(token: int) -> int:
+    return token - (1 << 64) if token >= _SIGN else token
+
+
+def _index_prefixes(store: Any, passages: list[tuple[int, bytes]]) -> None:
+    """Add prefix rows for ``(rowid, shingle blob)`` passages, in token order."""
+    import numpy as np
+
+    if not passages:
+        return
+    pieces = []
+    counts = []
+    sizes = []
+    for _rowid, blob in passages:
+        size = len(blob) // 8
+        n = _prefix_length(size, THRESHOLD)
+        pieces.append(blob[: 8 * n])
+        counts.append(n)
+        sizes.append(size)
+    # The blob's uint64 tokens read as int64 are exactly SQLite's signed integers.
+    tokens = np.frombuffer(b"".join(pieces), dtype="<i8")
+    owners = np.repeat(np.fromiter((r for r, _b in passages), dtype=np.int64), counts)
+    lengths = np.repeat(np.asarray(sizes, dtype=np.int64), counts)
+    order = np.argsort(tokens, kind="stable")  # B-tree inserts in key order are much faster
+    store.conn.executemany(
+        "INSERT OR IGNORE INTO dup_prefix(token, passage, size) VALUES (?, ?, ?)",
+        zip(tokens[order].tolist(), owners[order].tolist(), lengths[order].tolist(), strict=True),
+    )
+
+
+def _partners(store: Any, ns: str, rowid: int, doc: str, blob: bytes) -> list[str]:
+    """Live passages of other documents with Jaccard >= 0.75 to this one."""
+    size = len(blob) // 8
+    mine = array("Q")
+    mine.frombytes(blob)
+    prefix = [_signed(tok) for tok in mine[: _prefix_length(size, THRESHOLD)]]
+    num, den = THRESHOLD.numerator, THRESHOLD.denominator
+    low, high = -((-num * size) // den), size * den // num
+    found = store.all(
+        """SELECT DISTINCT dp.passage FROM dup_prefix dp
+            WHERE dp.token IN (SELECT value FROM json_each(?)) AND dp.passage <> ?
+              AND dp.size BETWEEN ? AND ?""",
+        (json.dumps(prefix), rowid, low, high),
+    )
+    mine_set = frozenset(mine)
+    out = []
+    for (other,) in found:
+        row = store.one(
+            f"""SELECT p.id, p.document, p.shingles FROM passages p
+                WHERE p.rowid = ? AND p.namespace = ? AND {live("p")}""",
+            (other, ns),
+        )
+        if row is None or row[1] == doc:
+            continue
+        theirs = array("Q")
+        theirs.frombytes(row[2])
+        inter = len(mine_set.intersection(theirs))
+        if inter * den >= num * (size + len(theirs) - inter):
+            out.append(row[0])
+    return out
+
+
+def _remember_clusters(store: Any, ns: str, found: list[dict[str, Any]]) -> None:
+    store.conn.executemany(
+        "INSERT OR REPLACE INTO dup_members(namespace, passage, cluster) VALUES (?, ?, ?)",
+        [(ns, member, c["members"][0]) for c in found for member in c["members"]],
+    )
+
+
+def _set_indexed(store: Any, ns: str) -> None:
+    store.conn.execute(
+        "INSERT INTO dup_indexed(namespace, passage_seq) "
+        "VALUES (?, (SELECT COALESCE(MAX(rowid), 0) FROM passages)) "
+        "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq",
+        (ns,),
+    )
+
+
 class DuplicateKind(Kind):
     name = "duplicate"
     description = "drop near-duplicate passages (word 3-gram Jaccard >= 0.75) across documents"
     resolution = DuplicateResolution
     hint = "keep = one or more passage addresses (--keep memo://passage/…)"
 
+    incremental = True
+
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        records = ctx.store.conn.execute(
-            f"""SELECT p.id, p.document, p.shingles FROM passages p
-                WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}""",
-            (ctx.namespace,),
+        ctx.store.conn.execute(STATE_SCHEMA)
+        indexed = ctx.store.scalar(
+            "SELECT passage_seq FROM dup_indexed WHERE namespace = ?", (ctx.namespace,)
         )
-        for cluster in clusters(records):
+        if ctx.changes is None or indexed is None:
+            found = self._full_scan(ctx, indexed or 0)
+        else:
+            found = self._incremental_scan(ctx, indexed)
+        for cluster in found:
             yield self._candidate(ctx, cluster)
+
+    # -- full: the exact join over every live passage ------------------------------
+
+    def _full_scan(self, ctx: KindContext, indexed: int) -> list[dict[str, Any]]:
+        store, ns = ctx.store, ctx.namespace
+        fresh: list[tuple[int, bytes]] = []
+
+        def records() -> Iterator[tuple[str, str, bytes]]:
+            for rowid, ident, doc, blob in store.conn.execute(
+                f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                    WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}
+                    ORDER BY p.rowid""",
+                (ns,),
+            ):
+                if rowid > indexed:
+                    fresh.append((rowid, blob))
+                yield ident, doc, blob
+
+        found = clusters(records())
+        _index_prefixes(store, fresh)
+        store.conn.execute("DELETE FROM dup_members WHERE namespace = ?", (ns,))
+        _remember_clusters(store, ns, found)
+        _set_indexed(store, ns)
+        return found
+
+    # -- incremental: new passages probe the prefix index ------------------------------
+
+    def _incremental_scan(self, ctx: KindContext, indexed: int) -> list[dict[str, Any]]:
+        store, ns, changes = ctx.store, ctx.namespace, ctx.changes
+        assert changes is not None
+        new = store.all(
+            f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                WHERE p.namespace = ? AND p.rowid > ? AND length(p.shingles) > 0
+                  AND {live("p")} ORDER BY p.rowid""",
+            (ns, indexed),
+        )
+        # Forgotten passages stay in dup_prefix; every look-up checks liveness.
+        gone = [
+            r[0]
+            for r in store.all(
+                "SELECT target FROM tombstones WHERE namespace = ? AND type = 'passage' "
+                "AND rowid > ?",
+                (ns, changes.tombstone_seq),
+            )
+        ]
+        _index_prefixes(store, [(rowid, blob) for rowid, _i, _d, blob in new])
+        touched: set[str] = set()
+        for rowid, ident, doc, blob in new:
+            partners = _partners(store, ns, rowid, doc, blob)
+            if partners:
+                touched.add(ident)
+                touched.update(partners)
+        touched.update(gone)
+        _set_indexed(store, ns)
+        if not touched:
+            ctx.scope = set()
+            return []
+        # Every cluster that holds a touched passage is recomputed whole:
+        # components are closed under qualifying pairs, so no pair crosses
+        # out of this set except through the new passages, whose partners
+        # were all found above.
+        old_keys = {
+            r[0]
+            for r in store.all(
+                "SELECT DISTINCT cluster FROM dup_members WHERE namespace = ? "
+                "AND passage IN (SELECT value FROM json_each(?))",
+                (ns, json.dumps(sorted(touched))),
+            )
+        }
+        members = set(touched)
+        for key in old_keys:
+            members.update(
+                r[0]
+                for r in store.all(
+                    "SELECT passage FROM dup_members WHERE namespace = ? AND cluster = ?",
+                    (ns, key),
+                )
+            )
+        rows = store.all(
+            f"""SELECT p.id, p.document, p.shingles FROM passages p
+                WHERE p.id IN (SELECT value FROM json_each(?)) AND length(p.shingles) > 0
+                  AND {live("p")} ORDER BY p.rowid""",
+            (json.dumps(sorted(members)),),
+        )
+        found = clusters(rows)
+        store.conn.execute(
+            "DELETE FROM dup_members WHERE namespace = ? AND cluster IN "
+            "(SELECT value FROM json_each(?))",
+            (ns, json.dumps(sorted(old_keys))),
+        )
+        _remember_clusters(store, ns, found)
+        ctx.scope = old_keys | {c["members"][0] for c in found}
+        return found
 
     def _candidate(self, ctx: KindContext, cluster: dict[str, Any]) -> Candidate:
         members = cluster["members"]

@@ -10,6 +10,7 @@ survivor's page goes stale) or ``reject`` (the pair is never proposed again).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,21 +33,30 @@ class MergeResolution:
     reject: bool = False
 
 
-def discover(ctx: KindContext) -> None:
-    """Open candidates for entities whose names fold equal or match an alias."""
+def discover(ctx: KindContext, only: set[str] | None = None) -> None:
+    """Open candidates for entities whose names fold equal or match an alias
+    (involving the canonical entities ``only``, if given)."""
     ns = ctx.namespace
+    restrict, params = "", ()
+    if only is not None:
+        ids = json.dumps(sorted(only))
+        restrict = (
+            "AND (a.id IN (SELECT value FROM json_each(?)) "
+            "OR b.id IN (SELECT value FROM json_each(?)))"
+        )
+        params = (ids, ids)
     pairs = ctx.store.all(
-        """SELECT a.id, b.id FROM entities a JOIN entities b
+        f"""SELECT a.id, b.id FROM entities a JOIN entities b
              ON b.namespace = a.namespace AND b.folded = a.folded AND b.rowid > a.rowid
            WHERE a.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
-             AND a.folded <> ''
+             AND a.folded <> '' {restrict}
            UNION
            SELECT al.entity, b.id FROM aliases al JOIN entities b
              ON b.namespace = al.namespace AND b.folded = al.folded
            JOIN entities a ON a.id = al.entity
            WHERE al.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
-             AND b.id <> a.id AND al.folded <> ''""",
-        (ns, ns),
+             AND b.id <> a.id AND al.folded <> '' {restrict}""",
+        (ns, *params, ns, *params),
     )
     for first, second in pairs:
         ctx.ops.open_merge_candidate(ns, first, second, "scanner")
@@ -57,6 +67,7 @@ class MergeKind(Kind):
     description = "confirm or reject that two entities are one"
     resolution = MergeResolution
     hint = "accept or reject (--accept | --reject)"
+    incremental = True
 
     def _side(self, ctx: KindContext, canonical: str) -> dict[str, Any]:
         page = ctx.ops.current_page(canonical)
@@ -91,12 +102,21 @@ class MergeKind(Kind):
         return Candidate(str(cid), fingerprint(state), payload)
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        discover(ctx)
-        for cid, first, second in ctx.store.all(
-            "SELECT id, first, second FROM merge_candidates WHERE namespace = ? "
-            "AND status = 'open' ORDER BY id",
+        only = None
+        if ctx.changes is not None:  # incremental: only candidates touching what changed
+            only = set(ctx.changes.entities)
+            ctx.scope = set()
+        discover(ctx, only)
+        for cid, first, second, c1, c2 in ctx.store.all(
+            "SELECT m.id, m.first, m.second, a.canonical, b.canonical FROM merge_candidates m "
+            "JOIN entities a ON a.id = m.first JOIN entities b ON b.id = m.second "
+            "WHERE m.namespace = ? AND m.status = 'open' ORDER BY m.id",
             (ctx.namespace,),
         ):
+            if only is not None:
+                if not {first, second, c1, c2} & only:
+                    continue
+                ctx.scope.add(str(cid))
             cand = self._candidate(ctx, cid, first, second)
             if cand is not None:
                 yield cand

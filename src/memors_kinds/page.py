@@ -23,6 +23,7 @@ class PageKind(Kind):
     description = "write a first page for an entity with 3 or more live passages"
     resolution = PageResolution
     hint = "content + title (--content-file F --title T [--cite ADDR]…)"
+    incremental = True
 
     def _candidate(self, ctx: KindContext, canonical: str) -> Candidate:
         passages, facts = _pages.entity_inputs(ctx, canonical)
@@ -42,7 +43,10 @@ class PageKind(Kind):
         return Candidate(canonical, _pages.inputs_fingerprint(passages, facts, *extra), payload)
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        for canonical, _count in ctx.ops.entities_needing_page(ctx.namespace):
+        only = None
+        if ctx.changes is not None:  # incremental: only the entities something touched
+            only = ctx.scope = set(ctx.changes.entities)
+        for canonical, _count in ctx.ops.entities_needing_page(ctx.namespace, only):
             yield self._candidate(ctx, canonical)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:

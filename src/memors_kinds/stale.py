@@ -24,6 +24,7 @@ class StaleKind(Kind):
     description = "refresh a page whose sources changed or whose entity gained passages"
     resolution = PageResolution
     hint = "content + title (--content-file F --title T [--cite ADDR]…)"
+    incremental = True
 
     def _candidate(self, ctx: KindContext, page: tuple, changes: list[dict]) -> Candidate:
         canonical = ctx.ops.entity_row(page[5])[3]
@@ -39,7 +40,10 @@ class StaleKind(Kind):
         return Candidate(canonical, fp, payload)
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        for page, changes in ctx.ops.stale_pages(ctx.namespace):
+        only = None
+        if ctx.changes is not None:  # incremental: only the entities something touched
+            only = ctx.scope = set(ctx.changes.entities)
+        for page, changes in ctx.ops.stale_pages(ctx.namespace, only):
             yield self._candidate(ctx, page, changes)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
