@@ -38,8 +38,10 @@ bench-quick: setup
 	$(BIN)/python -m benchmarks.run --quick
 
 man: setup
-	$(BIN)/argparse-manpage --pyfile src/memors_cli/main.py --function build_parser \
-	  --prog memors-mcp --project-name memors --output docs/memors-mcp.1
+	$(BIN)/argparse-manpage --module memors_cli.main --function build_parser \
+	  --prog memors-mcp --project-name memors --manual-title "memors manual" \
+	  --description "long-term memory store for AI agents (MCP server and CLI)" \
+	  --output docs/memors-mcp.1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .demo build *.egg-info src/*.egg-info

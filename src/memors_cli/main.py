@@ -63,7 +63,10 @@ def _common(nested: bool = False) -> argparse.ArgumentParser:
         help="namespace (default: default)",
     )
     g.add_argument(
-        "--json", action="store_true", default=default(False), help="print JSON (SPEC §10 shapes)"
+        "--json",
+        action="store_true",
+        default=default(False),
+        help="print JSON instead of text (the same shapes as the MCP tools)",
     )
     g.add_argument(
         "--log-level",
