@@ -779,8 +779,10 @@ def run_item(
         messages, cites, shown = build_prompt(item)
         answer = client.chat(messages, chat_options(messages), progress.tick)
         log.info(
-            "executor_answer",
+            "model_answered",
+            namespace=namespace,
             item=item["id"],
+            model=client.model,
             chars=len(answer.content),
             done_reason=answer.done_reason,
             **answer.stats,
@@ -890,7 +892,11 @@ def run_executor(args: argparse.Namespace, kinds: list[str] | None) -> int:
             if report["error"]:
                 print(f"memors-mcp: {_label(item)}: {report['error']}", file=sys.stderr)
             log.info(
-                "executor_item", item=item["id"], outcome=report["outcome"], error=report["error"]
+                "item_executed",
+                namespace=args.ns,
+                item=item["id"],
+                outcome=report["outcome"],
+                error=report["error"],
             )
             if not args.json:
                 print(render_item(report), flush=True)
