@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 from memors_core import MemorsError, Memory
-from memors_core.schema import SCHEMA_VERSION
+from memors_core.schema import MIGRATIONS, SCHEMA_VERSION
 from memors_core.store import DEFAULT_BUSY_TIMEOUT_MS, Store
 
 # --- opening ------------------------------------------------------------------------
@@ -88,6 +88,46 @@ def test_opening_again_does_not_migrate_again_and_keeps_the_data(tmp_path):
     with Memory.open(path) as memory:
         assert memory.store.all("SELECT type, name, sql FROM sqlite_master ORDER BY name") == schema
         assert memory.search("kept").results
+
+
+@pytest.mark.parametrize("start", range(1, SCHEMA_VERSION))
+def test_an_older_store_steps_through_the_migrations_and_keeps_its_rows(tmp_path, start):
+    fresh = tmp_path / "fresh.db"
+    Memory.open(fresh).close()
+    old = tmp_path / "old.db"
+    conn = apsw.Connection(str(old))
+    for step in range(start):
+        conn.execute(MIGRATIONS[step])
+    conn.execute(f"PRAGMA user_version = {start}")
+    # A document with one passage, written as schema 1 wrote them.
+    conn.execute(
+        "INSERT INTO documents(id, namespace, uri, created_at) "
+        "VALUES ('d0000000-0000-7000-8000-000000000000', 'default', 'u', 'then');"
+        "INSERT INTO document_versions(document, version, text_hash, created_at) "
+        "VALUES ('d0000000-0000-7000-8000-000000000000', 1, 'h', 'then');"
+        "INSERT INTO passages(id, namespace, document, version, position, text, hash, shingles, "
+        "created_at) VALUES ('a0000000-0000-7000-8000-000000000000', 'default', "
+        "'d0000000-0000-7000-8000-000000000000', 1, 0, 'Migrated leases survive.', 'h', x'', "
+        "'then');"
+        "INSERT INTO version_passages(document, version, position, passage) "
+        "VALUES ('d0000000-0000-7000-8000-000000000000', 1, 0, "
+        "'a0000000-0000-7000-8000-000000000000')"
+    )
+    conn.close()
+
+    def schema(path):
+        c = apsw.Connection(str(path))
+        try:
+            return c.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+        finally:
+            c.close()
+
+    with Memory.open(old) as memory:
+        assert memory.store.scalar("PRAGMA user_version") == SCHEMA_VERSION
+        hits = memory.search("leases").results
+        assert [h.address for h in hits] == ["memo://passage/a0000000-0000-7000-8000-000000000000"]
+        memory.remember("New text after the migration.", uri="u2")
+    assert schema(old) == schema(fresh)
 
 
 def test_a_store_from_a_newer_schema_is_refused_clearly(tmp_path, cli):
