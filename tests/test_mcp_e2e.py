@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -264,11 +265,20 @@ def test_dns_rebinding_protection_stays_on(tmp_path: Path) -> None:
         assert http_post(server.url, body, good)[0] == 200
     token = "t0ken"
     with ServerProcess(
-        tmp_path / "rebind2.db", "--allow-remote", MEMORS_HTTP_TOKEN=token
+        tmp_path / "rebind2.db",
+        "--allow-remote",
+        MEMORS_HTTP_TOKEN=token,
+        MEMORS_HTTP_ALLOWED_HOSTS="memors.example, proxy.example:8443",
     ) as server:
         auth = {**post_headers, "Authorization": f"Bearer {token}"}
         assert http_post(server.url, body, {**auth, "Host": "evil.example"})[0] == 421
         assert http_post(server.url, body, auth)[0] == 200
+        # names the operator listed are let through, with any port or the one given
+        for host in ("memors.example", "memors.example:8765", "proxy.example:8443"):
+            assert http_post(server.url, body, {**auth, "Host": host})[0] == 200, host
+        assert http_post(server.url, body, {**auth, "Host": "proxy.example:9999"})[0] == 421
+        origin = {**auth, "Origin": "https://memors.example"}
+        assert http_post(server.url, body, origin)[0] == 200
 
 
 def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
@@ -277,6 +287,44 @@ def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     assert server.stop() == 0
     assert time.monotonic() - started < 10
     assert "Traceback" not in server.stderr
+
+
+# --- the documentation's example ------------------------------------------------------------
+
+
+def test_the_documented_client_config_starts_the_server(tmp_path: Path) -> None:
+    """docs/mcp.md's JSON entry, as a client would run it (with a temporary store)."""
+    docs = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text()
+    block = re.search(r"```json\n(.*?)```", docs, re.S)
+    assert block, "docs/mcp.md has no JSON config block"
+    entry = json.loads(block.group(1))["mcpServers"]["memors"]
+    assert entry["command"] == "memors-mcp" and entry["args"][0] == "serve"
+    command = Path(sys.executable).parent / entry["command"]  # the venv's console script
+    db = tmp_path / "documented.db"
+    env = {**server_env(db), **entry["env"], "MEMORS_DB": str(db)}
+    params = StdioServerParameters(command=str(command), args=entry["args"], env=env)
+
+    async def main() -> Any:
+        async with Client(params) as client:
+            await client.call_tool("remember", {"text": "[[Raft]] elects a leader."})
+            return await client.call_tool("search", {"query": "leader"})
+
+    assert anyio.run(main).structured_content["results"]
+    namespace = entry["args"][entry["args"].index("--ns") + 1]
+    out = subprocess.run(
+        [str(command), "search", "leader", "--ns", namespace, "--json"],
+        capture_output=True,
+        text=True,
+        env=server_env(db),
+        check=True,
+    )
+    assert json.loads(out.stdout)["results"]  # stored in the documented namespace
+    for name in ("remember", "record_fact", "propose_merge", "search", "get", "forget"):
+        assert f"`{name}`" in docs
+    for name in ("compact", "submit", "lint", "work_compaction_queue", "MEMORS_HTTP_TOKEN"):
+        assert f"`{name}`" in docs
+    for kind in ("page", "entity", "passage", "fact", "document", "item"):
+        assert f"`memo://{kind}/{{id}}`" in docs
 
 
 # --- the import boundary -------------------------------------------------------------------
