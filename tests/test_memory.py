@@ -170,12 +170,15 @@ def test_bad_documents_are_one_line_bad_input(memory, kwargs, says):
     assert memory.store.scalar("SELECT COUNT(*) FROM documents") == 0
 
 
-def test_a_large_document_is_accepted(memory):
-    para = "Replication keeps copies of the log on several nodes. " * 40
-    body = "\n\n".join([para] * 2500)  # about 5.5 MB
-    assert len(body) > 5_000_000
+def test_a_10_mb_document_is_accepted_and_a_larger_one_refused_clearly(memory):
+    para = "Replication keeps copies of the log on several nodes, in order. " * 40
+    body = "\n\n".join([para] * 3800)
+    body += "\n\n" + "x" * (10_000_000 - len(body.encode()) - 2)
+    assert len(body.encode()) == 10_000_000
     r = memory.remember(body)
-    assert len(r.passages) == 2500
+    assert len(r.passages) == 2 * 3800 + 1  # 440-word paragraphs split in two
+    with pytest.raises(BadInput, match=r"document too large .*MEMORS_MAX_DOCUMENT_BYTES"):
+        memory.remember(body + "y" * 500_000)
 
 
 def test_same_uri_with_changed_text_is_a_new_version(memory):

@@ -7,6 +7,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import apsw
@@ -45,6 +47,30 @@ def test_the_busy_timeout_can_be_set_and_bad_values_are_refused(tmp_path, monkey
     monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "soon")
     with pytest.raises(MemorsError, match="MEMORS_BUSY_TIMEOUT_MS must be an integer"):
         Store.open(tmp_path / "b.db")
+
+
+def test_a_writer_waits_for_another_within_the_busy_timeout(tmp_path, monkeypatch):
+    path = tmp_path / "busy.db"
+    Memory.open(path).close()
+    holder = apsw.Connection(str(path))
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    release = threading.Timer(0.4, lambda: holder.execute("COMMIT"))
+    release.start()
+    with Memory.open(path) as memory:
+        start = time.monotonic()
+        memory.remember("Written once the lock is free.")
+        assert time.monotonic() - start >= 0.3
+    release.join()
+
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "50")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with Memory.open(path) as memory, pytest.raises(MemorsError) as err:
+            memory.remember("Cannot wait that long.")
+        assert err.value.code == "busy" and "nothing was stored" in err.value.message
+    finally:
+        holder.execute("COMMIT")
+    holder.close()
 
 
 def test_foreign_keys_are_enforced(memory):
