@@ -541,3 +541,20 @@ def test_a_plugin_whose_hook_takes_unknown_arguments_is_named_in_one_line():
     assert "\n" not in str(err.value) and "language" in str(err.value)
     with pytest.raises(PluginError, match="plugin 'page' is invalid"):
         build_plugin_manager(plugins=[("page", Wrong.__new__(Wrong))])
+
+
+def test_an_extraction_plugin_with_a_bad_answer_never_breaks_remember():
+    class Weird:
+        @hookimpl
+        def memors_extract_entities(self, text):
+            return 42
+
+    class Long:
+        @hookimpl
+        def memors_extract_entities(self, text):
+            return ["x" * 300, "  ", 7, "Fine Name"]
+
+    with temporary_memory(plugins=[("weird", Weird()), ("long", Long())]) as memory:
+        r = memory.remember("Some text about [[Raft]].")
+        assert len(r.entities) == 2
+        assert {e.name for e in memory.entities().entities} == {"Raft", "Fine Name"}

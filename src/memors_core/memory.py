@@ -131,10 +131,18 @@ class Memory:
             self.pm.hook.memors_extract_entities, text=passage, namespace=namespace
         )
         names: list[str] = []
-        for _plugin, value in results:
+        for plugin, value in results:
             if isinstance(value, str):
                 value = [value]
-            names.extend(v for v in value if isinstance(v, str) and v.strip())
+            if not isinstance(value, list | tuple):
+                # A plugin's bad answer is its own problem, not the caller's.
+                log.warning("plugin_bad_result", plugin=plugin, hook="memors_extract_entities")
+                continue
+            for v in value:
+                if isinstance(v, str) and v.strip() and len(" ".join(v.split())) <= 200:
+                    names.append(v)
+                else:
+                    log.warning("plugin_bad_result", plugin=plugin, hook="memors_extract_entities")
         return names
 
     def _check_document(
