@@ -143,6 +143,35 @@ def test_stdio_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
     assert not any("document_remembered" in line for line in lines)
 
 
+def test_stray_output_during_start_up_goes_to_stderr() -> None:
+    """While the store and plugins load, file descriptor 1 points at stderr."""
+    code = (
+        "import os, sys\n"
+        "from memors_mcp.server import stdout_to_stderr\n"
+        "with stdout_to_stderr():\n"
+        "    print('stray print'); sys.stdout.flush(); os.write(1, b'raw write\\n')\n"
+        "print('after')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout == "after\n"
+    assert "stray print" in out.stderr and "raw write" in out.stderr
+
+
+def test_http_body_limit_leaves_the_document_limit_in_charge(tmp_path: Path) -> None:
+    """A document past the SDK's 4 MiB body default is judged by the store's own limit."""
+    with ServerProcess(tmp_path / "big.db", MEMORS_MAX_DOCUMENT_BYTES="4500000") as server:
+
+        async def main() -> tuple[Any, Any]:
+            async with Client(server.url) as client:
+                big = await client.call_tool("remember", {"text": "word " * 1_000_000})
+                ok = await client.call_tool("remember", {"text": "[[Raft]] elects a leader."})
+                return big, ok
+
+        big, ok = anyio.run(main)
+    assert big.is_error and "document too large (5000000 bytes" in big.content[0].text
+    assert not ok.is_error
+
+
 def test_stdio_serves_simultaneous_calls(tmp_path: Path) -> None:
     async def main() -> tuple[list[Any], Any]:
         async with Client(stdio_params(tmp_path / "many.db")) as client:

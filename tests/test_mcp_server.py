@@ -165,6 +165,8 @@ BAD_CALLS = [
     ("submit", {"item": 0, "skip": True, "reason": "r"}, ["positive"]),
     ("submit", {"item": 1, "skip": True, "reason": "r", "dry_run": 1}, ["dry_run", "boolean"]),
     ("submit", {"item": 1, "resolution": "keep it"}, ["resolution", "dictionary"]),
+    ("submit", {"item": 1.5}, ["item: expected an integer or a string (got 1.5)"]),
+    ("submit", {"item": 1, "keep": 5}, ["keep: expected a string or a list of strings"]),
     ("submit", {"item": 1, "skip": True, "reason": "r"}, ["no work item 1"]),
     ("submit", {"item": 1}, ["no work item 1"]),
     ("lint", {"namespace": "white space"}, ["bad namespace"]),
@@ -215,9 +217,10 @@ def test_compact_returns_a_small_page_of_items_by_default(store: Memory) -> None
     store.remember_many({"text": "\n\n".join(passages_about(n, 3))} for n in names)
 
     async def body(client: Client):
-        first = await client.call_tool("compact", {})
-        counts = await client.call_tool("compact", {"limit": 0})
-        everything = await client.call_tool("compact", {"limit": 100})
+        # (the generated passages are near-duplicates of each other: leave that kind out)
+        first = await client.call_tool("compact", {"kinds": ["page"]})
+        counts = await client.call_tool("compact", {"kinds": ["page"], "limit": 0})
+        everything = await client.call_tool("compact", {"kinds": ["page"], "limit": 100})
         return first.structured_content, counts.structured_content, everything.structured_content
 
     first, counts, everything = drive(store, body)

@@ -86,20 +86,42 @@ class MemorsMCPServer(MCPServer):
             raise ToolError(describe_validation(name, cause)) from cause
 
 
+#: How pydantic names the members of a union in an error's location.
+_UNION_MEMBERS = {
+    "int": "an integer",
+    "str": "a string",
+    "bool": "true or false",
+    "float": "a number",
+    "list[str]": "a list of strings",
+    "dict[str,any]": "a JSON object",
+}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def describe_validation(tool: str, error: ValidationError) -> str:
     """One readable line for the schema errors of a tool call."""
-    parts = []
+    parts: dict[str, str] = {}
+    unions: dict[str, tuple[list[str], Any]] = {}
     for err in error.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"] if p not in ("function-after",)) or "arguments"
-        if err["type"] == "missing":
-            parts.append(f"{loc} is required")
+        loc = [str(p) for p in err["loc"]]
+        if len(loc) >= 2 and loc[1].lower() in _UNION_MEMBERS:
+            # `item: int | str` fails once per member: say it once, as the choices
+            wanted, _ = unions.setdefault(loc[0], ([], err.get("input")))
+            wanted.append(_UNION_MEMBERS[loc[1].lower()])
+            parts.setdefault(loc[0], "")
             continue
-        shown = repr(err.get("input"))
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-        parts.append(f"{loc}: {err['msg']} (got {shown})")
-    # A union (int | str, str | list) reports once per member: keep each line once.
-    return f"invalid arguments for {tool}: " + "; ".join(dict.fromkeys(parts))
+        where = ".".join(loc) or "arguments"
+        if err["type"] == "missing":
+            parts[where] = f"{where} is required"
+        else:
+            parts[where] = f"{where}: {err['msg']} (got {_shown(err.get('input'))})"
+    for name, (wanted, given) in unions.items():
+        parts[name] = f"{name}: expected {' or '.join(wanted)} (got {_shown(given)})"
+    return f"invalid arguments for {tool}: " + "; ".join(p for p in parts.values() if p)
 
 
 def build_server(
