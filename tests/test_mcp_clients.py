@@ -20,7 +20,8 @@ import pytest
 from mcp_clients.harness import TOOLS, ServerProcess, server_env
 from mcp_clients.node_tools import NodeTools, NodeToolsUnavailable, ensure_node_tools
 
-pytestmark = pytest.mark.slow
+# The first run installs Node and the tools (npm, ~15 s; allow a slow registry).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 EXPECTED_FAILURES = Path(__file__).parent / "mcp_clients" / "conformance-expected-failures.yml"
 

@@ -88,7 +88,7 @@ def _packages() -> list[str]:
     ]
 
 
-def ensure_node_tools(timeout: float = 900) -> NodeTools:
+def ensure_node_tools(timeout: float = 600) -> NodeTools:
     """Install the tools unless the cache already has them; return their paths."""
     target = cache_root()
     marker = target / ".complete"
