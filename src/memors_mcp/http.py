@@ -246,4 +246,4 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
     return 0
 
 
-__all__: list[Any] = ["BearerTokenAuth", "build_http_app", "is_loopback", "serve_http"]
+__all__ = ["BearerTokenAuth", "build_http_app", "is_loopback", "serve_http"]
