@@ -11,6 +11,7 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -219,16 +220,36 @@ class Memory:
         name = where or (lambda n: f"document {n}")
         totals = Counter()
         pending: list[tuple] = []
+        # Splitting and shingling the next batch runs in a thread while this
+        # batch's SQL runs (SQLite releases the GIL), so on two cores a bulk
+        # load costs little more than its inserts.
+        workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memors-prepare")
+        ahead: list[Any] = []  # at most one batch being prepared
 
-        def flush() -> None:
+        def store_batch(job: Any) -> None:
+            docs, prepared = job.result()
+            passages = 0
             with self._lock, self.store.write():
-                for doc in pending:
-                    r = self._remember_one(namespace, *doc)
-                    totals["documents"] += 1
-                    totals["passages"] += len(r.passages)
-            pending.clear()
+                for doc, prep in zip(docs, prepared, strict=True):
+                    passages += self._remember_one(namespace, *doc, counts_only=True, prepared=prep)
+            totals["passages"] += passages  # counted once the batch is committed
+            totals["documents"] += len(docs)
             if progress:
                 progress(totals["documents"])
+
+        def flush() -> None:
+            docs = list(pending)
+            pending.clear()
+            job = workers.submit(lambda: (docs, [prepare_passages(d[0]) for d in docs]))
+            while ahead:
+                store_batch(ahead.pop())
+            ahead.append(job)
+
+        def drain() -> None:
+            if pending:
+                flush()
+            while ahead:
+                store_batch(ahead.pop())
 
         before = self._entity_count(namespace)
         try:
@@ -255,14 +276,21 @@ class Memory:
         except MemorsError as exc:
             # Everything before the bad document is stored, whatever raised
             # (a bad line, an unreadable file): say how much, so a load can resume.
-            if pending:
-                flush()
+            try:
+                drain()
+            finally:
+                workers.shutdown()
             stored = totals["documents"]
             raise type(exc)(
                 f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
             ) from None
-        if pending:
-            flush()
+        except BaseException:
+            workers.shutdown(cancel_futures=True)
+            raise
+        try:
+            drain()
+        finally:
+            workers.shutdown()
         return RememberedMany(
             documents=totals["documents"],
             passages=totals["passages"],
@@ -280,11 +308,18 @@ class Memory:
         title: str | None,
         names: list[str],
         metadata: dict,
-    ) -> Remembered:
+        *,
+        counts_only: bool = False,
+        prepared: tuple[list[str], list[bytes]] | None = None,
+    ) -> Remembered | int:
+        """Store one document; with ``counts_only`` return just how many
+        passages it has (bulk loads need no addresses back). ``prepared``
+        carries the passages and their shingles when a bulk load computed
+        them ahead (see :func:`prepare_passages`)."""
         store, ops = self.store, self.ops
         store.touch_namespace(namespace)
         doc_hash = text.content_hash(body)
-        pieces = text.split_passages(body)
+        pieces, blobs = prepared if prepared is not None else prepare_passages(body)
         if len(pieces) > self.limits.passages_per_document:
             raise BadInput(
                 f"document has {len(pieces)} passages; the limit is "
@@ -319,7 +354,7 @@ class Memory:
                         "FROM version_passages WHERE document = ? AND version = ?",
                         (ops.ensure_entity(name, namespace)[0], doc_id, last),
                     )
-                return self._remembered(doc_id, last)
+                return len(pieces) if counts_only else self._remembered(doc_id, last)
             version = last + 1
             for passage, phash in store.all(
                 f"""SELECT p.id, p.hash FROM version_passages vp JOIN passages p ON p.id = vp.passage
@@ -342,7 +377,7 @@ class Memory:
 
         doc_entities = [ops.ensure_entity(n, namespace)[0] for n in names]
         mentioned: dict[str, None] = dict.fromkeys(doc_entities)
-        for position, piece in enumerate(pieces):
+        for position, (piece, shingles) in enumerate(zip(pieces, blobs, strict=True)):
             phash = text.content_hash(piece)
             kept = reuse.get(phash)
             if kept:
@@ -360,7 +395,7 @@ class Memory:
                         position,
                         piece,
                         phash,
-                        text.pack_shingles(text.shingle_hashes(piece)),
+                        shingles,
                         stamp,
                     ),
                 )
@@ -391,7 +426,7 @@ class Memory:
             version=version,
             passages=len(pieces),
         )
-        return self._remembered(doc_id, version)
+        return len(pieces) if counts_only else self._remembered(doc_id, version)
 
     def _remembered(self, doc_id: str, version: int) -> Remembered:
         passages = [
@@ -856,6 +891,12 @@ class Memory:
 
     def passage_refs(self, ids: Iterable[str]) -> list[PassageRef]:
         return self.ops.passage_refs(ids)
+
+
+def prepare_passages(body: str) -> tuple[list[str], list[bytes]]:
+    """A document's passages and each one's packed shingle hashes."""
+    pieces = text.split_passages(body)
+    return pieces, [text.pack_shingles(text.shingle_hashes(p)) for p in pieces]
 
 
 def fts_query(query: str, max_words: int = 64) -> str | None:

@@ -26,6 +26,8 @@ MAX_PASSAGE_WORDS = 400
 
 def words(text: str) -> list[str]:
     """Casefolded runs of letters and digits, in order."""
+    if text.isascii():  # casefold is lower for ASCII, and cannot split a run
+        return _WORD.findall(text.lower())
     return [w.casefold() for w in _WORD.findall(text)]
 
 
@@ -74,34 +76,50 @@ _P2 = 0xC2B2AE3D27D4EB4F
 _P3 = 0x165667B19E3779F9
 
 
-@cache
-def _word_hash(word: str) -> int:
-    """A word's 64-bit hash; its lowest bit says whether it is a stop word."""
-    h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-    return (h & ~1) | (word in stop_words())
+_PARTS: dict[str, tuple[int, int, int]] = {}
+
+
+def _word_parts(word: str) -> tuple[int, int, int]:
+    """What a word contributes to a 3-gram in each of the three positions.
+
+    The word's 64-bit hash times the position's multiplier, shifted into
+    the low 61 bits, with the word's stop-word flag in bit 63, 62 or 61
+    (first, second, third position). XOR-ing the three contributions gives
+    the 3-gram's token: a 61-bit hash under a 3-bit pattern of which words
+    are stop words.
+    """
+    got = _PARTS.get(word)
+    if got is None:
+        h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        stop = int(word in stop_words())
+        got = (
+            (stop << 63) | (((h * _P1) & _MASK) >> 3),
+            (stop << 62) | (((h * _P2) & _MASK) >> 3),
+            (stop << 61) | (((h * _P3) & _MASK) >> 3),
+        )
+        if len(_PARTS) < 1_000_000:  # bounded: a vocabulary, not a corpus
+            _PARTS[word] = got
+    return got
 
 
 def shingle_hashes(text: str) -> list[int]:
-    """Sorted, distinct 64-bit hashes of the word 3-grams of ``text``.
+    """Sorted, distinct 64-bit tokens of the word 3-grams of ``text``.
 
     Words are casefolded runs of letters and digits; a text of fewer than
     three words has no shingles. Each word is hashed once (blake2b, stable
-    across processes) and a 3-gram combines its three word hashes with
-    position-dependent multipliers, so order matters. The top two bits
-    hold how many of the three words are stop words, so sorting tokens by
-    value puts content-word 3-grams (rare) before function-word ones
-    (common): a fixed global order in which a set's first tokens are rare,
-    which the incremental duplicate scan's prefix index relies on.
+    across processes); a 3-gram XORs its words' position-dependent parts
+    (see :func:`_word_parts`), so order matters. The top three bits say
+    which of the three words are stop words, so sorting tokens by value puts
+    content-word 3-grams (rare) before function-word ones (common): a fixed
+    global order in which a set's first tokens are rare, which the
+    incremental duplicate scan's prefix index relies on.
     """
-    hs = [_word_hash(w) for w in words(text)]
-    if len(hs) < 3:
+    ws = words(text)
+    if len(ws) < 3:
         return []
-    out = {
-        (min((a & 1) + (b & 1) + (c & 1), 3) << 62)
-        | ((((a * _P1) ^ (b * _P2) ^ (c * _P3)) & _MASK) >> 2)
-        for a, b, c in zip(hs, hs[1:], hs[2:], strict=False)
-    }
-    return sorted(out)
+    get = _PARTS.get
+    first, second, third = zip(*[get(w) or _word_parts(w) for w in ws], strict=True)
+    return sorted({a ^ b ^ c for a, b, c in zip(first, second[1:], third[2:], strict=False)})
 
 
 def pack_shingles(hashes: list[int]) -> bytes:

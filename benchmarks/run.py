@@ -1,0 +1,426 @@
+"""memors benchmarks: each figure beside its reference, measured in the same run.
+
+    python -m benchmarks.run --size 100000      # make bench
+    python -m benchmarks.run --quick            # make bench-quick (under a minute)
+    python -m benchmarks.run --corpus FILE.jsonl --size 50000   # any {"doc","text"} corpus
+    python -m benchmarks.run --scale 1000000    # remember --jsonl + full compact, peak RSS
+
+Figures (issue 7): the duplicate scan against one linear tokenise-shingle-hash
+pass and against datasketch MinHashLSH (128 permutations); incremental
+against full compaction after a 1% change; remember against a bare apsw
+insert into an FTS5 table; search against a bare FTS5 BM25 query; a page
+submission with 50 sources and 20 facts; and peak memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import generate, read_jsonl
+
+ROWS: list[tuple[str, str, str, str, str]] = []
+
+
+def report(name: str, value: str, reference: str = "", ratio: str = "", target: str = "") -> None:
+    ROWS.append((name, value, reference, ratio, target))
+    print(f"{name:<46} {value:>12}  {reference:<28} {ratio:>8}  {target}", flush=True)
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+def documents(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
+    by_doc: dict[str, list[str]] = {}
+    for row in rows:
+        by_doc.setdefault(row["doc"], []).append(row["text"])
+    return [{"text": "\n\n".join(texts), "uri": doc} for doc, texts in by_doc.items()]
+
+
+# --- ingest ------------------------------------------------------------------------
+
+
+def bare_insert(path: Path, rows: list[dict[str, str]]) -> float:
+    import apsw
+
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, doc TEXT, text TEXT);"
+        "CREATE VIRTUAL TABLE t_fts USING fts5(text, content='t', content_rowid='id', "
+        "tokenize='porter unicode61');"
+        "CREATE TRIGGER t_ai AFTER INSERT ON t BEGIN "
+        "INSERT INTO t_fts(rowid, text) VALUES (new.id, new.text); END;"
+    )
+    start = time.perf_counter()
+    with conn:
+        conn.executemany(
+            "INSERT INTO t(doc, text) VALUES (?, ?)", ((r["doc"], r["text"]) for r in rows)
+        )
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
+
+
+def bare_search_p50(path: Path, queries: list[str]) -> float:
+    import apsw
+
+    from memors_core.memory import fts_query
+
+    conn = apsw.Connection(str(path))
+    times = []
+    for q in queries:
+        match = fts_query(q)
+        start = time.perf_counter()
+        conn.execute(
+            "SELECT t.id, t.text, bm25(t_fts) AS r FROM t_fts JOIN t ON t.id = t_fts.rowid "
+            "WHERE t_fts MATCH ? ORDER BY r LIMIT 10",
+            (match,),
+        ).fetchall()
+        times.append(time.perf_counter() - start)
+    conn.close()
+    return statistics.median(times)
+
+
+# --- the duplicate scan and its references ----------------------------------------------
+
+
+def linear_pass(rows: list[dict[str, str]]) -> float:
+    from memors_core import text
+
+    start = time.perf_counter()
+    for row in rows:
+        text.pack_shingles(text.shingle_hashes(row["text"]))
+    return time.perf_counter() - start
+
+
+def store_scan(memory: Any) -> tuple[float, list[dict[str, Any]]]:
+    """The duplicate kind's full scan as compaction runs it: from the store."""
+    from memors_core.ops import live
+    from memors_kinds.duplicate import clusters
+
+    def run() -> list[dict[str, Any]]:
+        cur = memory.store.conn.execute(
+            f"""SELECT p.id, p.document, p.shingles FROM passages p
+                WHERE p.namespace = 'default' AND length(p.shingles) > 0 AND {live("p")}
+                ORDER BY p.rowid"""
+        )
+        return clusters(cur)
+
+    with memory.store.read():
+        return timed(run)
+
+
+def minhash_lsh(rows: list[dict[str, str]]) -> tuple[float, set[tuple[int, int]]]:
+    """datasketch MinHashLSH with 128 permutations over word 3-grams; every
+    candidate pair is verified exactly, as a real scan would have to."""
+    from datasketch import MinHash, MinHashLSH
+
+    from memors_core import text
+
+    start = time.perf_counter()
+    lsh = MinHashLSH(threshold=0.75, num_perm=128)
+    sets: list[set[bytes]] = []
+    signatures: dict[int, Any] = {}
+    for i, row in enumerate(rows):
+        ws = text.words(row["text"])
+        grams = {" ".join(ws[k : k + 3]).encode() for k in range(len(ws) - 2)}
+        sets.append(grams)
+        if grams:
+            mh = MinHash(num_perm=128)
+            mh.update_batch(list(grams))
+            signatures[i] = mh
+            lsh.insert(i, mh)
+    pairs: set[tuple[int, int]] = set()
+    for i, mh in signatures.items():
+        for j in lsh.query(mh):
+            if j <= i or rows[j]["doc"] == rows[i]["doc"]:
+                continue
+            inter = len(sets[i] & sets[j])
+            if inter * 4 >= 3 * (len(sets[i]) + len(sets[j]) - inter):
+                pairs.add((i, j))
+    return time.perf_counter() - start, pairs
+
+
+def exact_pairs(rows: list[dict[str, str]]) -> set[tuple[int, int]]:
+    """An independent exact reference: an inverted index over every shingle."""
+    from memors_core import text
+
+    sets = [set(text.shingle_hashes(r["text"])) for r in rows]
+    postings: dict[int, list[int]] = {}
+    for i, s in enumerate(sets):
+        for tok in s:
+            postings.setdefault(tok, []).append(i)
+    pairs = set()
+    for i, s in enumerate(sets):
+        overlap: dict[int, int] = {}
+        for tok in s:
+            for j in postings[tok]:
+                if j > i:
+                    overlap[j] = overlap.get(j, 0) + 1
+        for j, inter in overlap.items():
+            if rows[i]["doc"] != rows[j]["doc"] and inter * 4 >= 3 * (
+                len(s) + len(sets[j]) - inter
+            ):
+                pairs.add((i, j))
+    return pairs
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> None:
+    from memors_core import Memory
+
+    size = 10_000 if args.quick else args.size
+    if args.corpus:
+        rows = list(read_jsonl(Path(args.corpus), size))
+    else:
+        rows = list(generate(size + size // 100, seed=args.seed))
+    base, extra = rows[:size], rows[size:]
+    if not extra:
+        extra = list(generate(max(1, size // 100), seed=args.seed + 1))
+    print(
+        f"memors benchmarks: {len(base)} passages (+{len(extra)} for the 1% change), "
+        f"{os.cpu_count()} cores, python {sys.version.split()[0]}\n"
+    )
+    print(f"{'figure':<46} {'value':>12}  {'reference':<28} {'ratio':>8}  target")
+    work = Path(tempfile.mkdtemp(prefix="memors-bench-"))
+
+    # Ingest: remember vs a bare FTS5 insert of the same rows.
+    bare = bare_insert(work / "bare.db", base)
+    memory = Memory.open(work / "memors.db")
+    ingest, _ = timed(lambda: memory.remember_many(documents(base)))
+    report(
+        "remember (documents -> passages, FTS, shingles)",
+        f"{ingest:.2f} s",
+        f"bare FTS5 insert {bare:.2f} s",
+        f"{ingest / bare:.2f}x",
+        "<= 2x",
+    )
+
+    # Duplicate scan vs one linear pass, in the same run.
+    linear = linear_pass(base)
+    report("linear pass: tokenise + shingle + hash", f"{linear:.2f} s")
+    scan, found = store_scan(memory)
+    pair_count = sum(c["pair_count"] for c in found)
+    report(
+        "duplicate scan, full, from the store",
+        f"{scan:.2f} s",
+        f"linear pass {linear:.2f} s",
+        f"{scan / linear:.2f}x",
+        "<= 3x",
+    )
+    report("  clusters / qualifying pairs", f"{len(found)} / {pair_count}")
+    if not args.skip_minhash:
+        try:
+            mh_time, mh_pairs = minhash_lsh(base)
+        except ImportError:
+            report("datasketch MinHashLSH (128 perms)", "not installed", "pip install '.[bench]'")
+        else:
+            report(
+                "datasketch MinHashLSH (128 perms), verified",
+                f"{mh_time:.2f} s",
+                f"duplicate scan {scan:.2f} s",
+                f"{mh_time / scan:.1f}x",
+                ">= 2x slower",
+            )
+            report(
+                "  MinHashLSH pairs found (misses)",
+                f"{len(mh_pairs)}",
+                f"exact {pair_count}",
+                f"{pair_count - len(mh_pairs)} missed",
+            )
+    if args.reference:
+        ref = exact_pairs(base)
+        report(
+            "independent exact reference (inverted index)",
+            f"{len(ref)} pairs",
+            f"duplicate scan {pair_count}",
+            "same" if len(ref) == pair_count else "DIFFERENT",
+        )
+
+    # Compaction: full, then incremental after a 1% change, then --full again.
+    full, first = timed(lambda: memory.compact(limit=0, full=True))
+    report("compact, full (every kind)", f"{full:.2f} s", f"{first.open} items")
+    rng = random.Random(args.seed)
+    change = documents(extra) + [
+        {"text": base[rng.randrange(len(base))]["text"], "uri": f"copy-{i}"}
+        for i in range(max(1, size // 2000))
+    ]
+    memory.remember_many(change)
+    for item in memory.items(kind="duplicate", status="open").items[: max(1, size // 2000)]:
+        memory.forget(item.payload["passages"][0]["address"])
+    incremental, inc = timed(lambda: memory.compact(limit=0))
+    report(
+        "compact after a 1% change (incremental)",
+        f"{incremental:.3f} s",
+        f"full compact {full:.2f} s",
+        f"{incremental / full:.1%}",
+        "<= 10%",
+    )
+    before = {
+        i.id: json.dumps(i.payload, sort_keys=True) for i in memory.items(status="open").items
+    }
+    again, rescan = timed(lambda: memory.compact(limit=0, full=True))
+    after = {i.id: json.dumps(i.payload, sort_keys=True) for i in memory.items(status="open").items}
+    report(
+        "compact --full afterwards",
+        f"{again:.2f} s",
+        f"{rescan.created} created",
+        "same" if before == after else "DIFFERENT",
+        "identical items",
+    )
+
+    # Search: memors vs a bare FTS5 BM25 query, two-word queries.
+    words = [w for r in base[:2000] for w in r["text"].lower().split() if len(w) > 3]
+    queries = [
+        f"{rng.choice(words)} {rng.choice(words)}" for _ in range(100 if args.quick else 300)
+    ]
+    bare_p50 = bare_search_p50(work / "bare.db", queries)
+    times = []
+    for q in queries:
+        t, _ = timed(lambda q=q: memory.search(q))
+        times.append(t)
+    p50 = statistics.median(times)
+    report(
+        "search p50 (2 words, limit 10)",
+        f"{p50 * 1000:.2f} ms",
+        f"bare FTS5 BM25 {bare_p50 * 1000:.2f} ms",
+        f"{p50 / bare_p50:.2f}x",
+        "<= 2x",
+    )
+
+    # Submit: a page with 50 sources and 20 facts, checks included (dry run).
+    submit_p50 = page_submit_p50(memory, 20 if args.quick else 60)
+    report(
+        "submit page, 50 sources + 20 facts, p50", f"{submit_p50 * 1000:.1f} ms", "", "", "< 20 ms"
+    )
+    memory.close()
+    report("peak RSS (this process)", f"{peak_rss_mib():.0f} MiB")
+
+    mcp = Path(__file__).with_name("mcp_overhead.py")
+    if mcp.exists() and not args.skip_mcp:
+        print()
+        subprocess.run([sys.executable, str(mcp)], check=False)
+
+
+def page_submit_p50(memory: Any, runs: int) -> float:
+    ns = "bench-submit"
+    for i in range(50):
+        memory.remember(
+            f"[[Quorum]] replication step {i} writes value v{i} to replica r{i} before the "
+            f"leader acknowledges round {i}.",
+            namespace=ns,
+        )
+    for i in range(20):
+        memory.record_fact("Quorum", f"property {i}", f"value {i}", namespace=ns)
+    item = memory.compact(kinds=["page"], namespace=ns).items[0]
+    lines = [p["text"].replace("[[", "").replace("]]", "") for p in item.payload["passages"]]
+    lines += [f"Quorum {f['predicate']} {f['value']}." for f in item.payload["facts"]]
+    content = "\n\n".join(lines)
+    times = []
+    for _ in range(runs):
+        t, report_ = timed(
+            lambda: memory.submit(
+                item.id, content=content, title="Quorum", dry_run=True, namespace=ns
+            )
+        )
+        assert all(c.passed for c in report_.checks.values()), report_.checks
+        times.append(t)
+    return statistics.median(times)
+
+
+# --- a million passages: the real CLI, peak memory of each process ------------------------
+
+
+def run_scale(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="memors-scale-"))
+    corpus = work / "corpus.jsonl"
+    n = args.scale
+    print(f"memors at scale: {n} passages through the real CLI\n")
+    with corpus.open("w", encoding="utf-8") as out:
+        batch: list[str] = []
+        doc = None
+        for row in generate(n, seed=args.seed):
+            if row["doc"] != doc and batch:
+                out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+                batch = []
+            doc = row["doc"]
+            batch.append(row["text"])
+        if batch:
+            out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+    env = {**os.environ, "MEMORS_DB": str(work / "memors.db")}
+    for label, argv in (
+        ("remember --jsonl", ["remember", "--jsonl", str(corpus), "--json"]),
+        ("compact (full, every kind)", ["compact", "--full", "--limit", "0", "--json"]),
+        ("compact again (incremental, nothing new)", ["compact", "--limit", "0", "--json"]),
+    ):
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "memors_cli", *argv],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        out = proc.stdout.read() if proc.stdout else ""
+        err = proc.stderr.read() if proc.stderr else ""
+        if status != 0:
+            print(err, file=sys.stderr)
+            sys.exit(f"{label} failed")
+        report(
+            label,
+            f"{elapsed:.1f} s",
+            f"peak RSS {usage.ru_maxrss / 1024:.0f} MiB",
+            "",
+            "<= 3072 MiB",
+        )
+        print(f"    {out.strip()[:200]}")
+    size = (work / "memors.db").stat().st_size / 2**20
+    report("database size", f"{size:.0f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=100_000, help="passages (default 100000)")
+    parser.add_argument("--quick", action="store_true", help="10,000 passages, under a minute")
+    parser.add_argument("--corpus", help="a JSONL corpus with doc and text per line")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--skip-minhash", action="store_true", help="skip datasketch")
+    parser.add_argument("--skip-mcp", action="store_true", help="skip the MCP overhead figure")
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run the independent exact reference join (slow)",
+    )
+    parser.add_argument("--scale", type=int, help="run the CLI at this many passages instead")
+    args = parser.parse_args()
+    if args.scale:
+        run_scale(args)
+    else:
+        run(args)
+
+
+if __name__ == "__main__":
+    main()
