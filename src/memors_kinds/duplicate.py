@@ -219,8 +219,7 @@ def clusters(
             bounds.append(len(buffer) // 8)
         members[gi].append((ident, doc))
     del group_of
-    flat = np.frombuffer(bytes(buffer), dtype=np.uint64)
-    del buffer
+    flat = np.frombuffer(buffer, dtype=np.uint64)  # no copy: the array keeps the buffer
     offsets = np.asarray(bounds, dtype=np.int64)
 
     # Qualifying edges between groups (i == j: inside one group of identical sets),
@@ -323,30 +322,32 @@ def _signed(token: int) -> int:
     return token - (1 << 64) if token >= _SIGN else token
 
 
-def _index_prefixes(store: Any, passages: list[tuple[int, bytes]]) -> None:
-    """Add prefix rows for ``(rowid, shingle blob)`` passages, in token order."""
+def _prefix_piece(blob: bytes) -> tuple[int, bytes]:
+    """A passage's size and the bytes of its prefix under the fixed order
+    (the blob is sorted by token value, so the prefix is its head)."""
+    size = len(blob) // 8
+    return size, blob[: 8 * _prefix_length(size, THRESHOLD)]
+
+
+def _index_prefixes(store: Any, passages: list[tuple[int, int, bytes]]) -> None:
+    """Add prefix rows for ``(rowid, size, prefix bytes)`` passages, in token order."""
     import numpy as np
 
     if not passages:
         return
-    pieces = []
-    counts = []
-    sizes = []
-    for _rowid, blob in passages:
-        size = len(blob) // 8
-        n = _prefix_length(size, THRESHOLD)
-        pieces.append(blob[: 8 * n])
-        counts.append(n)
-        sizes.append(size)
+    counts = [len(piece) // 8 for _r, _s, piece in passages]
     # The blob's uint64 tokens read as int64 are exactly SQLite's signed integers.
-    tokens = np.frombuffer(b"".join(pieces), dtype="<i8")
-    owners = np.repeat(np.fromiter((r for r, _b in passages), dtype=np.int64), counts)
-    lengths = np.repeat(np.asarray(sizes, dtype=np.int64), counts)
+    tokens = np.frombuffer(b"".join(piece for _r, _s, piece in passages), dtype="<i8")
+    owners = np.repeat(np.fromiter((r for r, _s, _p in passages), dtype=np.int64), counts)
+    sizes = np.repeat(np.fromiter((s for _r, s, _p in passages), dtype=np.int64), counts)
     order = np.argsort(tokens, kind="stable")  # B-tree inserts in key order are much faster
-    store.conn.executemany(
-        "INSERT OR IGNORE INTO dup_prefix(token, passage, size) VALUES (?, ?, ?)",
-        zip(tokens[order].tolist(), owners[order].tolist(), lengths[order].tolist(), strict=True),
-    )
+    step = 200_000  # bounded memory: Python ints are made a slice at a time
+    for a in range(0, len(order), step):
+        part = order[a : a + step]
+        store.conn.executemany(
+            "INSERT OR IGNORE INTO dup_prefix(token, passage, size) VALUES (?, ?, ?)",
+            zip(tokens[part].tolist(), owners[part].tolist(), sizes[part].tolist(), strict=True),
+        )
 
 
 def _partners(store: Any, ns: str, rowid: int, doc: str, blob: bytes) -> list[str]:
@@ -421,7 +422,7 @@ class DuplicateKind(Kind):
 
     def _full_scan(self, ctx: KindContext, indexed: int) -> list[dict[str, Any]]:
         store, ns = ctx.store, ctx.namespace
-        fresh: list[tuple[int, bytes]] = []
+        fresh: list[tuple[int, int, bytes]] = []
 
         def records() -> Iterator[tuple[str, str, bytes]]:
             for rowid, ident, doc, blob in store.conn.execute(
@@ -431,7 +432,7 @@ class DuplicateKind(Kind):
                 (ns,),
             ):
                 if rowid > indexed:
-                    fresh.append((rowid, blob))
+                    fresh.append((rowid, *_prefix_piece(blob)))
                 yield ident, doc, blob
 
         found = clusters(records())
@@ -461,7 +462,7 @@ class DuplicateKind(Kind):
                 (ns, changes.tombstone_seq),
             )
         ]
-        _index_prefixes(store, [(rowid, blob) for rowid, _i, _d, blob in new])
+        _index_prefixes(store, [(rowid, *_prefix_piece(blob)) for rowid, _i, _d, blob in new])
         touched: set[str] = set()
         for rowid, ident, doc, blob in new:
             partners = _partners(store, ns, rowid, doc, blob)
