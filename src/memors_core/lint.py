@@ -176,6 +176,8 @@ def _connect(path: Path, immutable: bool) -> Store:
         raise BadInput(f"cannot open the database {path} for reading") from None
     except apsw.BusyError:
         raise MemorsError(f"the database {path} stayed locked by another process") from None
+    except apsw.Error as exc:  # e.g. a device, or a file SQLite cannot read
+        raise BadInput(f"cannot read {path} as a database: {exc}") from None
     return store
 
 
@@ -187,7 +189,7 @@ def open_readonly(path: str | os.PathLike[str]) -> Iterator[Store | None]:
     other connection is open, the file is read as immutable while writers
     are locked out, so not even the ``-wal``/``-shm`` files appear.
     """
-    p = Path(path).expanduser()
+    p = Path(os.path.expanduser(path))  # (Path.expanduser raises on ~nouser)
     if not p.exists():
         yield None
         return
