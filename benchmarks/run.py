@@ -269,7 +269,7 @@ def run(args: argparse.Namespace) -> None:
     memory.remember_many(change)
     for item in memory.items(kind="duplicate", status="open").items[: max(1, size // 2000)]:
         memory.forget(item.payload["passages"][0]["address"])
-    incremental, inc = timed(lambda: memory.compact(limit=0))
+    incremental, _inc = timed(lambda: memory.compact(limit=0))
     report(
         "compact after a 1% change (incremental)",
         f"{incremental:.3f} s",
