@@ -250,6 +250,10 @@ BAD = [
     (["remember", "missing.md"], "missing.md: no such file or directory"),
     (["search", "x", "--db", "."], "is a directory, not a database file"),
     (["search", "x", "--log-level", "loud"], "invalid choice: 'loud'"),
+    (["search", "x", "--db", "/dev/null"], "cannot use /dev/null as a database"),
+    (["remember", "n" * 300 + ".md"], "File name too long"),
+    (["backup", "n" * 300 + ".db"], "File name too long"),
+    (["backup", "~no-such-user-here/b.db"], "is not a directory"),
 ]
 
 
@@ -311,6 +315,12 @@ def test_an_unknown_namespace_is_empty_not_an_error(cli):
         assert not any(v for k, v in r.json.items() if isinstance(v, list)), r.json
     r = cli("lint", "--ns", "never-used")
     assert r.code == 0 and "no findings" in r.out, r
+
+
+def test_a_huge_limit_means_all(cli):
+    cli("remember", "-", input="[[A]] one.\n\n[[A]] two.\n\n[[A]] three.")
+    r = cli("compact", "--limit", "99999999999999999999", "--json")
+    assert r.code == 0 and r.json["open"] == len(r.json["items"]) == 1, r
 
 
 def test_exit_1_when_done_but_negative(cli):

@@ -31,6 +31,10 @@ def dispatch(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours
         os._exit(0)
+    except OSError as exc:  # a path the user named cannot be used (too long, no access…)
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        fail(f"{shown + ': ' if shown else ''}{exc.strerror or exc}", code="bad-input")
     except Exception as exc:  # a bug: still one line, never a traceback
         if os.environ.get("MEMORS_DEBUG"):
             raise
@@ -464,7 +468,7 @@ def cmd_lint(args: argparse.Namespace) -> int:
     from memors_core.store import default_path
 
     check_namespace(args.ns)
-    path = Path(args.db).expanduser() if args.db else default_path()
+    path = Path(os.path.expanduser(args.db)) if args.db else default_path()
     data = to_json(run_lint(path, args.ns, build_plugin_manager()))
     lines = [f"{f['rule']:<14} {f['address']}  {f['message']}" for f in data["findings"]]
     _print(args, data, "\n".join(lines) if lines else f"namespace {args.ns}: no findings")

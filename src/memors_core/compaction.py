@@ -240,6 +240,8 @@ def compact(
 ) -> Compacted:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise BadInput(f"limit must be a whole number (0 for counts only), got {limit!r}")
+    if limit is not None and limit >= 2**62:
+        limit = None  # more than any queue holds (and than SQLite can bind): all of them
     chosen = selected_kinds(memory, kinds)
     store = memory.store
     created = 0

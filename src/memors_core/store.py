@@ -24,9 +24,9 @@ def default_path() -> Path:
     """``$MEMORS_DB``, else ``$XDG_DATA_HOME/memors/memors.db``, else ~/.local/share."""
     env = os.environ.get("MEMORS_DB")
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.expanduser(env))  # (Path.expanduser raises on ~nouser)
     xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "share"
+    base = Path(os.path.expanduser(xdg)) if xdg else Path.home() / ".local" / "share"
     return base / "memors" / "memors.db"
 
 
@@ -67,7 +67,7 @@ class Store:
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> Store:
-        p = Path(path).expanduser() if path is not None else default_path()
+        p = Path(os.path.expanduser(path)) if path is not None else default_path()
         if p.is_dir():
             raise BadInput(f"{p} is a directory, not a database file")
         if readonly:
@@ -89,6 +89,8 @@ class Store:
             raise BadInput(f"cannot open the database {p}") from None
         except apsw.BusyError:
             raise StoreBusy(f"the database {p} stayed locked by another process") from None
+        except apsw.Error as exc:  # e.g. a device or a read-only file system
+            raise BadInput(f"cannot use {p} as a database: {exc}") from None
         return store
 
     def _configure(self) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -168,7 +169,7 @@ def import_rows(memory: Memory, lines: Iterable[str], source: str) -> dict[str, 
 
 def backup(memory: Memory, path: str) -> dict[str, Any]:
     """Copy the whole store to ``path`` with SQLite's online backup API."""
-    target = Path(path).expanduser()
+    target = Path(os.path.expanduser(path))
     if target.exists() and target.stat().st_size > 0:
         raise BadInput(f"{target} already exists; choose a new path for the backup")
     if not target.parent.is_dir():
