@@ -349,20 +349,17 @@ class Memory:
             if same == (doc_hash, title, meta_json):
                 # No new version; entities named this time are still linked.
                 for name in names:
-                    store.conn.execute(
-                        "INSERT OR IGNORE INTO mentions(passage, entity) SELECT passage, ? "
-                        "FROM version_passages WHERE document = ? AND version = ?",
-                        (ops.ensure_entity(name, namespace)[0], doc_id, last),
+                    entity = ops.ensure_entity(name, namespace)[0]
+                    store.conn.executemany(
+                        "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)",
+                        [(p, entity) for p in ops.version_passages(doc_id, last)],
                     )
                 return len(pieces) if counts_only else self._remembered(doc_id, last)
             version = last + 1
-            for passage, phash in store.all(
-                f"""SELECT p.id, p.hash FROM version_passages vp JOIN passages p ON p.id = vp.passage
-                    WHERE vp.document = ? AND vp.version = ? AND {live("p")}
-                    ORDER BY vp.position""",
-                (doc_id, last),
-            ):
-                reuse.setdefault(phash, []).append(passage)
+            for passage in ops.version_passages(doc_id, last):
+                if ops.is_live(passage):
+                    phash = store.scalar("SELECT hash FROM passages WHERE id = ?", (passage,))
+                    reuse.setdefault(phash, []).append(passage)
         else:
             doc_id, version = uuid7(), 1
             store.conn.execute(
@@ -408,11 +405,12 @@ class Memory:
                         (passage, entity),
                     )
                     mentioned[entity] = None
-            store.conn.execute(
-                "INSERT INTO version_passages(document, version, position, passage) "
-                "VALUES (?, ?, ?, ?)",
-                (doc_id, version, position, passage),
-            )
+            if version > 1:  # version 1's order is the passages' own positions
+                store.conn.execute(
+                    "INSERT INTO version_passages(document, version, position, passage) "
+                    "VALUES (?, ?, ?, ?)",
+                    (doc_id, version, position, passage),
+                )
         for leftovers in reuse.values():
             for passage in leftovers:
                 ops.tombstone(
@@ -429,14 +427,7 @@ class Memory:
         return len(pieces) if counts_only else self._remembered(doc_id, version)
 
     def _remembered(self, doc_id: str, version: int) -> Remembered:
-        passages = [
-            r[0]
-            for r in self.store.all(
-                "SELECT passage FROM version_passages WHERE document = ? AND version = ? "
-                "ORDER BY position",
-                (doc_id, version),
-            )
-        ]
+        passages = self.ops.version_passages(doc_id, version)
         entities: dict[str, None] = {}
         for passage in passages:
             for (canonical,) in self.store.all(
@@ -594,11 +585,7 @@ class Memory:
             "ORDER BY version DESC LIMIT 1",
             (ident,),
         )
-        passages = self.store.all(
-            "SELECT passage FROM version_passages WHERE document = ? AND version = ? "
-            "ORDER BY position",
-            (ident, version),
-        )
+        passages = [(p,) for p in self.ops.version_passages(ident, version)]
         return DocumentView(
             address=address("document", ident),
             type="document",

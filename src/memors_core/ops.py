@@ -63,6 +63,22 @@ class Operations:
     def is_live(self, ident: str) -> bool:
         return self.store.one("SELECT 1 FROM tombstones WHERE target = ?", (ident,)) is None
 
+    def version_passages(self, document: str, version: int) -> list[str]:
+        """The passage ids of one version of a document, in order.
+
+        Version 1 is the passages' own order (no link rows are written for
+        it, which keeps bulk loads lean); later versions are link rows in
+        ``version_passages``, since they reuse unchanged passages.
+        """
+        if version == 1:
+            sql = "SELECT id FROM passages WHERE document = ? AND version = ? ORDER BY position"
+        else:
+            sql = (
+                "SELECT passage FROM version_passages WHERE document = ? AND version = ? "
+                "ORDER BY position"
+            )
+        return [r[0] for r in self.store.all(sql, (document, version))]
+
     # --- entities --------------------------------------------------------------
 
     def find_entity(self, name: str, namespace: str) -> str | None:
