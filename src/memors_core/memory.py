@@ -79,6 +79,10 @@ def _opt_str(value: Any, field: str, limit: int) -> str | None:
         raise BadInput(f"{field} is too long ({len(value)} characters; at most {limit})")
     if "\x00" in value:
         raise BadInput(f"{field} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
+        raise BadInput(f"{field} is not valid text (it contains unpaired surrogates)") from None
     return value
 
 
@@ -462,41 +466,11 @@ class Memory:
         value = _req_str(value, "value", lim)
         valid_from = _opt_str(valid_from, "valid_from", 64)
         valid_to = _opt_str(valid_to, "valid_to", 64)
-        from_ts = dates.normalise(valid_from, "valid_from")
-        to_ts = dates.normalise(valid_to, "valid_to")
-        if from_ts is not None and to_ts is not None and not from_ts < to_ts:
-            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
         source = _opt_str(source, "source", 200)
         with self._lock, self.store.write():
-            source_id = None
-            if source is not None:
-                _, source_id = parse_address(source, expect=("passage",))
-                if not self.store.one(
-                    "SELECT 1 FROM passages WHERE id = ? AND namespace = ?", (source_id, namespace)
-                ):
-                    raise NotFound(f"no passage {source} in namespace {namespace!r}")
             self.store.touch_namespace(namespace)
-            entity, _ = self.ops.ensure_entity(subject, namespace)
-            ident = uuid7()
-            self.store.conn.execute(
-                "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
-                "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    ident,
-                    namespace,
-                    entity,
-                    predicate.strip(),
-                    value.strip(),
-                    text.fold_value(predicate),
-                    text.fold_value(value),
-                    valid_from.strip() if valid_from else None,
-                    valid_to.strip() if valid_to else None,
-                    from_ts,
-                    to_ts,
-                    source_id,
-                    now(),
-                ),
+            ident = self.ops.record_fact(
+                namespace, subject, predicate, value, valid_from, valid_to, source
             )
         log.info("fact_recorded", namespace=namespace, fact=address("fact", ident))
         return FactRecorded(fact=address("fact", ident))
@@ -791,6 +765,8 @@ class Memory:
 
     def facts(self, subject: str | None = None, namespace: str = "default") -> FactList:
         check_namespace(namespace)
+        if subject is not None:
+            subject = _req_str(subject, "subject", 200)
         with self._lock, self.store.read():
             if subject is not None:
                 return FactList(
@@ -810,7 +786,7 @@ class Memory:
         from .compaction import ITEM_STATUSES, list_items
 
         check_namespace(namespace)
-        if kind is not None and kind not in self.kinds:
+        if kind is not None and (not isinstance(kind, str) or kind not in self.kinds):
             raise BadInput(
                 f"unknown kind {kind!r}: registered kinds are {', '.join(self.kinds.names())}"
             )

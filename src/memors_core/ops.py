@@ -280,6 +280,57 @@ class Operations:
         )
         return sum(self.mark_page_stale(r[0], cause, address("passage", passage)) for r in rows)
 
+    # --- facts -------------------------------------------------------------------------
+
+    def record_fact(
+        self,
+        namespace: str,
+        subject: str,
+        predicate: str,
+        value: str,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        source: str | None = None,
+    ) -> str:
+        """Store a fact about the entity named ``subject`` (created if new);
+        returns the fact's id. Dates are ISO 8601 (``valid_from`` before
+        ``valid_to``); ``source`` is a passage address in ``namespace``.
+        Facts are append-only: this is the one way a kind adds one."""
+        from_ts = dates.normalise(valid_from, "valid_from")
+        to_ts = dates.normalise(valid_to, "valid_to")
+        if from_ts is not None and to_ts is not None and not from_ts < to_ts:
+            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
+        source_id = None
+        if source is not None:
+            _, source_id = parse_address(source, expect=("passage",))
+            if not self.store.one(
+                "SELECT 1 FROM passages WHERE id = ? AND namespace = ?", (source_id, namespace)
+            ):
+                raise NotFound(f"no passage {source} in namespace {namespace!r}")
+        entity, _ = self.ensure_entity(subject, namespace)
+        ident = uuid7()
+        self.store.conn.execute(
+            "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
+            "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ident,
+                namespace,
+                entity,
+                predicate.strip(),
+                value.strip(),
+                text.fold_value(predicate),
+                text.fold_value(value),
+                valid_from.strip() if valid_from else None,
+                valid_to.strip() if valid_to else None,
+                from_ts,
+                to_ts,
+                source_id,
+                now(),
+            ),
+        )
+        return ident
+
     # --- tombstones ----------------------------------------------------------------
 
     def tombstone(
