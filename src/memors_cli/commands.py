@@ -476,10 +476,23 @@ def cmd_lint(args: argparse.Namespace) -> int:
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
-    with _open(args) as memory:
-        text = memory.metrics()
     if args.json:
         fail("metrics prints the Prometheus text format; it has no --json form", code="usage")
+    from memors_core.store import default_path
+
+    path = Path(args.db).expanduser() if args.db else default_path()
+    if not path.exists():
+        # Reading metrics never creates a store: report an empty one instead.
+        import tempfile
+
+        with (
+            tempfile.TemporaryDirectory(prefix="memors-metrics-") as tmp,
+            Memory.open(Path(tmp) / "empty.db") as memory,
+        ):
+            sys.stdout.write(memory.metrics())
+        return 0
+    with _open(args) as memory:
+        text = memory.metrics()
     sys.stdout.write(text)
     return 0
 

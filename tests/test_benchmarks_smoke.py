@@ -1,0 +1,56 @@
+"""A small run of the benchmark harness: every figure is printed beside its reference.
+
+The real runs (`make bench`, `make bench-quick`) are not part of the test
+suite; this proves the harness itself works and stays exact.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_bench_harness_prints_every_figure(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--size",
+            "1500",
+            "--skip-minhash",
+            "--skip-mcp",
+            "--reference",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for figure in (
+        "remember (documents -> passages, FTS, shingles)",
+        "linear pass: tokenise + shingle + hash",
+        "duplicate scan, full, from the store",
+        "compact after a 1% change (incremental)",
+        "search p50 (2 words, limit 10)",
+        "submit page, 50 sources + 20 facts, p50",
+        "peak RSS (this process)",
+    ):
+        assert figure in out, figure
+    # The exact scan agrees with an independent inverted-index join, and an
+    # incremental compact leaves exactly what a full rescan finds.
+    ref = next(line for line in out.splitlines() if line.startswith("independent exact"))
+    assert ref.split()[-1] == "same", ref
+    again = next(line for line in out.splitlines() if line.startswith("compact --full afterwards"))
+    assert "same" in again and "0 created" in again, again
+
+
+def test_metrics_never_creates_a_store(cli):
+    missing = cli.tmp / "absent" / "memors.db"
+    r = cli("metrics", "--db", str(missing))
+    assert r.code == 0, r
+    assert "memors_store_pages_marked_stale_total 0.0" in r.out
+    assert not missing.exists() and not missing.parent.exists()
