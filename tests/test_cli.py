@@ -273,6 +273,24 @@ def test_without_json_an_error_prints_nothing_on_stdout(cli):
     assert r.out == ""
 
 
+def test_undecodable_bytes_in_arguments_are_bad_input(cli):
+    env = {**os.environ, "MEMORS_DB": str(cli.db)}
+    for args in (
+        [b"fact", b"add", b"Caf\xe9", b"p", b"v"],
+        [b"remember", b"-", b"--title", b"\xff"],
+        [b"entity", b"show", b"\xfe"],
+    ):
+        proc = subprocess.run(
+            [sys.executable.encode(), b"-m", b"memors_cli", *args],
+            input=b"text",
+            capture_output=True,
+            env=env,
+        )
+        err = proc.stderr.decode("utf-8", "replace")
+        assert proc.returncode == 2, err
+        assert "not valid text" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_not_a_database_file_is_a_clear_error(cli):
     (cli.tmp / "notes.txt").write_text("just some notes " * 200)
     r = cli("search", "x", "--db", "notes.txt")

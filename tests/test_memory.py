@@ -558,3 +558,24 @@ def test_an_extraction_plugin_with_a_bad_answer_never_breaks_remember():
         r = memory.remember("Some text about [[Raft]].")
         assert len(r.entities) == 2
         assert {e.name for e in memory.entities().entities} == {"Raft", "Fine Name"}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.remember("text", uri="\udcff"),
+        lambda m: m.remember("text", title="\ud800"),
+        lambda m: m.remember("text", entities=["Ra\udcfft"]),
+        lambda m: m.record_fact("\udcff", "p", "v"),
+        lambda m: m.record_fact("s", "p", "v\ud800"),
+        lambda m: m.entity("\udcff"),
+        lambda m: m.facts("\udcff"),
+        lambda m: m.facts(7),
+        lambda m: m.items(kind=["page"]),
+        lambda m: m.submit(2**70, skip=True, reason="r"),
+    ],
+)
+def test_odd_values_from_a_frontend_are_bad_input_not_crashes(memory, call):
+    memory.remember("[[Raft]] text.")
+    with pytest.raises(BadInput):
+        call(memory)

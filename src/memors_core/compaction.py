@@ -299,7 +299,7 @@ def parse_item_id(item: Any) -> int:
     if isinstance(item, bool):
         raise BadInput("item must be an item id like 42 or memo://item/42")
     if isinstance(item, int):
-        if item < 1:
+        if not 1 <= item < 2**63:
             raise BadInput(f"item ids are positive integers, got {item}")
         return item
     if isinstance(item, str):
