@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from .compaction import EVENTS
-from .ops import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL
+from .ops import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL, live
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -37,12 +37,15 @@ class StoreCollector:
                     "GROUP BY namespace, kind"
                 )
             }
-            pages = {}
-            stale = {}
-            for ns in namespaces:
-                live_pages = memory.ops.live_pages(ns)
-                pages[ns] = len(live_pages)
-                stale[ns] = sum(memory.ops.stale_reasons(p) is not None for p in live_pages)
+            live_pages = dict(
+                store.all(
+                    f"SELECT namespace, COUNT(*) FROM pages pg WHERE {live('pg')} "
+                    "GROUP BY namespace"
+                )
+            )
+            pages = {ns: live_pages.get(ns, 0) for ns in namespaces}
+            stale_counts = memory.ops.stale_page_counts()
+            stale = {ns: stale_counts.get(ns, 0) for ns in namespaces}
             counters = {
                 (kind, event): value
                 for kind, event, value in store.all(
