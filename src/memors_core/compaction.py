@@ -409,9 +409,10 @@ def _submit(
         try:
             res = structure(merged, kind.resolution, "resolution")
         except BadInput as exc:
-            hint = f"; a {kind.name} item takes {kind.hint}" if kind.hint else ""
+            a = "an" if kind.name[:1].lower() in "aeiou" else "a"
+            hint = f"; {a} {kind.name} item takes {kind.hint}" if kind.hint else ""
             raise BadInput(
-                f"item {item_id} is a {kind.name} item and this resolution does not fit "
+                f"item {item_id} is {a} {kind.name} item and this resolution does not fit "
                 f"({exc.message}){hint}, or skip with a reason"
             ) from None
 

@@ -12,10 +12,15 @@ from typing import Any, TypeVar
 
 import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
+from cattrs.v import format_exception
 
 from .errors import BadInput
 
 T = TypeVar("T")
+
+
+class _Expected(TypeError):
+    """Raised by the structure hooks below: its message is already readable."""
 
 
 def make_converter() -> cattrs.Converter:
@@ -24,17 +29,17 @@ def make_converter() -> cattrs.Converter:
 
     def structure_str(value: Any, _type: type) -> str:
         if not isinstance(value, str):
-            raise TypeError(f"expected a string, got {type(value).__name__}")
+            raise _Expected(f"expected a string, got {type(value).__name__}")
         return value
 
     def structure_bool(value: Any, _type: type) -> bool:
         if not isinstance(value, bool):
-            raise TypeError(f"expected true or false, got {type(value).__name__}")
+            raise _Expected(f"expected true or false, got {type(value).__name__}")
         return value
 
     def structure_int(value: Any, _type: type) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"expected an integer, got {type(value).__name__}")
+            raise _Expected(f"expected an integer, got {type(value).__name__}")
         return value
 
     def structure_str_list(value: Any, _type: type) -> list[str]:
@@ -43,7 +48,7 @@ def make_converter() -> cattrs.Converter:
         if isinstance(value, str):
             return [value]
         if not isinstance(value, list | tuple):
-            raise TypeError(f"expected a list of strings, got {type(value).__name__}")
+            raise _Expected(f"expected a list of strings, got {type(value).__name__}")
         return [structure_str(v, str) for v in value]
 
     conv.register_structure_hook(str, structure_str)
@@ -75,11 +80,17 @@ def to_json(obj: Any) -> Any:
     return converter().unstructure(obj)
 
 
+def _format(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, _Expected):
+        return str(exc)
+    return format_exception(exc, type_)
+
+
 def _describe(exc: BaseException, what: str) -> str:
     if isinstance(exc, ForbiddenExtraKeysError):
         return f"unexpected field(s) for {what}: {', '.join(sorted(exc.extra_fields))}"
     try:
-        messages = cattrs.transform_error(exc, path=what)
+        messages = cattrs.transform_error(exc, path=what, format_exception=_format)
     except Exception:  # transform_error only knows cattrs' own exceptions
         messages = [str(exc)]
     return "; ".join(messages)
