@@ -10,7 +10,7 @@ import pytest
 
 from memors_core import hookimpl
 from memors_core.compaction import load_item
-from memors_core.errors import BadInput, NotFound, Refused
+from memors_core.errors import BadInput, NotFound, PluginError, Refused
 from memors_core.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
@@ -273,7 +273,10 @@ class BrokenCheck:
 def test_a_failing_apply_stores_nothing_and_leaves_the_item_open():
     with temporary_memory(plugins=[("failing", FailingPlugin())], entrypoints=False) as memory:
         item = compact(memory)["items"][0]["id"]
-        with pytest.raises(RuntimeError, match="disk on fire"):
+        with pytest.raises(
+            PluginError,
+            match=r"kind .failing. \(plugin .failing.\) failed in apply: RuntimeError: disk on fire",
+        ):
             memory.submit(item, text="hello")
         assert memory.store.scalar("SELECT COUNT(*) FROM counters WHERE name = 'probe'") == 0
         assert to_json(memory.get(f"memo://item/{item}"))["status"] == "open"

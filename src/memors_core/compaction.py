@@ -369,6 +369,21 @@ def submit(
         raise
 
 
+def _call_kind(memory: Memory, kind: Kind, method: Callable[..., Any], *args: Any) -> Any:
+    """Call one of a kind's methods; an error that is not a :class:`MemorsError`
+    (a bug in the plugin) becomes a :class:`PluginError` naming the kind and
+    its plugin. The caller's transaction rolls back: nothing is stored."""
+    try:
+        return method(*args)
+    except MemorsError:
+        raise
+    except Exception as exc:
+        raise PluginError(
+            f"kind {kind.name!r} (plugin {memory.kinds.owner(kind.name)!r}) failed in "
+            f"{method.__name__}: {type(exc).__name__}: {exc}; nothing was stored"
+        ) from exc
+
+
 def _refuse(kind: str, message: str) -> Refused:
     exc = Refused(message)
     exc.kind = kind  # type: ignore[attr-defined]
@@ -417,15 +432,7 @@ def _submit(
             ) from None
 
     ctx = KindContext(store, namespace, memory.ops, True)
-    try:
-        current = kind.current(ctx, item)
-    except MemorsError:
-        raise
-    except Exception as exc:
-        raise PluginError(
-            f"kind {kind.name!r} (plugin {memory.kinds.owner(kind.name)!r}) failed: "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+    current = _call_kind(memory, kind, kind.current, ctx, item)
     if current is None:
         raise _refuse(
             item.kind,
@@ -456,7 +463,7 @@ def _submit(
             message="dry run: nothing stored" if dry_run else "skipped",
         )
 
-    kind.validate(ctx, item, res)
+    _call_kind(memory, kind, kind.validate, ctx, item, res)
     checks, flagged = run_checks(memory, namespace, kind, item, res)
     diff = ""
     if isinstance(res, PageResolution):
@@ -496,7 +503,7 @@ def _submit(
         )
     ctx.flags = {name: checks[name].flagged for name in flagged}
     with store.write():  # a savepoint: a failing apply leaves the item open
-        addr = kind.apply(ctx, item, res)
+        addr = _call_kind(memory, kind, kind.apply, ctx, item, res)
     stored = stored_resolution(merged, force)
     _finish(store, item, "done", stored)
     store.after_commit(
