@@ -319,7 +319,9 @@ def _kinds_arg(value: str | None) -> list[str] | None:
 def _item_line(item: dict[str, Any]) -> str:
     p = item["payload"]
     kind = item["kind"]
-    if "entity" in p and isinstance(p["entity"], dict):
+    if isinstance(p.get("summary"), str):  # any kind may say in one line what an item is about
+        about = " ".join(p["summary"].split())[:120]
+    elif "entity" in p and isinstance(p["entity"], dict):
         about = f"{p['entity']['name']} ({len(p.get('passages', []))} passages, {len(p.get('facts', []))} facts)"
     elif kind == "conflict":
         about = " vs ".join(f"{f['subject']} {f['predicate']} {f['value']!r}" for f in p["facts"])

@@ -179,7 +179,15 @@ def register_tools(
 ) -> dict[str, set[str]]:
     """Register the nine tools on ``server``; returns each tool's argument names."""
     limits = memory.limits
-    kind_names = ", ".join(memory.kinds.names()) or "(none installed)"
+
+    # Each installed kind (plugins' too) tells the agent what it is and how it is resolved.
+    def about(kind: Any) -> str:
+        parts = [kind.description, f"resolve with {kind.hint}" if kind.hint else ""]
+        parts = [p for p in parts if p]
+        return f"{kind.name} ({'; '.join(parts)})" if parts else kind.name
+
+    kind_guide = "; ".join(about(memory.kinds.get(n)) for n in memory.kinds.names())
+    kind_guide = kind_guide or "(none installed)"
     params: dict[str, set[str]] = {}
 
     Namespace = Annotated[
@@ -445,7 +453,7 @@ def register_tools(
     def compact(
         kinds: Annotated[
             list[str] | None,
-            Field(description=f"Only these kinds of work items. Installed kinds: {kind_names}."),
+            Field(description=f"Only these kinds of work items. Installed kinds: {kind_guide}."),
         ] = None,
         limit: Annotated[
             int,
@@ -547,8 +555,9 @@ def register_tools(
             dict[str, Any] | None,
             Field(
                 description=(
-                    "The resolution as one object, for any kind (plugins' kinds too); the flat "
-                    "fields above are merged into it."
+                    "The resolution as one object, for any kind (plugins' kinds too: their "
+                    "fields are listed with the kinds in `compact`); the flat fields above are "
+                    "merged into it."
                 )
             ),
         ] = None,
