@@ -34,7 +34,9 @@ def build_plugin_manager(
     ``memors.kinds`` group (a plugin that fails to load is named in the
     error), then names in ``MEMORS_DISABLE_PLUGINS`` are blocked, then the
     hooks are checked against their specs. ``plugins`` registers extra
-    ``(name, plugin)`` pairs, which tests use for small test plugins.
+    ``(name, plugin)`` pairs, which tests use for small test plugins; one
+    named like an entry point takes its place (a plugin's own tests pass
+    its module while it is also installed).
     """
     from . import checks, lint  # core's built-in hook implementations
 
@@ -43,9 +45,11 @@ def build_plugin_manager(
     disabled = disabled_plugins()
     pm.register(checks, name="memors.checks")
     pm.register(lint, name="memors.lint")
+    plugins = list(plugins)
+    given = {name for name, _plugin in plugins}
     if entrypoints:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.name in disabled or pm.get_plugin(ep.name) is not None:
+            if ep.name in disabled or ep.name in given or pm.get_plugin(ep.name) is not None:
                 continue
             try:
                 plugin = ep.load()

@@ -1,0 +1,219 @@
+"""memors-expired: a third-party work-item kind, check and lint rule.
+
+A fact whose ``valid_to`` has passed while a live page about its subject
+still covers it becomes an ``expired`` work item. Its resolution either
+renews the fact (``{"renew_until": DATE}`` records the same statement, valid
+from the old end until DATE) or retires it (``{"retire": true}`` forgets
+it; facts are append-only, so this is a tombstone).
+
+Two more hooks keep pages honest about such facts: the ``expired-value``
+check refuses a page submission that states an expired value as if it still
+held, and the ``expired-on-page`` lint rule finds live pages that already do.
+A sentence may mention an expired value when it says when it ended (the
+year of its ``valid_to``): "Raft's leader was node 3 until 2024."
+
+Everything here goes through the public plugin API: ``memors_core.hookimpl``,
+:class:`memors_core.kinds.Kind` and the ``ctx.ops`` helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+from memors_core import BadInput, hookimpl
+from memors_core.dates import normalise, now_ts
+from memors_core.ids import address, parse_address
+from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
+from memors_core.model import CheckResult, Finding, PageResolution
+from memors_core.text import content_words, fold_value, page_sentences, words
+from memors_core.wire import to_json
+
+KIND = "expired"
+CHECK = "expired-value"
+RULE = "expired-on-page"
+
+JSON = dict[str, Any]
+
+
+@attrs.frozen
+class ExpiredResolution:
+    """An ``expired`` item is settled by exactly one of these."""
+
+    #: Renew: the same fact holds from the old ``valid_to`` until this date.
+    renew_until: str | None = None
+    #: Retire: the fact is forgotten.
+    retire: bool = False
+
+
+# --- the rule, shared by the kind, the check and the lint rule ----------------------
+
+
+def _statement(fact: JSON) -> tuple[str, str]:
+    return fold_value(fact["predicate"]), fold_value(fact["value"])
+
+
+def is_expired(fact: JSON, now: str) -> bool:
+    end = normalise(fact.get("valid_to"), "valid_to")
+    return end is not None and end <= now
+
+
+def is_current(fact: JSON, now: str) -> bool:
+    start = normalise(fact.get("valid_from"), "valid_from")
+    end = normalise(fact.get("valid_to"), "valid_to")
+    return (start is None or start <= now) and (end is None or now < end)
+
+
+def outdated(facts: list[JSON], now: str) -> list[JSON]:
+    """The expired facts among ``facts`` that no current fact carries on
+    (a renewal: the same predicate and value, holding now)."""
+    carried = {_statement(f) for f in facts if is_current(f, now)}
+    return [f for f in facts if is_expired(f, now) and _statement(f) not in carried]
+
+
+def stated_as_current(content: str, fact: JSON) -> list[str]:
+    """Sentences of a page that state ``fact``'s value (its value's content
+    words and one of its predicate's) without the year it ended."""
+    value = content_words(fact["value"])
+    predicate = content_words(fact["predicate"])
+    if not value:
+        return []
+    year = words(fact["valid_to"])[0]
+    found = []
+    for sentence in page_sentences(content):
+        said = content_words(sentence)
+        if value <= said and (not predicate or predicate & said) and year not in said:
+            found.append(sentence)
+    return found
+
+
+# --- the kind ----------------------------------------------------------------------
+
+
+class ExpiredKind(Kind):
+    name = KIND
+    description = "a fact expired while a page still covers it: renew it or retire it"
+    resolution = ExpiredResolution
+    hint = (
+        "renew_until = a future date (--set renew_until=2030-01-01) "
+        "or retire = true (--set retire=true)"
+    )
+
+    def scan(self, ctx: KindContext) -> Iterator[Candidate]:
+        for fact_id, _valid_to in ctx.ops.expired_facts(ctx.namespace):
+            candidate = self._candidate(ctx, fact_id)
+            if candidate is not None:
+                yield candidate
+
+    def current(self, ctx: KindContext, item: Item) -> Candidate | None:
+        return self._candidate(ctx, item.key)  # the key is the fact's id: no rescan
+
+    def _candidate(self, ctx: KindContext, fact_id: str) -> Candidate | None:
+        refs = ctx.ops.fact_refs([fact_id])
+        if not refs or not ctx.ops.is_live(fact_id):
+            return None
+        fact = to_json(refs[0])
+        entity = ctx.ops.find_entity(fact["subject"], ctx.namespace)
+        page = ctx.ops.current_page(entity) if entity else None
+        if page is None:
+            return None  # no page covers it: the built-in lint rule expired-fact is enough
+        now = now_ts()
+        live = to_json(ctx.ops.entity_facts(entity))
+        if fact["address"] not in {f["address"] for f in outdated(live, now)}:
+            return None  # not expired, or renewed
+        shown = to_json(ctx.ops.page_ref(page))
+
+        def payload() -> JSON:
+            return {
+                "summary": (
+                    f"{fact['subject']} {fact['predicate']} {fact['value']!r} expired at "
+                    f"{fact['valid_to']}; page {shown['title']!r} covers it"
+                ),
+                "fact": fact,
+                "page": shown,
+                "stated_as_current": stated_as_current(shown["content"], fact),
+            }
+
+        return Candidate(fact_id, fingerprint(fact_id, fact["valid_to"], page[0]), payload)
+
+    def validate(self, ctx: KindContext, item: Item, resolution: ExpiredResolution) -> None:
+        if resolution.retire and resolution.renew_until is not None:
+            raise BadInput("renew_until and retire exclude each other: renew the fact or retire it")
+        if not resolution.retire and resolution.renew_until is None:
+            raise BadInput(f"an {KIND} item needs renew_until = a date, or retire = true")
+        if resolution.renew_until is not None:
+            until = normalise(resolution.renew_until, "renew_until")
+            if until <= now_ts():
+                raise BadInput(
+                    f"renew_until {resolution.renew_until} is not in the future: "
+                    "a renewed fact must still hold"
+                )
+
+    def apply(self, ctx: KindContext, item: Item, resolution: ExpiredResolution) -> str:
+        fact = item.payload["fact"]
+        if resolution.retire:
+            _, fact_id = parse_address(fact["address"], expect=("fact",))
+            ctx.ops.tombstone(
+                ctx.namespace,
+                "fact",
+                fact_id,
+                "forgotten",
+                f"retired by item {item.id}: expired at {fact['valid_to']}",
+                item.id,
+            )
+            return fact["address"]
+        renewed = ctx.ops.record_fact(
+            ctx.namespace,
+            fact["subject"],
+            fact["predicate"],
+            fact["value"],
+            valid_from=fact["valid_to"],
+            valid_to=resolution.renew_until,
+        )
+        return address("fact", renewed)
+
+
+# --- hooks --------------------------------------------------------------------------
+
+
+@hookimpl
+def memors_register_kinds(registry: Any) -> None:
+    registry.add(ExpiredKind())
+
+
+@hookimpl
+def memors_check_submission(resolution: Any, payload: JSON) -> dict[str, CheckResult] | None:
+    """``expired-value``: a page must not state an expired value as current."""
+    if not isinstance(resolution, PageResolution):
+        return None
+    flagged = [
+        {"fact": fact["address"], "expired": fact["valid_to"], "sentence": sentence}
+        for fact in outdated(payload.get("facts") or [], now_ts())
+        for sentence in stated_as_current(resolution.content, fact)
+    ]
+    return {CHECK: CheckResult(passed=not flagged, flagged=flagged)}
+
+
+@hookimpl
+def memors_lint_rules(context: Any) -> list[Finding]:
+    """``expired-on-page``: live pages that state an expired value as current."""
+    ops, now = context.ops, now_ts()
+    findings = []
+    for page in ops.live_pages(context.namespace):
+        shown = to_json(ops.page_ref(page))
+        canonical = ops.entity_row(page[5])[3]
+        for fact in outdated(to_json(ops.entity_facts(canonical)), now):
+            sentences = stated_as_current(shown["content"], fact)
+            if sentences:
+                findings.append(
+                    Finding(
+                        RULE,
+                        shown["address"],
+                        f"page {shown['title']!r} states {fact['subject']} {fact['predicate']} "
+                        f"{fact['value']!r} as current, but it expired at {fact['valid_to']}: "
+                        f"{sentences[0]!r}",
+                        [fact["address"]],
+                    )
+                )
+    return findings

@@ -1,0 +1,2 @@
+# The fixtures memors ships for plugin authors: memory, db_path, memors_cli.
+pytest_plugins = ["memors_core.testing"]
