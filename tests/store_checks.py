@@ -1,0 +1,238 @@
+"""Consistency checks on a store file, shared by the reliability tests.
+
+:func:`store_problems` opens the file the way a fresh process would (so a
+killed writer's WAL is recovered first) and returns every broken invariant
+as a line of text: an empty list is a healthy store.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+WORK_ITEMS_TOTAL = "memors_store_work_items_total"
+PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
+FTS_TABLES = ("passages_fts", "pages_fts", "facts_fts", "entities_fts")
+
+# (what, SQL that returns offending rows)
+ORPHANS: list[tuple[str, str]] = [
+    (
+        "a document without a version",
+        "SELECT d.id FROM documents d WHERE NOT EXISTS "
+        "(SELECT 1 FROM document_versions v WHERE v.document = d.id)",
+    ),
+    (
+        "a first version without its passages",
+        "SELECT v.document FROM document_versions v WHERE v.version = 1 AND NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.document = v.document AND p.version = 1)",
+    ),
+    (
+        "a later version without its passage list",
+        "SELECT v.document, v.version FROM document_versions v WHERE v.version > 1 "
+        "AND NOT EXISTS (SELECT 1 FROM version_passages vp WHERE vp.document = v.document "
+        "AND vp.version = v.version)",
+    ),
+    (
+        "a first version with a gap in its passages",
+        "SELECT document FROM passages WHERE version = 1 GROUP BY document "
+        "HAVING MAX(position) + 1 <> COUNT(*) OR MIN(position) <> 0",
+    ),
+    (
+        "a later version's passage list with a gap",
+        "SELECT document, version FROM version_passages GROUP BY document, version "
+        "HAVING MAX(position) + 1 <> COUNT(*)",
+    ),
+    (
+        "a version's passage list naming a missing passage",
+        "SELECT vp.passage FROM version_passages vp WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = vp.passage)",
+    ),
+    (
+        "a passage of a version that does not exist",
+        "SELECT p.id FROM passages p WHERE NOT EXISTS (SELECT 1 FROM document_versions v "
+        "WHERE v.document = p.document AND v.version = p.version)",
+    ),
+    (
+        "an orphan passage (in no version's passage list)",
+        "SELECT p.id FROM passages p WHERE p.version > 1 AND NOT EXISTS "
+        "(SELECT 1 FROM version_passages vp WHERE vp.passage = p.id "
+        "AND vp.document = p.document AND vp.version = p.version)",
+    ),
+    (
+        "a passage of a missing document",
+        "SELECT p.id FROM passages p WHERE NOT EXISTS "
+        "(SELECT 1 FROM documents d WHERE d.id = p.document)",
+    ),
+    (
+        "a mention of a missing passage or entity",
+        "SELECT m.passage FROM mentions m WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = m.passage) OR NOT EXISTS "
+        "(SELECT 1 FROM entities e WHERE e.id = m.entity)",
+    ),
+    (
+        "a page citing a missing passage",
+        "SELECT s.page FROM page_sources s WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = s.passage)",
+    ),
+    (
+        "a page made by an item that is not done",
+        "SELECT pg.id FROM pages pg JOIN work_items w ON w.id = pg.item WHERE w.status <> 'done'",
+    ),
+    (
+        "an item that made two pages",
+        "SELECT item FROM pages WHERE item IS NOT NULL GROUP BY item HAVING COUNT(*) > 1",
+    ),
+    (
+        "a done page/stale item without its page",
+        "SELECT w.id FROM work_items w WHERE w.kind IN ('page', 'stale') AND w.status = 'done' "
+        "AND NOT EXISTS (SELECT 1 FROM pages pg WHERE pg.item = w.id) "
+        "AND NOT EXISTS (SELECT 1 FROM purges)",  # (purge erases pages)
+    ),
+    (
+        "a tombstone left by an item that is not done",
+        "SELECT t.target FROM tombstones t JOIN work_items w ON w.id = t.item "
+        "WHERE w.status <> 'done'",
+    ),
+    (
+        "two open items with one key",
+        "SELECT namespace, kind, key FROM work_items WHERE status = 'open' "
+        "GROUP BY namespace, kind, key HAVING COUNT(*) > 1",
+    ),
+]
+
+
+def connect(path: Path | str) -> apsw.Connection:
+    """A plain connection, as a fresh process would open the file."""
+    conn = apsw.Connection(str(path))
+    conn.setbusytimeout(15_000)
+    return conn
+
+
+def store_problems(path: Path | str) -> list[str]:
+    """Every broken invariant of the store at ``path`` (empty when healthy)."""
+    conn = connect(path)
+    try:
+        return list(_problems(conn))
+    finally:
+        conn.close()
+
+
+def _problems(conn: apsw.Connection) -> Iterator[str]:
+    result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    if result != ["ok"]:
+        yield f"integrity_check: {result[:5]}"
+    fk = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if fk:
+        yield f"foreign_key_check: {fk[:5]}"
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "passages" not in tables:
+        return  # killed before the schema was created: an empty file is a healthy store
+    for fts in FTS_TABLES:
+        try:
+            # rank = 1: also compare an external-content index with its table
+            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+        except apsw.Error as exc:
+            yield f"{fts} integrity-check: {exc}"
+    for fts, table in (
+        ("passages_fts_docsize", "passages"),
+        ("pages_fts_docsize", "pages"),
+        ("facts_fts", "facts"),
+        ("entities_fts", "entities"),
+    ):
+        n_fts = conn.execute(f"SELECT COUNT(*) FROM {fts}").fetchone()[0]
+        n_rows = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        if n_fts != n_rows:
+            yield f"{fts} holds {n_fts} rows for {n_rows} {table}"
+    for what, sql in ORPHANS:
+        rows = conn.execute(sql).fetchall()
+        if rows:
+            yield f"{what}: {rows[:3]} ({len(rows)} in all)"
+    yield from _counter_problems(conn)
+
+
+def counters(conn: apsw.Connection) -> dict[tuple[str, str], int]:
+    return {
+        (kind, event): value
+        for kind, event, value in conn.execute(
+            "SELECT kind, event, value FROM counters WHERE name = ?", (WORK_ITEMS_TOTAL,)
+        )
+    }
+
+
+def _counter_problems(conn: apsw.Connection) -> Iterator[str]:
+    """Persisted counters equal the rows they count.
+
+    Items are never deleted and leave ``open`` once, so ``created`` counts
+    every item of a kind and ``done``/``skipped``/``obsolete`` count the
+    items in that state; a page is counted as marked stale the first time.
+    """
+    counted = counters(conn)
+    rows = conn.execute("SELECT kind, status, COUNT(*) FROM work_items GROUP BY kind, status")
+    by_kind: dict[str, dict[str, int]] = {}
+    for kind, status, n in rows:
+        by_kind.setdefault(kind, {})[status] = n
+    for kind in set(by_kind) | {k for k, _e in counted}:
+        states = by_kind.get(kind, {})
+        if counted.get((kind, "created"), 0) != sum(states.values()):
+            yield (
+                f"{WORK_ITEMS_TOTAL}{{kind={kind},event=created}} is "
+                f"{counted.get((kind, 'created'), 0)} for {sum(states.values())} items"
+            )
+        for event in ("done", "skipped", "obsolete"):
+            if counted.get((kind, event), 0) != states.get(event, 0):
+                yield (
+                    f"{WORK_ITEMS_TOTAL}{{kind={kind},event={event}}} is "
+                    f"{counted.get((kind, event), 0)} for {states.get(event, 0)} {event} items"
+                )
+    marked = conn.execute(
+        "SELECT COALESCE(SUM(value), 0) FROM counters WHERE name = ?", (PAGES_MARKED_STALE,)
+    ).fetchone()[0]
+    distinct = conn.execute("SELECT COUNT(DISTINCT page) FROM page_stale").fetchone()[0]
+    if marked != distinct:
+        yield f"{PAGES_MARKED_STALE} is {marked} for {distinct} pages marked stale"
+
+
+# --- a corpus big enough to kill a load mid-way ---------------------------------------------
+
+VOCABULARY = [
+    "replica", "quorum", "leader", "lease", "snapshot", "epoch", "vote", "term", "commit",
+    "shard", "partition", "gossip", "clock", "vector", "merkle", "hint", "handoff", "repair",
+    "compaction", "tombstone", "segment", "index", "cursor", "batch", "fence", "witness",
+]  # fmt: skip
+
+
+def corpus(documents: int, *, seed: int = 7, topics: int = 40) -> list[dict]:
+    """``documents`` JSONL records (uri, entities, three or four passages);
+    every tenth repeats a paragraph of an earlier one (duplicate items)."""
+    rng = random.Random(seed)
+    words = VOCABULARY + [f"term{i}" for i in range(3000)]
+    paragraphs: list[str] = []
+    out = []
+    for i in range(documents):
+        paras = [
+            " ".join(rng.choice(words) for _ in range(30)) + f". Record {i}, part {p}."
+            for p in range(3)
+        ]
+        if i % 10 == 9:
+            paras.append(rng.choice(paragraphs))
+        paragraphs.extend(paras[:3])
+        paras.append(f"Filed under [[Subject {i % (topics * 3)}]].")
+        out.append(
+            {
+                "text": "\n\n".join(paras),
+                "uri": f"record://{i}",
+                "entities": [f"Topic {i % topics}"],
+            }
+        )
+    return out
+
+
+def write_jsonl(path: Path, records: list[dict]) -> Path:
+    with path.open("w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+    return path
