@@ -65,6 +65,12 @@ class Queue(RuleBasedStateMachine):
     def forget_fact(self, data):
         self.memory.forget(data.draw(st.sampled_from(self.facts)))
 
+    @precondition(lambda self: self.memory.store.scalar("SELECT COUNT(*) FROM pages"))
+    @rule(data=st.data())
+    def forget_page(self, data):
+        pages = [r[0] for r in self.memory.store.all("SELECT id FROM pages ORDER BY rowid")]
+        self.memory.forget("memo://page/" + data.draw(st.sampled_from(pages)))
+
     @rule(pair=st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True))
     def propose_merge(self, pair):
         try:
@@ -143,7 +149,11 @@ class Queue(RuleBasedStateMachine):
     @invariant()
     def open_items_are_up_to_date_once_compacted(self):
         memory = self.memory
-        memory.compact()
+        # An incremental scan leaves the queue exactly as a full rescan would.
+        incremental = to_json(memory.compact())
+        full = to_json(memory.compact(full=True))
+        assert full["created"] == 0
+        assert full["items"] == incremental["items"]
         ctx = KindContext(memory.store, "default", memory.ops, True)
         from memors_core.compaction import list_items
 
