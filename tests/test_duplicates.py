@@ -183,3 +183,39 @@ def test_same_document_copies_and_short_passages_never_count(memory):
     memory.remember("short one", uri="y")
     result = to_json(memory.compact(kinds=["duplicate"]))
     assert result["open"] == 0
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    st.lists(st.tuples(corpora, st.lists(st.integers(0, 50), max_size=2)), min_size=2, max_size=4)
+)
+def test_incremental_scans_find_what_a_full_scan_would(batches):
+    """Documents arrive in batches with a compact after each, and some passages
+    are forgotten in between: the open items always match brute force."""
+    with temporary_memory() as memory:
+        records: dict[str, tuple[str, str, str]] = {}
+        n = 0
+        for corpus, forget in batches:
+            for doc in corpus:
+                n += 1
+                r = memory.remember("\n\n".join(" ".join(ws) for ws in doc), uri=f"doc-{n}")
+                for p in r.passages:
+                    records[p] = (p, r.document, memory.get(p).text)
+            for i in forget[: len(records)]:
+                victim = sorted(records)[i % len(records)]
+                memory.forget(victim)
+                del records[victim]
+            result = to_json(memory.compact(kinds=["duplicate"]))
+            expected = brute_force(list(records.values()))
+            got = {
+                frozenset(p["address"] for p in i["payload"]["passages"]): i["payload"]
+                for i in result["items"]
+            }
+            assert set(got) == set(expected)
+            for members, want in expected.items():
+                assert got[members]["pair_count"] == want["pair_count"]
+                assert Fraction(got[members]["jaccard"]).limit_denominator(1000) == want["jaccard"]
