@@ -159,3 +159,28 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[dict[str, str]]
                 return
             row = json.loads(line)
             yield {"doc": str(row["doc"]), "text": row["text"]}
+
+
+def write_documents(path: Path, passages: int, seed: int = 7) -> None:
+    """Write a generated corpus as documents, one JSON object per line, for
+    ``memors-mcp remember --jsonl`` (the passages of a document joined by
+    blank lines, its id as ``uri``)."""
+    with path.open("w", encoding="utf-8") as out:
+        batch: list[str] = []
+        doc = None
+        for row in generate(passages, seed=seed):
+            if row["doc"] != doc and batch:
+                out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+                batch = []
+            doc = row["doc"]
+            batch.append(row["text"])
+        if batch:
+            out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+
+
+if __name__ == "__main__":  # python -m benchmarks.corpus FILE PASSAGES [SEED]
+    import sys
+
+    write_documents(
+        Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 7
+    )

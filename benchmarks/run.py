@@ -357,17 +357,12 @@ def run_scale(args: argparse.Namespace) -> None:
     corpus = work / "corpus.jsonl"
     n = args.scale
     print(f"memors at scale: {n} passages through the real CLI\n")
-    with corpus.open("w", encoding="utf-8") as out:
-        batch: list[str] = []
-        doc = None
-        for row in generate(n, seed=args.seed):
-            if row["doc"] != doc and batch:
-                out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
-                batch = []
-            doc = row["doc"]
-            batch.append(row["text"])
-        if batch:
-            out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+    # Written by a child process, so this one stays small: a child's peak RSS
+    # counts the parent's pages it was forked with.
+    subprocess.run(
+        [sys.executable, "-m", "benchmarks.corpus", str(corpus), str(n), str(args.seed)],
+        check=True,
+    )
     env = {**os.environ, "MEMORS_DB": str(work / "memors.db")}
     for label, argv in (
         ("remember --jsonl", ["remember", "--jsonl", str(corpus), "--json"]),

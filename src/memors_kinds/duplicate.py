@@ -433,6 +433,9 @@ class DuplicateKind(Kind):
             ):
                 if rowid > indexed:
                     fresh.append((rowid, *_prefix_piece(blob)))
+                    if len(fresh) >= 100_000:  # index as we go: bounded memory
+                        _index_prefixes(store, fresh)
+                        fresh.clear()
                 yield ident, doc, blob
 
         found = clusters(records())
