@@ -214,9 +214,15 @@ def test_items_show_and_resolution_flags_for_any_kind(store):
     shown = cli("items", "show", f"memo://item/{merge['id']}", "--json").json
     assert shown["kind"] == "merge" and shown["payload"] == merge["payload"]
     assert shown["address"] == f"memo://item/{merge['id']}"
-    r = cli("submit", str(merge["id"]), "--set", "reject=true", "--json")
+    r = cli("submit", str(merge["id"]), "--reject", "--json")
     assert r.code == 0 and r.json["stored"] is True, r
     assert cli("items", "show", str(merge["id"]), "--json").json["resolution"] == {"reject": True}
+    raft = [i for i in items if i["kind"] == "page"][1]
+    assert raft["payload"]["entity"]["name"] == "Raft"
+    r = cli("submit", str(raft["id"]), "--set", "skip=true", "--set", "reason=later", "--json")
+    assert r.code == 0 and r.json["status"] == "skipped", r
+    shown = cli("items", "show", str(raft["id"]), "--json").json
+    assert shown["resolution"] == {"skip": True, "reason": "later"}
     r = cli("entity", "propose-merge", "Quorum replication", "quorum-replication")
     assert r.code == 1 and "rejected before" in r.err
     page = next(i for i in items if i["kind"] == "page")

@@ -307,3 +307,25 @@ def test_counters_count_every_event_across_kinds(memory):
         ("page", "skipped"): 1,
     }
     assert {k for k, _e in c} == set(KINDS)
+
+
+def test_every_kind_can_be_skipped_and_stays_skipped(memory):
+    remember_about(memory, "Raft", 3)
+    memory.remember("[[raft!]] is the same name, folded.", uri="odd")
+    memory.record_fact("Raft", "leader", "n1")
+    memory.record_fact("Raft", "leader", "n2")
+    text = "The same paragraph appears in two different documents word for word."
+    memory.remember(text, uri="copy-1")
+    memory.remember(text, uri="copy-2")
+    page = compact(memory, kinds=["page"])["items"][0]
+    content = "\n".join(p["text"] for p in page["payload"]["passages"])
+    memory.submit(page["id"], content=content + "\nleader n1 n2", title="Raft")
+    remember_about(memory, "Raft", 2, start=3)  # two new passages: the page is stale
+    items = compact(memory)["items"]
+    assert sorted(i["kind"] for i in items) == ["conflict", "duplicate", "merge", "stale"]
+    for item in items:
+        report = memory.submit(item["id"], skip=True, reason=f"not now ({item['kind']})")
+        assert report.status == "skipped" and report.stored
+        assert to_json(memory.get(f"memo://item/{item['id']}"))["resolution"]["reason"]
+    assert compact(memory) == {"namespace": "default", "created": 0, "open": 0, "items": []}
+    assert compact(memory, full=True)["created"] == 0
