@@ -27,7 +27,10 @@ def parse_instant(text: object, field: str) -> datetime:
         ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before the year 1 in UTC
+        raise BadInput(f"{field} {raw[:40]!r} is out of range once converted to UTC") from None
 
 
 def normalise(text: str | None, field: str) -> str | None:

@@ -54,9 +54,15 @@ def _limit_from_env(name: str, default: int) -> int:
     if raw is None:
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise BadInput(f"{name} must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise BadInput(f"{name} must be a positive integer, got {raw!r}")
+    return value
+
+
+FIELD_SETTING = "MEMORS_MAX_FIELD_CHARS"
 
 
 class Limits:
@@ -70,13 +76,16 @@ class Limits:
         self.field_chars = _limit_from_env("MEMORS_MAX_FIELD_CHARS", 10_000)
 
 
-def _opt_str(value: Any, field: str, limit: int) -> str | None:
+def _opt_str(value: Any, field: str, limit: int, setting: str = "") -> str | None:
     if value is None:
         return None
     if not isinstance(value, str):
         raise BadInput(f"{field} must be a string, got {type(value).__name__}")
     if len(value) > limit:
-        raise BadInput(f"{field} is too long ({len(value)} characters; at most {limit})")
+        raise BadInput(
+            f"{field} is too long ({len(value)} characters; at most {limit}"
+            f"{', ' + setting if setting else ''})"
+        )
     if "\x00" in value:
         raise BadInput(f"{field} contains a NUL character")
     try:
@@ -86,8 +95,8 @@ def _opt_str(value: Any, field: str, limit: int) -> str | None:
     return value
 
 
-def _req_str(value: Any, field: str, limit: int) -> str:
-    out = _opt_str(value, field, limit)
+def _req_str(value: Any, field: str, limit: int, setting: str = "") -> str:
+    out = _opt_str(value, field, limit, setting)
     if out is None or not out.strip():
         raise BadInput(f"{field} must not be empty")
     return out
@@ -169,8 +178,8 @@ class Memory:
             raise BadInput("text contains unpaired surrogates (not valid Unicode)") from None
         if not text_.strip():
             raise BadInput("text is empty: there is nothing to remember")
-        uri = _opt_str(uri, "uri", self.limits.field_chars)
-        title = _opt_str(title, "title", self.limits.field_chars)
+        uri = _opt_str(uri, "uri", self.limits.field_chars, FIELD_SETTING)
+        title = _opt_str(title, "title", self.limits.field_chars, FIELD_SETTING)
         if entities is None:
             entities = []
         if isinstance(entities, str):
@@ -462,8 +471,8 @@ class Memory:
         check_namespace(namespace)
         lim = self.limits.field_chars
         subject = _req_str(subject, "subject", 200)
-        predicate = _req_str(predicate, "predicate", lim)
-        value = _req_str(value, "value", lim)
+        predicate = _req_str(predicate, "predicate", lim, FIELD_SETTING)
+        value = _req_str(value, "value", lim, FIELD_SETTING)
         valid_from = _opt_str(valid_from, "valid_from", 64)
         valid_to = _opt_str(valid_to, "valid_to", 64)
         source = _opt_str(source, "source", 200)
@@ -516,7 +525,8 @@ class Memory:
             raise BadInput(f"query must be a string, got {type(query).__name__}")
         if len(query) > self.limits.query_chars:
             raise BadInput(
-                f"query too long ({len(query)} characters; at most {self.limits.query_chars})"
+                f"query too long ({len(query)} characters; at most {self.limits.query_chars}, "
+                "MEMORS_MAX_QUERY_CHARS)"
             )
         if granularity not in GRANULARITIES:
             raise BadInput(
@@ -697,7 +707,7 @@ class Memory:
         a page. Forgetting something already forgotten changes nothing."""
         check_namespace(namespace)
         kind, ident = parse_address(address)
-        reason = _opt_str(reason, "reason", self.limits.field_chars)
+        reason = _opt_str(reason, "reason", self.limits.field_chars, FIELD_SETTING)
         if kind not in ("document", "passage", "fact", "page"):
             raise BadInput(
                 f"only documents, passages, facts and pages can be forgotten, not a {kind}"
