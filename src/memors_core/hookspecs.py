@@ -24,11 +24,21 @@ hookimpl = pluggy.HookimplMarker("memors")
 def memors_register_kinds(registry: KindRegistry) -> None:
     """Register work-item kinds.
 
-    Called once when a :class:`memors_core.Memory` is opened, with a
-    :class:`memors_core.kinds.KindRegistry`. Call ``registry.add(kind)``
-    for each :class:`memors_core.kinds.Kind` the plugin provides. A name
-    that is already registered is refused with a :class:`PluginError`
-    naming both plugins. Returns nothing.
+    Called:
+        Once when a :class:`memors_core.Memory` is opened (every CLI command,
+        the MCP server at start-up, ``Memory.open`` in a program).
+
+    Args:
+        registry: a :class:`memors_core.kinds.KindRegistry`; call
+            ``registry.add(kind)`` with an instance of each
+            :class:`memors_core.kinds.Kind` the plugin provides. A kind whose
+            name is already registered is refused with a
+            :class:`memors_core.PluginError` naming both plugins.
+
+    Returns:
+        Nothing. An implementation that raises stops the store from opening
+        with a :class:`memors_core.PluginError` naming the plugin (disable it
+        with ``MEMORS_DISABLE_PLUGINS``).
     """
 
 
@@ -36,11 +46,22 @@ def memors_register_kinds(registry: KindRegistry) -> None:
 def memors_extract_entities(text: str, namespace: str) -> list[str] | None:
     """Name the entities a passage mentions.
 
-    Called for every new passage when a document is remembered, with the
-    passage's text and namespace. Return a list of entity names (matched
-    case-insensitively, white space folded; new names create entities) or
-    ``None``. The results of all implementations are combined with the
-    names given by the caller and the passage's ``[[Wiki Links]]``.
+    Called:
+        For every new passage when a document is remembered, inside the
+        transaction that stores it (keep it fast: no network calls).
+
+    Args:
+        text: the passage's text.
+        namespace: the namespace the document is remembered in.
+
+    Returns:
+        A list of entity names (matched case-insensitively, white space
+        folded; new names create entities), or ``None``. The names of all
+        implementations are added to those the caller gave and the
+        passage's ``[[Wiki Links]]``. An answer that is not a list of
+        names (or a name over 200 characters) is skipped with a warning
+        naming the plugin; an implementation that raises is logged by name
+        and ignored, and the document is still remembered.
     """
 
 
@@ -50,15 +71,30 @@ def memors_check_submission(
 ) -> dict[str, CheckResult] | None:
     """Check a submission before it is stored.
 
-    Called on every submit that is not a skip, after the kind has validated
-    the resolution, with a :class:`memors_core.kinds.CheckContext`, the
-    :class:`memors_core.kinds.Item`, the structured resolution (an instance
-    of the kind's resolution class) and the item's payload. Return a mapping
-    of check name to :class:`memors_core.model.CheckResult` (``passed`` and
-    ``flagged``) or ``None`` when the check does not apply. Any flagged
-    result refuses the submission unless it is forced. The built-in
-    ``omission`` and ``corruption`` checks implement this hook for page
-    resolutions.
+    Called:
+        On every ``submit`` that is not a skip (``dry_run`` too), after the
+        item's kind has validated the resolution and before anything is
+        stored, for items of every kind.
+
+    Args:
+        context: a :class:`memors_core.kinds.CheckContext` (``store``,
+            ``namespace``, ``ops``, and ``kind``, the item's kind).
+        item: the :class:`memors_core.kinds.Item` being completed.
+        resolution: the structured resolution, an instance of the kind's
+            ``resolution`` class (page submissions are
+            :class:`memors_core.model.PageResolution`).
+        payload: the item's payload, exactly as it was handed out.
+
+    Returns:
+        A mapping of check name to :class:`memors_core.model.CheckResult`
+        (``passed`` and ``flagged``, a list of JSON objects saying what is
+        wrong), or ``None`` when none of the plugin's checks apply. Every
+        result appears in the submit report under its name; any flagged one
+        refuses the submission unless it is forced (then the flags are
+        recorded). An implementation that raises cannot vouch for the
+        submission: it is reported as a flagged check named after the
+        plugin, with the error. The built-in ``omission`` and
+        ``corruption`` checks implement this hook for page resolutions.
     """
 
 
@@ -66,10 +102,20 @@ def memors_check_submission(
 def memors_lint_rules(context: LintContext) -> list[Finding] | None:
     """Report problems in a namespace.
 
-    Called by ``lint`` with a :class:`memors_core.kinds.LintContext` whose
-    store is opened read-only. Return a list of
-    :class:`memors_core.model.Finding` (``rule``, ``address``, ``message``,
-    ``related``) or ``None``. The built-in rules ``contradiction``,
-    ``orphan-entity``, ``missing-page``, ``stale-page`` and ``expired-fact``
-    implement this hook.
+    Called:
+        By ``lint`` (CLI, MCP tool and ``Memory.lint``), once per run, with
+        the store opened read-only: an implementation cannot write.
+
+    Args:
+        context: a :class:`memors_core.kinds.LintContext` (``store``,
+            ``namespace`` and ``ops``).
+
+    Returns:
+        A list of :class:`memors_core.model.Finding` (``rule``,
+        ``address``, ``message``, ``related``), or ``None``. An
+        implementation that raises, or returns anything else, is reported
+        as a ``plugin-error`` finding at ``plugin:NAME`` with the error;
+        the other rules still run. The built-in rules ``contradiction``,
+        ``orphan-entity``, ``missing-page``, ``stale-page`` and
+        ``expired-fact`` implement this hook.
     """

@@ -162,9 +162,13 @@ class KindRegistry:
         if not isinstance(name, str) or not name:
             raise PluginError(f"plugin {self.current_plugin!r} registered a kind without a name")
         if name in self._kinds:
+            # Which plugin registers first depends on the order of sys.path: name both.
+            owners = sorted({self._owners[name], self.current_plugin})
+            if len(owners) == 1:
+                raise PluginError(f"plugin {owners[0]!r} registers the kind {name!r} twice")
             raise PluginError(
-                f"plugin {self.current_plugin!r} registers kind {name!r}, "
-                f"which plugin {self._owners[name]!r} already registered"
+                f"plugins {owners[0]!r} and {owners[1]!r} both register the kind {name!r}: "
+                "disable one with MEMORS_DISABLE_PLUGINS"
             )
         self._kinds[name] = kind
         self._owners[name] = self.current_plugin
