@@ -309,7 +309,8 @@ def test_counters_count_every_event_across_kinds(memory):
     assert {k for k, _e in c} == set(KINDS)
 
 
-def test_every_kind_can_be_skipped_and_stays_skipped(memory):
+def one_open_item_of_each_kind(memory) -> list[dict]:
+    """A stale page, a conflict, a merge candidate and a duplicate pair."""
     remember_about(memory, "Raft", 3)
     memory.remember("[[raft!]] is the same name, folded.", uri="odd")
     memory.record_fact("Raft", "leader", "n1")
@@ -323,9 +324,33 @@ def test_every_kind_can_be_skipped_and_stays_skipped(memory):
     remember_about(memory, "Raft", 2, start=3)  # two new passages: the page is stale
     items = compact(memory)["items"]
     assert sorted(i["kind"] for i in items) == ["conflict", "duplicate", "merge", "stale"]
-    for item in items:
+    return items
+
+
+def test_every_kind_can_be_skipped_and_stays_skipped(memory):
+    for item in one_open_item_of_each_kind(memory):
         report = memory.submit(item["id"], skip=True, reason=f"not now ({item['kind']})")
         assert report.status == "skipped" and report.stored
         assert to_json(memory.get(f"memo://item/{item['id']}"))["resolution"]["reason"]
     assert compact(memory) == {"namespace": "default", "created": 0, "open": 0, "items": []}
     assert compact(memory, full=True)["created"] == 0
+
+
+WRONG = {
+    "stale": ({"keep": ["memo://passage/01990000-0000-7000-8000-000000000000"]}, "content"),
+    "conflict": ({"accept": True}, "keep = one fact address"),
+    "merge": ({"content": "x", "title": "T"}, "accept or reject"),
+    "duplicate": ({"reject": True}, "keep = one or more passage addresses"),
+}
+
+
+def test_each_kind_names_what_it_takes_when_the_form_is_wrong(memory):
+    for item in one_open_item_of_each_kind(memory):
+        fields, hint = WRONG[item["kind"]]
+        with pytest.raises(BadInput) as err:
+            memory.submit(item["id"], **fields)
+        message = err.value.message
+        assert f"item {item['id']} is a {item['kind']} item" in message
+        assert hint in message and "skip with a reason" in message
+        assert "\n" not in message
+    assert compact(memory)["open"] == 4
