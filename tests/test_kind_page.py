@@ -145,3 +145,14 @@ def test_page_items_can_be_skipped(memory):
     (item,) = page_items(memory)
     assert memory.submit(item["id"], skip=True, reason="not worth a page").status == "skipped"
     assert page_items(memory) == []
+
+
+def test_a_purged_page_asks_for_a_new_one_as_lint_says(memory):
+    for i, text in enumerate(RAFT[:3]):
+        memory.remember(text, uri=f"d{i}")
+    (item,) = page_items(memory)
+    address = memory.submit(item["id"], content=written(item), title="Raft").address
+    memory.purge(address)
+    assert [f.rule for f in memory.lint().findings] == ["missing-page"]
+    (again,) = page_items(memory)
+    assert again["id"] != item["id"] and again["payload"] == item["payload"]

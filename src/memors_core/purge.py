@@ -79,6 +79,13 @@ def _erase(store, kind: str, ident: str) -> list[str]:
             r[0] for r in store.all("SELECT page FROM page_sources WHERE passage = ?", (p,))
         )
     for page in sorted(pages):
+        # The item that wrote the page no longer stands: without this its
+        # unchanged fingerprint would keep compact from asking for a new page.
+        conn.execute(
+            "UPDATE work_items SET fingerprint = 'purged' WHERE status = 'done' "
+            "AND id = (SELECT item FROM pages WHERE id = ?)",
+            (page,),
+        )
         conn.execute("DELETE FROM page_sources WHERE page = ?", (page,))
         conn.execute("DELETE FROM page_stale WHERE page = ?", (page,))
         conn.execute("DELETE FROM tombstones WHERE target = ?", (page,))
