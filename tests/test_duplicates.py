@@ -219,3 +219,37 @@ def test_incremental_scans_find_what_a_full_scan_would(batches):
             for members, want in expected.items():
                 assert got[members]["pair_count"] == want["pair_count"]
                 assert Fraction(got[members]["jaccard"]).limit_denominator(1000) == want["jaccard"]
+
+
+@st.composite
+def mutated_corpus(draw) -> list[list[list[str]]]:
+    """Longer passages and their edited copies (a few words substituted,
+    inserted or deleted), so Jaccard values land all around 0.75."""
+    vocab = [f"t{i}" for i in range(30)]
+    bases = draw(st.lists(st.lists(st.sampled_from(vocab), min_size=8, max_size=40), max_size=3))
+    passages = []
+    for base in bases:
+        passages.append(base)
+        for _ in range(draw(st.integers(1, 4))):
+            words = list(base)
+            for _ in range(draw(st.integers(0, 4))):
+                at = draw(st.integers(0, len(words) - 1))
+                op = draw(st.sampled_from(["sub", "ins", "del"]))
+                if op == "sub":
+                    words[at] = draw(st.sampled_from(vocab))
+                elif op == "ins":
+                    words.insert(at, draw(st.sampled_from(vocab)))
+                elif len(words) > 1:
+                    del words[at]
+            passages.append(words)
+    docs = draw(st.lists(st.integers(0, 3), min_size=len(passages), max_size=len(passages)))
+    corpus: list[list[list[str]]] = [[] for _ in range(4)]
+    for words, d in zip(passages, docs, strict=True):
+        corpus[d].append(words)
+    return [doc for doc in corpus if doc]
+
+
+@settings(max_examples=300, deadline=None)
+@given(mutated_corpus())
+def test_clusters_match_brute_force_on_longer_edited_copies(corpus):
+    test_clusters_match_brute_force_all_pairs.hypothesis.inner_test(corpus)
