@@ -20,8 +20,8 @@ demo: setup
 	$(BIN)/python demo/run_demo.py
 
 lint: setup
-	$(BIN)/ruff check src tests benchmarks demo
-	$(BIN)/ruff format --check src tests benchmarks demo
+	$(BIN)/ruff check src tests benchmarks demo examples
+	$(BIN)/ruff format --check src tests benchmarks demo examples
 
 contracts: setup
 	$(BIN)/lint-imports
