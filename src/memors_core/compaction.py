@@ -469,8 +469,9 @@ def _submit(
     if isinstance(res, PageResolution):
         previous = (item.payload.get("page") or {}).get("content", "")
         diff = page_diff(previous, res.content)
-    if flagged and not force:
-        if not dry_run:
+    refused = bool(flagged) and not force
+    if refused or dry_run:
+        if refused and not dry_run:
             _count(store, item.kind, "refused")
             store.after_commit(
                 log.info,
@@ -488,18 +489,11 @@ def _submit(
             address=None,
             diff=diff,
             checks=checks,
-            message=f"refused by {', '.join(flagged)}: nothing stored (fix it, or force)",
-        )
-    if dry_run:
-        return SubmitReport(
-            item=item_id,
-            kind=item.kind,
-            status="open",
-            stored=False,
-            address=None,
-            diff=diff,
-            checks=checks,
-            message="dry run: every check ran, nothing stored",
+            message=(
+                f"refused by {', '.join(flagged)}: nothing stored (fix it, or force)"
+                if refused
+                else "dry run: every check ran, nothing stored"
+            ),
         )
     ctx.flags = {name: checks[name].flagged for name in flagged}
     with store.write():  # a savepoint: a failing apply leaves the item open
