@@ -11,7 +11,6 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -233,36 +232,22 @@ class Memory:
         name = where or (lambda n: f"document {n}")
         totals = Counter()
         pending: list[tuple] = []
-        # Splitting and shingling the next batch runs in a thread while this
-        # batch's SQL runs (SQLite releases the GIL), so on two cores a bulk
-        # load costs little more than its inserts.
-        workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memors-prepare")
-        ahead: list[Any] = []  # at most one batch being prepared
-
-        def store_batch(job: Any) -> None:
-            docs, prepared = job.result()
-            passages = 0
-            with self._lock, self.store.write():
-                for doc, prep in zip(docs, prepared, strict=True):
-                    passages += self._remember_one(namespace, *doc, counts_only=True, prepared=prep)
-            totals["passages"] += passages  # counted once the batch is committed
-            totals["documents"] += len(docs)
-            if progress:
-                progress(totals["documents"])
 
         def flush() -> None:
             docs = list(pending)
             pending.clear()
-            job = workers.submit(lambda: (docs, [prepare_passages(d[0]) for d in docs]))
-            while ahead:
-                store_batch(ahead.pop())
-            ahead.append(job)
-
-        def drain() -> None:
-            if pending:
-                flush()
-            while ahead:
-                store_batch(ahead.pop())
+            prepared = [prepare_passages(d[0]) for d in docs]
+            passages = 0
+            with self._lock, self.store.write():
+                self.store.touch_namespace(namespace)
+                for doc, prep in zip(docs, prepared, strict=True):
+                    passages += self._remember_one(
+                        namespace, *doc, counts_only=True, prepared=prep, touch=False
+                    )
+            totals["passages"] += passages  # counted once the batch is committed
+            totals["documents"] += len(docs)
+            if progress:
+                progress(totals["documents"])
 
         before = self._entity_count(namespace)
         try:
@@ -289,21 +274,14 @@ class Memory:
         except MemorsError as exc:
             # Everything before the bad document is stored, whatever raised
             # (a bad line, an unreadable file): say how much, so a load can resume.
-            try:
-                drain()
-            finally:
-                workers.shutdown()
+            if pending:
+                flush()
             stored = totals["documents"]
             raise type(exc)(
                 f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
             ) from None
-        except BaseException:
-            workers.shutdown(cancel_futures=True)
-            raise
-        try:
-            drain()
-        finally:
-            workers.shutdown()
+        if pending:
+            flush()
         return RememberedMany(
             documents=totals["documents"],
             passages=totals["passages"],
@@ -324,13 +302,15 @@ class Memory:
         *,
         counts_only: bool = False,
         prepared: tuple[list[str], list[bytes]] | None = None,
+        touch: bool = True,
     ) -> Remembered | int:
         """Store one document; with ``counts_only`` return just how many
         passages it has (bulk loads need no addresses back). ``prepared``
         carries the passages and their shingles when a bulk load computed
         them ahead (see :func:`prepare_passages`)."""
         store, ops = self.store, self.ops
-        store.touch_namespace(namespace)
+        if touch:
+            store.touch_namespace(namespace)
         doc_hash = text.content_hash(body)
         pieces, blobs = prepared if prepared is not None else prepare_passages(body)
         if len(pieces) > self.limits.passages_per_document:

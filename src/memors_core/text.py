@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
+from operator import xor
 
 # Runs of letters and digits (\w without the underscore).
 _WORD = re.compile(r"[^\W_]+")
@@ -76,30 +78,26 @@ _P2 = 0xC2B2AE3D27D4EB4F
 _P3 = 0x165667B19E3779F9
 
 
-_PARTS: dict[str, tuple[int, int, int]] = {}
+# A word's contribution to a 3-gram in the first, second and third position:
+# its 64-bit hash times the position's multiplier, shifted into the low 61
+# bits, with the word's stop-word flag in bit 63, 62 or 61. XOR-ing the three
+# gives the 3-gram's token: a 61-bit hash under a 3-bit pattern of which of
+# its words are stop words. Kept in three dicts so whole passages are mapped
+# with C-level loops.
+_FIRST: dict[str, int] = {}
+_SECOND: dict[str, int] = {}
+_THIRD: dict[str, int] = {}
+_CACHE_LIMIT = 2_000_000  # a vocabulary, not a corpus
 
 
-def _word_parts(word: str) -> tuple[int, int, int]:
-    """What a word contributes to a 3-gram in each of the three positions.
-
-    The word's 64-bit hash times the position's multiplier, shifted into
-    the low 61 bits, with the word's stop-word flag in bit 63, 62 or 61
-    (first, second, third position). XOR-ing the three contributions gives
-    the 3-gram's token: a 61-bit hash under a 3-bit pattern of which words
-    are stop words.
-    """
-    got = _PARTS.get(word)
-    if got is None:
+def _learn(words_: Iterable[str]) -> None:
+    stops = stop_words()
+    for word in words_:
         h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-        stop = int(word in stop_words())
-        got = (
-            (stop << 63) | (((h * _P1) & _MASK) >> 3),
-            (stop << 62) | (((h * _P2) & _MASK) >> 3),
-            (stop << 61) | (((h * _P3) & _MASK) >> 3),
-        )
-        if len(_PARTS) < 1_000_000:  # bounded: a vocabulary, not a corpus
-            _PARTS[word] = got
-    return got
+        stop = int(word in stops)
+        _FIRST[word] = (stop << 63) | (((h * _P1) & _MASK) >> 3)
+        _SECOND[word] = (stop << 62) | (((h * _P2) & _MASK) >> 3)
+        _THIRD[word] = (stop << 61) | (((h * _P3) & _MASK) >> 3)
 
 
 def shingle_hashes(text: str) -> list[int]:
@@ -107,19 +105,26 @@ def shingle_hashes(text: str) -> list[int]:
 
     Words are casefolded runs of letters and digits; a text of fewer than
     three words has no shingles. Each word is hashed once (blake2b, stable
-    across processes); a 3-gram XORs its words' position-dependent parts
-    (see :func:`_word_parts`), so order matters. The top three bits say
-    which of the three words are stop words, so sorting tokens by value puts
-    content-word 3-grams (rare) before function-word ones (common): a fixed
-    global order in which a set's first tokens are rare, which the
-    incremental duplicate scan's prefix index relies on.
+    across processes); a 3-gram XORs its words' position-dependent parts,
+    so order matters. The top three bits say which of the three words are
+    stop words, so sorting tokens by value puts content-word 3-grams (rare)
+    before function-word ones (common): a fixed global order in which a
+    set's first tokens are rare, which the incremental duplicate scan's
+    prefix index relies on.
     """
     ws = words(text)
     if len(ws) < 3:
         return []
-    get = _PARTS.get
-    first, second, third = zip(*[get(w) or _word_parts(w) for w in ws], strict=True)
-    return sorted({a ^ b ^ c for a, b, c in zip(first, second[1:], third[2:], strict=False)})
+    missing = set(ws).difference(_FIRST)
+    if missing:
+        if len(_FIRST) > _CACHE_LIMIT:
+            _FIRST.clear(), _SECOND.clear(), _THIRD.clear()
+            missing = set(ws)
+        _learn(missing)
+    first = map(_FIRST.__getitem__, ws)
+    second = map(_SECOND.__getitem__, ws[1:])
+    third = map(_THIRD.__getitem__, ws[2:])
+    return sorted(set(map(xor, map(xor, first, second), third)))
 
 
 def pack_shingles(hashes: list[int]) -> bytes:
