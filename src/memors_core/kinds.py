@@ -148,6 +148,16 @@ class Kind:
         """Store the resolution; return the address of what was stored."""
         raise NotImplementedError
 
+    def erase(self, ctx: KindContext, passages: list[tuple[int, str]]) -> None:
+        """Forget what the kind derived from passages that are being purged.
+
+        ``passages`` are ``(row id, id)`` pairs, still in the store; called
+        inside purge's transaction. A kind that keeps state of its own built
+        from passage text (an index, a cache) deletes it here, so no trace
+        of the text survives the purge. Raising refuses the purge. The
+        default does nothing.
+        """
+
 
 class KindRegistry:
     """Handed to ``memors_register_kinds``; kinds are keyed by name."""

@@ -10,10 +10,12 @@ text survives in the file.
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING
 
-from .errors import BadInput, NotFound
+from .errors import BadInput, MemorsError, NotFound, PluginError
 from .ids import address
+from .kinds import KindContext
 from .model import Purged
 from .store import now
 
@@ -39,7 +41,7 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
             ):
                 raise NotFound(f"nothing at {address(kind, ident)} in namespace {namespace!r}")
             conn.execute("INSERT INTO purge_gate(opened_at) VALUES (?)", (now(),))
-            erased = _erase(store, kind, ident)
+            erased = _erase(memory, namespace, kind, ident)
             conn.execute("DELETE FROM purge_gate")
             # Erased rows leave no tombstones behind for incremental scans to
             # see: the next compact of this namespace rescans everything.
@@ -50,11 +52,15 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
                 (namespace, address(kind, ident), json.dumps(erased), now()),
             )
             audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
+        # FTS5 keeps deleted terms in its segments until they are merged:
+        # 'optimize' merges every segment into one, leaving them out.
         for fts in ("passages_fts", "pages_fts", "facts_fts", "entities_fts"):
             with store.write():
                 conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+        # VACUUM rewrites the file without free pages; the checkpoint copies it
+        # back from the WAL and truncates the WAL, which held the old pages.
         conn.execute("VACUUM")
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        _checkpoint(store)
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
     log.info(
@@ -63,7 +69,29 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
     return Purged(address=address(kind, ident), erased=erased, audit=audit)
 
 
-def _erase(store, kind: str, ident: str) -> list[str]:
+def _checkpoint(store) -> None:
+    """Empty the WAL into the file and truncate it, waiting (within the busy
+    timeout) for readers whose snapshots still need the old pages."""
+    timeout = store.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+    deadline = time.monotonic() + timeout
+    while True:
+        busy, _log, _done = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return
+        if time.monotonic() >= deadline:
+            # Erased in the database; the old pages leave the WAL at the next
+            # checkpoint once that reader lets go (closing the store does one).
+            log.warning("purge_checkpoint_incomplete", path=str(store.path))
+            return
+        time.sleep(0.05)
+
+
+def _ids(values) -> str:
+    return json.dumps(sorted(values))
+
+
+def _erase(memory: Memory, namespace: str, kind: str, ident: str) -> list[str]:
+    store = memory.store
     conn = store.conn
     erased: list[str] = []
     passages: list[str] = []
@@ -71,14 +99,44 @@ def _erase(store, kind: str, ident: str) -> list[str]:
         passages = [r[0] for r in store.all("SELECT id FROM passages WHERE document = ?", (ident,))]
     elif kind == "passage":
         passages = [ident]
-    pages: set[str] = set()
-    if kind == "page":
-        pages.add(ident)
-    for p in passages:
-        pages.update(
-            r[0] for r in store.all("SELECT page FROM page_sources WHERE passage = ?", (p,))
+    # Entities that may be left with nothing (erased below if so).
+    entities = {
+        r[0]
+        for r in store.all(
+            "SELECT entity FROM mentions WHERE passage IN (SELECT value FROM json_each(?))",
+            (_ids(passages),),
         )
-    for page in sorted(pages):
+    }
+    if kind == "fact":
+        entities.update(r[0] for r in store.all("SELECT subject FROM facts WHERE id = ?", (ident,)))
+
+    # Pages citing an erased passage, and every later version built on one of
+    # them (its payload carried the earlier version's text).
+    pages: set[str] = {ident} if kind == "page" else set()
+    pages.update(
+        r[0]
+        for r in store.all(
+            "SELECT page FROM page_sources WHERE passage IN (SELECT value FROM json_each(?))",
+            (_ids(passages),),
+        )
+    )
+    frontier = set(pages)
+    while frontier:
+        later = {
+            r[0]
+            for r in store.all(
+                "SELECT id FROM pages WHERE previous IN (SELECT value FROM json_each(?))",
+                (_ids(frontier),),
+            )
+        }
+        frontier = later - pages
+        pages |= frontier
+    # Latest versions first, so no remaining page names an erased one as previous.
+    for (page,) in store.all(
+        "SELECT id FROM pages WHERE id IN (SELECT value FROM json_each(?)) "
+        "ORDER BY version DESC, rowid DESC",
+        (_ids(pages),),
+    ):
         # The item that wrote the page no longer stands: without this its
         # unchanged fingerprint would keep compact from asking for a new page.
         conn.execute(
@@ -92,6 +150,9 @@ def _erase(store, kind: str, ident: str) -> list[str]:
         conn.execute("DELETE FROM pages WHERE id = ?", (page,))
         _redact_items(store, page)
         erased.append(address("page", page))
+
+    if passages:
+        _erase_kind_state(memory, namespace, passages)
     for p in passages:
         conn.execute("DELETE FROM version_passages WHERE passage = ?", (p,))
         conn.execute("DELETE FROM mentions WHERE passage = ?", (p,))
@@ -110,14 +171,65 @@ def _erase(store, kind: str, ident: str) -> list[str]:
         conn.execute("DELETE FROM facts WHERE id = ?", (ident,))
         _redact_items(store, ident)
         erased.append(address("fact", ident))
+    erased += _erase_orphan_entities(store, entities)
+    return erased
+
+
+def _erase_kind_state(memory: Memory, namespace: str, passages: list[str]) -> None:
+    """Let every kind forget what it derived from the passages (an index, a cache)."""
+    rows = memory.store.all(
+        "SELECT rowid, id FROM passages WHERE id IN (SELECT value FROM json_each(?))",
+        (_ids(passages),),
+    )
+    ctx = KindContext(memory.store, namespace, memory.ops, True)
+    for kind in memory.kinds:
+        try:
+            kind.erase(ctx, [(rowid, ident) for rowid, ident in rows])
+        except MemorsError:
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"kind {kind.name!r} (plugin {memory.kinds.owner(kind.name)!r}) could not erase "
+                f"its state for the purged passages ({type(exc).__name__}: {exc}); nothing was "
+                "purged"
+            ) from exc
+
+
+def _erase_orphan_entities(store, candidates: set[str]) -> list[str]:
+    """Entities that nothing names any more (no mention, fact, alias, page,
+    merge candidate or merged entity): their names go with the content."""
+    erased = []
+    for (entity,) in store.all(
+        """SELECT e.id FROM entities e WHERE e.id IN (SELECT value FROM json_each(?))
+           AND NOT EXISTS (SELECT 1 FROM mentions WHERE entity = e.id)
+           AND NOT EXISTS (SELECT 1 FROM facts WHERE subject = e.id)
+           AND NOT EXISTS (SELECT 1 FROM aliases WHERE entity = e.id)
+           AND NOT EXISTS (SELECT 1 FROM pages WHERE entity = e.id)
+           AND NOT EXISTS (SELECT 1 FROM merge_candidates WHERE first = e.id OR second = e.id)
+           AND NOT EXISTS (SELECT 1 FROM entities o WHERE o.canonical = e.id AND o.id <> e.id)
+           AND e.canonical = e.id
+           ORDER BY e.rowid""",
+        (_ids(candidates),),
+    ):
+        store.conn.execute(
+            "DELETE FROM entities_fts WHERE rowid = (SELECT rowid FROM entities WHERE id = ?)",
+            (entity,),
+        )
+        store.conn.execute("DELETE FROM changes WHERE entity = ?", (entity,))
+        store.conn.execute("DELETE FROM entities WHERE id = ?", (entity,))
+        _redact_items(store, entity)
+        erased.append(address("entity", entity))
     return erased
 
 
 def _redact_items(store, ident: str) -> None:
-    """Work items copy text into payloads and resolutions: redact those."""
+    """Work items copy text into payloads and resolutions: redact those. An
+    open one gets a fingerprint no scan yields, so the next compact refreshes
+    (or obsoletes) it and a submission of the redacted payload is refused."""
     note = json.dumps({"purged": "this item referred to content that was purged"})
     store.conn.execute(
         "UPDATE work_items SET payload = ?, resolution = CASE WHEN resolution IS NULL THEN NULL "
-        "ELSE ? END WHERE instr(payload, ?) > 0 OR instr(coalesce(resolution, ''), ?) > 0",
+        "ELSE ? END, fingerprint = CASE WHEN status = 'open' THEN 'purged' ELSE fingerprint END "
+        "WHERE instr(payload, ?) > 0 OR instr(coalesce(resolution, ''), ?) > 0",
         (note, note, ident, ident),
     )

@@ -514,6 +514,23 @@ class DuplicateKind(Kind):
         ctx.scope = old_keys | {c["members"][0] for c in found}
         return found
 
+    def erase(self, ctx: KindContext, passages: list[tuple[int, str]]) -> None:
+        """A purged passage's prefix tokens are hashes of its words: drop them."""
+        store = ctx.store
+        if not store.one("SELECT 1 FROM sqlite_master WHERE name = 'dup_prefix'"):
+            return  # never scanned: nothing kept
+        for rowid, ident in passages:
+            blob = store.scalar("SELECT shingles FROM passages WHERE rowid = ?", (rowid,)) or b""
+            _size, piece = _prefix_piece(blob)  # the rows _index_prefixes added
+            store.conn.executemany(
+                "DELETE FROM dup_prefix WHERE token = ? AND passage = ?",
+                [
+                    (int.from_bytes(piece[i : i + 8], "little", signed=True), rowid)
+                    for i in range(0, len(piece), 8)
+                ],
+            )
+            store.conn.execute("DELETE FROM dup_members WHERE passage = ?", (ident,))
+
     def _candidate(self, ctx: KindContext, cluster: dict[str, Any]) -> Candidate:
         members = cluster["members"]
 
