@@ -113,7 +113,8 @@ def test_every_subcommand_takes_db_ns_and_json_after_it(path):
     )
     assert (args.db, args.ns, args.json) == ("/tmp/x.db", "team-a", True)
     defaults = parser.parse_args([*path, *_filled(leaf)])
-    assert (defaults.db, defaults.ns, defaults.json) == (None, "default", False)
+    ns = None if path == ("export",) else "default"  # export without --ns: the whole store
+    assert (defaults.db, defaults.ns, defaults.json) == (None, ns, False)
 
 
 def test_store_options_between_a_command_and_its_subcommand_are_kept(cli):

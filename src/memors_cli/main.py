@@ -240,7 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("address", metavar="ADDR")
     p.add_argument("--yes", action="store_true", help="confirm: the content cannot be recovered")
 
-    add("export", "write the namespace's rows as JSON lines to stdout")
+    whole = _common()  # export without --ns writes every namespace
+    whole.set_defaults(ns=None)  # (its own copy of the options: the others keep 'default')
+    for action in whole._actions:
+        if action.dest == "ns":
+            action.help = "only this namespace (default: the whole store, counters included)"
+    help_ = "write every row of the store (or of one namespace) as JSON lines to stdout"
+    sub.add_parser("export", help=help_, description=help_, parents=[whole])
     p = add("import", "restore JSON lines written by export into an empty store")
     p.add_argument("file", metavar="FILE")
     p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
