@@ -13,7 +13,9 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from .errors import BadInput, MemorsError, NotFound, PluginError
+import apsw
+
+from .errors import BadInput, MemorsError, NotFound, PluginError, StoreBusy
 from .ids import address
 from .kinds import KindContext
 from .model import Purged
@@ -59,7 +61,14 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
                 conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
         # VACUUM rewrites the file without free pages; the checkpoint copies it
         # back from the WAL and truncates the WAL, which held the old pages.
-        conn.execute("VACUUM")
+        try:
+            conn.execute("VACUUM")
+        except apsw.BusyError:
+            raise StoreBusy(
+                f"{address(kind, ident)} was erased (audit record {audit}), but another process "
+                "kept the store busy, so its file was not rewritten: freed pages may still hold "
+                "the text until the next purge or `VACUUM`; try again when it is idle"
+            ) from None
         _checkpoint(store)
     finally:
         conn.execute("PRAGMA secure_delete = OFF")
