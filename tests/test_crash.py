@@ -18,8 +18,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import apsw
 import pytest
 
 from memors_core import Memory
@@ -38,10 +40,16 @@ def env_for(db: Path) -> dict[str, str]:
 
 
 def kill_after(
-    args: list[str], db: Path, delay: float, cwd: Path, ok: tuple[int, ...] = (0,)
+    args: list[str],
+    db: Path,
+    delay: float,
+    cwd: Path,
+    ok: tuple[int, ...] = (0,),
+    when: Callable[[], bool] | None = None,
 ) -> tuple[bool, str]:
-    """Start ``args``, SIGKILL it after ``delay`` seconds; (killed mid-run?, stderr).
-    A run that ends first must end with a status in ``ok``."""
+    """Start ``args``, SIGKILL it ``delay`` seconds after ``when()`` holds (at
+    once: after start); (killed mid-run?, stderr). A run that ends first must
+    end with a status in ``ok``."""
     proc = subprocess.Popen(
         args,
         env=env_for(db),
@@ -50,6 +58,8 @@ def kill_after(
         text=True,
         cwd=cwd,
     )
+    while when is not None and proc.poll() is None and not when():
+        time.sleep(0.01)
     try:
         proc.wait(delay)
         killed = False
@@ -77,6 +87,20 @@ def run_ok(args: list[str], db: Path, cwd: Path) -> str:
     )
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
+
+
+def document_count(db: Path) -> int:
+    """How many documents are stored so far (while a writer may be at work)."""
+    if not db.exists():
+        return 0
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        finally:
+            conn.close()
+    except apsw.Error:  # not created yet
+        return 0
 
 
 def stored_documents(db: Path) -> dict[str, list[str]]:
@@ -108,7 +132,19 @@ def test_killing_a_bulk_remember_leaves_whole_documents_and_a_rerun_finishes(tmp
     args = [*CLI, "remember", "--jsonl", str(jsonl), "--json"]
     mid_way = []
     for _ in range(7):
-        killed, _err = kill_after(args, db, rng.uniform(0.3, 1.6), tmp_path)
+        # kill once a random number of documents is stored, plus a little (mid-batch),
+        # whatever this machine's speed
+        stored = document_count(db)
+        if stored == len(records):
+            break  # (a run finished before its kill)
+        target = min(len(records), stored + rng.randrange(1, 700))  # about a batch further
+        killed, _err = kill_after(
+            args,
+            db,
+            rng.uniform(0, 0.3),
+            tmp_path,
+            when=lambda target=target: document_count(db) >= target,
+        )
         assert store_problems(db) == []
         docs = stored_documents(db)
         for uri, passages in docs.items():
