@@ -534,7 +534,15 @@ arg_text = st.one_of(
     st.sampled_from(["--json", "--yes", "-", "--ns", "--db", "--limit", "--", "-x", "--help"]),
 )
 arg_bytes = st.binary(min_size=1, max_size=20).filter(lambda b: b"\x00" not in b)
-an_arg = st.one_of(arg_text, arg_text, arg_text, arg_bytes)
+
+
+def _stays_in_cwd(arg: str | bytes) -> bool:
+    """An argument taken as a path (--db, backup) must land in the test's folder."""
+    text = arg.decode("latin-1") if isinstance(arg, bytes) else arg
+    return not text.startswith(("/", "~", ".."))
+
+
+an_arg = st.one_of(arg_text, arg_text, arg_text, arg_bytes).filter(_stays_in_cwd)
 
 SUBCOMMANDS = [
     ["remember", "-"],
