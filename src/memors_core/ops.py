@@ -238,14 +238,21 @@ class Operations:
         return out
 
     def passage_refs(self, ids: Iterable[str]) -> list[PassageRef]:
-        out = []
-        for ident in ids:
-            row = self.store.one("SELECT id, document, text FROM passages WHERE id = ?", (ident,))
-            if row is not None:
-                out.append(
-                    PassageRef(address("passage", row[0]), address("document", row[1]), row[2])
-                )
-        return out
+        """Payload references for passages, in the order given (missing ones left out)."""
+        ids = list(ids)
+        rows = {
+            r[0]: r
+            for r in self.store.all(
+                "SELECT id, document, text FROM passages "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            )
+        }
+        return [
+            PassageRef(address("passage", i), address("document", rows[i][1]), rows[i][2])
+            for i in ids
+            if i in rows
+        ]
 
     # --- pages -------------------------------------------------------------------
 

@@ -292,6 +292,7 @@ CREATE TABLE IF NOT EXISTS dup_prefix(
     token INTEGER NOT NULL,
     passage INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    pos INTEGER NOT NULL,
     PRIMARY KEY (token, passage)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS dup_members(
@@ -331,54 +332,116 @@ def _prefix_piece(blob: bytes) -> tuple[int, bytes]:
 
 def _index_prefixes(store: Any, passages: list[tuple[int, int, bytes]]) -> None:
     """Add prefix rows for ``(rowid, size, prefix bytes)`` passages, in token order."""
-    import numpy as np
-
     if not passages:
         return
+    if len(passages) < 20_000:  # an incremental scan's few: no need for numpy
+        rows = []
+        for rowid, size, piece in passages:
+            head = array("q")  # the uint64 tokens read as SQLite's signed integers
+            head.frombytes(piece)
+            rows.extend((tok, rowid, size, pos) for pos, tok in enumerate(head))
+        rows.sort()
+        store.conn.executemany(
+            "INSERT OR IGNORE INTO dup_prefix(token, passage, size, pos) VALUES (?, ?, ?, ?)",
+            rows,
+        )
+        return
+    import numpy as np
+
     counts = [len(piece) // 8 for _r, _s, piece in passages]
     # The blob's uint64 tokens read as int64 are exactly SQLite's signed integers.
     tokens = np.frombuffer(b"".join(piece for _r, _s, piece in passages), dtype="<i8")
     owners = np.repeat(np.fromiter((r for r, _s, _p in passages), dtype=np.int64), counts)
     sizes = np.repeat(np.fromiter((s for _r, s, _p in passages), dtype=np.int64), counts)
+    starts = np.repeat(np.cumsum([0, *counts[:-1]]), counts)
+    positions = np.arange(len(tokens), dtype=np.int64) - starts
     order = np.argsort(tokens, kind="stable")  # B-tree inserts in key order are much faster
     step = 200_000  # bounded memory: Python ints are made a slice at a time
     for a in range(0, len(order), step):
         part = order[a : a + step]
         store.conn.executemany(
-            "INSERT OR IGNORE INTO dup_prefix(token, passage, size) VALUES (?, ?, ?)",
-            zip(tokens[part].tolist(), owners[part].tolist(), sizes[part].tolist(), strict=True),
+            "INSERT OR IGNORE INTO dup_prefix(token, passage, size, pos) VALUES (?, ?, ?, ?)",
+            zip(
+                tokens[part].tolist(),
+                owners[part].tolist(),
+                sizes[part].tolist(),
+                positions[part].tolist(),
+                strict=True,
+            ),
         )
 
 
-def _partners(store: Any, ns: str, rowid: int, doc: str, blob: bytes) -> list[str]:
-    """Live passages of other documents with Jaccard >= 0.75 to this one."""
-    size = len(blob) // 8
-    mine = array("Q")
-    mine.frombytes(blob)
-    prefix = [_signed(tok) for tok in mine[: _prefix_length(size, THRESHOLD)]]
+def _partners(store: Any, ns: str, new: list[tuple[int, str, str, bytes]]) -> dict[str, list[str]]:
+    """For each new passage ``(rowid, id, document, blob)``, the live passages
+    of other documents with Jaccard >= 0.75 to it.
+
+    Candidates share a token of the new passage's prefix in the prefix index
+    (both prefixes, under the fixed order, so none is missed) and have a size
+    that can reach the threshold; each is verified exactly. The candidates'
+    shingles are read together, once each.
+    """
     num, den = THRESHOLD.numerator, THRESHOLD.denominator
-    low, high = -((-num * size) // den), size * den // num
-    found = store.all(
-        """SELECT DISTINCT dp.passage FROM dup_prefix dp
-            WHERE dp.token IN (SELECT value FROM json_each(?)) AND dp.passage <> ?
-              AND dp.size BETWEEN ? AND ?""",
-        (json.dumps(prefix), rowid, low, high),
-    )
-    mine_set = frozenset(mine)
-    out = []
-    for (other,) in found:
-        row = store.one(
-            f"""SELECT p.id, p.document, p.shingles FROM passages p
-                WHERE p.rowid = ? AND p.namespace = ? AND {live("p")}""",
-            (other, ns),
-        )
-        if row is None or row[1] == doc:
-            continue
-        theirs = array("Q")
-        theirs.frombytes(row[2])
-        inter = len(mine_set.intersection(theirs))
-        if inter * den >= num * (size + len(theirs) - inter):
-            out.append(row[0])
+    # A pair (x, y) with |y| <= |x| and Jaccard >= t shares a token of x's
+    # probe prefix and of y's shorter index prefix (|y| - ceil(2t/(1+t)|y|) + 1
+    # tokens); with |y| > |x|, the other way round (AllPairs' index reduction).
+    mid_num, mid_den = 2 * num, num + den  # 2t / (1 + t)
+    wanted: dict[int, list[int]] = {}
+    for rowid, _ident, _doc, blob in new:
+        size, piece = _prefix_piece(blob)
+        head = array("q")  # the uint64 tokens read as SQLite's signed integers
+        head.frombytes(piece)
+        mid = size - (-((-mid_num * size) // mid_den)) + 1
+        low, high = -((-num * size) // den), size * den // num
+        wanted[rowid] = [
+            r[0]
+            for r in store.all(
+                f"""SELECT passage FROM dup_prefix
+                    WHERE token IN (SELECT value FROM json_each(?)) AND passage <> ?
+                      AND size BETWEEN ? AND ?
+                      AND pos < size - ((size * {mid_num} + {mid_den - 1}) / {mid_den}) + 1
+                    UNION
+                    SELECT passage FROM dup_prefix
+                    WHERE token IN (SELECT value FROM json_each(?)) AND passage <> ?
+                      AND size > ? AND size <= ?""",
+                (
+                    json.dumps(list(head)),
+                    rowid,
+                    low,
+                    size,
+                    json.dumps(list(head[:mid])),
+                    rowid,
+                    size,
+                    high,
+                ),
+            )
+        ]
+    needed = sorted(set().union(*wanted.values())) if wanted else []
+    shingles: dict[int, tuple[str, str, array]] = {}
+    for start in range(0, len(needed), 20_000):
+        for rowid, ident, doc, blob in store.all(
+            f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                WHERE p.rowid IN (SELECT value FROM json_each(?)) AND p.namespace = ?
+                  AND {live("p")}""",
+            (json.dumps(needed[start : start + 20_000]), ns),
+        ):
+            theirs = array("Q")
+            theirs.frombytes(blob)
+            shingles[rowid] = (ident, doc, theirs)
+    out: dict[str, list[str]] = {}
+    for rowid, ident, doc, blob in new:
+        mine = array("Q")
+        mine.frombytes(blob)
+        mine_set = frozenset(mine)
+        found = []
+        for other in wanted.get(rowid, ()):
+            got = shingles.get(other)
+            if got is None or got[1] == doc:
+                continue
+            inter = len(mine_set.intersection(got[2]))
+            if inter * den >= num * (len(mine_set) + len(got[2]) - inter):
+                found.append(got[0])
+        if found:
+            out[ident] = found
     return out
 
 
@@ -467,11 +530,9 @@ class DuplicateKind(Kind):
         ]
         _index_prefixes(store, [(rowid, *_prefix_piece(blob)) for rowid, _i, _d, blob in new])
         touched: set[str] = set()
-        for rowid, ident, doc, blob in new:
-            partners = _partners(store, ns, rowid, doc, blob)
-            if partners:
-                touched.add(ident)
-                touched.update(partners)
+        for ident, partners in _partners(store, ns, new).items():
+            touched.add(ident)
+            touched.update(partners)
         touched.update(gone)
         _set_indexed(store, ns)
         if not touched:
