@@ -45,6 +45,7 @@ def test_bench_harness_prints_every_figure(tmp_path):
     ref = next(line for line in out.splitlines() if line.startswith("independent exact"))
     assert ref.split()[-1] == "same", ref
     again = next(line for line in out.splitlines() if line.startswith("compact --full afterwards"))
+    assert "incremental vs a full rescan" in out
     assert "same" in again and "0 created" in again, again
 
 
