@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -13,24 +12,12 @@ import pytest
 pytest_plugins = ["memors_core.testing"]
 
 
-class CLIResult:
-    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
-        self.code = proc.returncode
-        self.out = proc.stdout
-        self.err = proc.stderr
-
-    @property
-    def json(self):
-        return json.loads(self.out)
-
-    def __repr__(self) -> str:
-        return f"<exit {self.code}\nstdout: {self.out[:2000]}\nstderr: {self.err[:2000]}>"
-
-
 @pytest.fixture
 def cli(tmp_path: Path):
     """Run the real ``memors-mcp`` (as ``python -m memors_cli``) against a
     temporary store: ``cli("search", "raft", "--json", input=...)``."""
+    from memors_core.testing import CLIResult  # (imported late: pytest rewrites its asserts)
+
     db = tmp_path / "cli.db"
     env = {**os.environ, "MEMORS_DB": str(db)}
     env.pop("MEMORS_DISABLE_PLUGINS", None)
