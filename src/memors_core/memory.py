@@ -233,21 +233,50 @@ class Memory:
         totals = Counter()
         pending: list[tuple] = []
 
-        def flush() -> None:
-            docs = list(pending)
-            pending.clear()
-            prepared = [prepare_passages(d[0]) for d in docs]
+        # From the second batch on, a helper process splits and shingles the
+        # next batch while this process stores the current one.
+        worker = _ShingleWorker()
+        ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
+
+        def store_batch(docs: list[tuple], prepared: list[Any]) -> None:
             passages = 0
-            with self._lock, self.store.write():
-                self.store.touch_namespace(namespace)
-                for doc, prep in zip(docs, prepared, strict=True):
-                    passages += self._remember_one(
-                        namespace, *doc, counts_only=True, prepared=prep, touch=False
-                    )
+            try:
+                with self._lock, self.store.write():
+                    self.store.touch_namespace(namespace)
+                    for doc, prep in zip(docs, prepared, strict=True):
+                        passages += self._remember_one(
+                            namespace, *doc, counts_only=True, prepared=prep, touch=False
+                        )
+            except BaseException:
+                ahead.clear()  # the load stops here: nothing after this batch is stored
+                pending.clear()
+                raise
             totals["passages"] += passages  # counted once the batch is committed
             totals["documents"] += len(docs)
             if progress:
                 progress(totals["documents"])
+
+        def flush(more: bool = True) -> None:
+            docs = list(pending)
+            pending.clear()
+            previous = ahead.pop() if ahead else None
+            done = worker.collect(previous[0]) if previous else None
+            if more or worker.running:
+                # Hand this batch to the worker, then store the one it finished.
+                ahead.append((docs, worker.send([d[0] for d in docs])))
+                if previous:
+                    store_batch(previous[0], done)
+            else:
+                if previous:
+                    store_batch(previous[0], done)
+                store_batch(docs, [prepare_passages(d[0]) for d in docs])
+
+        def drain() -> None:
+            if pending:
+                flush(more=False)
+            if ahead:
+                docs, _sent = ahead.pop()
+                store_batch(docs, worker.collect(docs))
 
         before = self._entity_count(namespace)
         try:
@@ -274,14 +303,21 @@ class Memory:
         except MemorsError as exc:
             # Everything before the bad document is stored, whatever raised
             # (a bad line, an unreadable file): say how much, so a load can resume.
-            if pending:
-                flush()
+            try:
+                drain()
+            finally:
+                worker.close()
             stored = totals["documents"]
             raise type(exc)(
                 f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
             ) from None
-        if pending:
-            flush()
+        except BaseException:
+            worker.close()
+            raise
+        try:
+            drain()
+        finally:
+            worker.close()
         return RememberedMany(
             documents=totals["documents"],
             passages=totals["passages"],
@@ -850,6 +886,83 @@ def prepare_passages(body: str) -> tuple[list[str], list[bytes]]:
     """A document's passages and each one's packed shingle hashes."""
     pieces = text.split_passages(body)
     return pieces, [text.pack_shingles(text.shingle_hashes(p)) for p in pieces]
+
+
+class _ShingleWorker:
+    """The helper process of a bulk load (``memors_core._shingle_worker``).
+
+    Started on first use; at most one batch is out at a time. If it cannot
+    start or fails, the batch is prepared in this process and the load goes
+    on without it.
+    """
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.broken = False
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None
+
+    def send(self, texts: list[str]) -> bool:
+        """Hand texts to the worker; False if it is not available."""
+        if self.broken:
+            return False
+        try:
+            if self.proc is None:
+                import subprocess
+                import sys
+
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "memors_core._shingle_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            import pickle
+
+            from ._shingle_worker import write_frame
+
+            write_frame(self.proc.stdin, pickle.dumps(texts, protocol=5))
+            return True
+        except Exception:
+            self._fail()
+            return False
+
+    def collect(self, docs: list[tuple]) -> list[tuple[list[str], list[bytes]]]:
+        """The prepared passages of the batch last sent (or prepared here)."""
+        if self.proc is not None and not self.broken:
+            try:
+                import pickle
+
+                from ._shingle_worker import read_frame
+
+                frame = read_frame(self.proc.stdout)
+                if frame is not None:
+                    prepared = pickle.loads(frame)
+                    if len(prepared) == len(docs):
+                        return prepared
+            except Exception:
+                pass
+            self._fail()
+        return [prepare_passages(d[0]) for d in docs]
+
+    def _fail(self) -> None:
+        self.broken = True
+        self.close()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except Exception:
+                proc.kill()
 
 
 def fts_query(query: str, max_words: int = 64) -> str | None:

@@ -1,0 +1,73 @@
+"""Bulk loads hand splitting and shingling to a helper process; the result
+is the same as doing it in place, and a failure anywhere stops cleanly."""
+
+from __future__ import annotations
+
+import pytest
+
+from memors_core import BadInput, Memory
+from memors_core import memory as memory_module
+from memors_core.memory import prepare_passages
+
+
+def documents(n: int) -> list[dict]:
+    return [
+        {
+            "text": f"Document {i} opens here.\n\nIts second paragraph names [[Topic {i % 3}]] "
+            f"and says replication round {i} keeps node {i} consistent.",
+            "uri": f"doc-{i}",
+        }
+        for i in range(n)
+    ]
+
+
+def stored_passages(memory: Memory) -> list[tuple]:
+    return memory.store.all(
+        "SELECT d.uri, p.position, p.text, p.shingles FROM passages p "
+        "JOIN documents d ON d.id = p.document ORDER BY d.uri, p.position"
+    )
+
+
+def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monkeypatch):
+    sent = []
+    original = memory_module._ShingleWorker.send
+
+    def spy(self, texts):
+        handed = original(self, texts)
+        sent.append((len(texts), handed))
+        return handed
+
+    monkeypatch.setattr(memory_module._ShingleWorker, "send", spy)
+    docs = documents(23)
+    with Memory.open(tmp_path / "bulk.db") as memory:
+        result = memory.remember_many(docs, batch=5)
+        got = stored_passages(memory)
+    assert result.documents == 23 and result.passages == 46
+    # The helper process took every batch after the first one.
+    assert sent and all(n <= 5 and handed for n, handed in sent)
+    expected = []
+    for doc in docs:
+        pieces, blobs = prepare_passages(doc["text"])
+        expected += [
+            (doc["uri"], i, p, b) for i, (p, b) in enumerate(zip(pieces, blobs, strict=True))
+        ]
+    assert got == sorted(expected)
+
+
+def test_without_a_helper_process_the_load_still_completes(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.executable", str(tmp_path / "no-such-python"))
+    with Memory.open(tmp_path / "bulk.db") as memory:
+        result = memory.remember_many(documents(12), batch=4)
+        assert result.documents == 12
+        assert len(stored_passages(memory)) == 24
+
+
+def test_a_bad_document_stops_the_load_after_the_batches_before_it(tmp_path, monkeypatch):
+    docs = documents(20)
+    docs[12]["text"] = "\n\n".join(f"Paragraph {i} of a long one." for i in range(30))
+    monkeypatch.setenv("MEMORS_MAX_PASSAGES", "10")
+    with Memory.open(tmp_path / "bulk.db") as memory:
+        with pytest.raises(BadInput, match=r"the limit is 10.*the 10 document\(s\) before it"):
+            memory.remember_many(docs, batch=5)
+        uris = {r[0] for r in memory.store.all("SELECT uri FROM documents")}
+    assert uris == {f"doc-{i}" for i in range(10)}  # batches 1 and 2; none after the bad one
