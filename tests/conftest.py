@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,11 +13,9 @@ pytest_plugins = ["memors_core.testing"]
 def cli(tmp_path: Path):
     """Run the real ``memors-mcp`` (as ``python -m memors_cli``) against a
     temporary store: ``cli("search", "raft", "--json", input=...)``."""
-    from memors_core.testing import CLIResult  # (imported late: pytest rewrites its asserts)
+    from memors_core.testing import CLIResult, run_cli  # late: pytest rewrites its asserts
 
     db = tmp_path / "cli.db"
-    env = {**os.environ, "MEMORS_DB": str(db)}
-    env.pop("MEMORS_DISABLE_PLUGINS", None)
 
     def run(
         *args: str,
@@ -28,16 +23,7 @@ def cli(tmp_path: Path):
         extra_env: dict[str, str] | None = None,
         timeout: float = 120,
     ) -> CLIResult:
-        proc = subprocess.run(
-            [sys.executable, "-m", "memors_cli", *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**env, **(extra_env or {})},
-            cwd=tmp_path,
-        )
-        return CLIResult(proc)
+        return run_cli(*args, db=db, env=extra_env, input=input, cwd=tmp_path, timeout=timeout)
 
     run.db = db  # type: ignore[attr-defined]
     run.tmp = tmp_path  # type: ignore[attr-defined]
