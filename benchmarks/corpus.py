@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterator
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 SYLLABLES = [
     "ka",
@@ -161,26 +162,39 @@ def read_jsonl(path: Path, limit: int | None = None) -> Iterator[dict[str, str]]
             yield {"doc": str(row["doc"]), "text": row["text"]}
 
 
-def write_documents(path: Path, passages: int, seed: int = 7) -> None:
+def write_documents(path: Path, passages: int, seed: int = 7, change: Path | None = None) -> None:
     """Write a generated corpus as documents, one JSON object per line, for
     ``memors-mcp remember --jsonl`` (the passages of a document joined by
-    blank lines, its id as ``uri``)."""
+    blank lines, its id as ``uri``). With ``change``, the next 1% of the
+    same stream goes there, as documents of their own (``-change`` uris)."""
+    extra = max(1, passages // 100) if change else 0
+    rows = generate(passages + extra, seed=seed)
     with path.open("w", encoding="utf-8") as out:
-        batch: list[str] = []
-        doc = None
-        for row in generate(passages, seed=seed):
-            if row["doc"] != doc and batch:
-                out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
-                batch = []
-            doc = row["doc"]
-            batch.append(row["text"])
-        if batch:
-            out.write(json.dumps({"text": "\n\n".join(batch), "uri": doc}) + "\n")
+        _write(out, (next(rows) for _ in range(passages)), "")
+    if change:
+        with change.open("w", encoding="utf-8") as out:
+            _write(out, rows, "-change")
 
 
-if __name__ == "__main__":  # python -m benchmarks.corpus FILE PASSAGES [SEED]
+def _write(out: Any, rows: Iterator[dict[str, str]], suffix: str) -> None:
+    batch: list[str] = []
+    doc = None
+    for row in rows:
+        if row["doc"] != doc and batch:
+            out.write(json.dumps({"text": "\n\n".join(batch), "uri": f"{doc}{suffix}"}) + "\n")
+            batch = []
+        doc = row["doc"]
+        batch.append(row["text"])
+    if batch:
+        out.write(json.dumps({"text": "\n\n".join(batch), "uri": f"{doc}{suffix}"}) + "\n")
+
+
+if __name__ == "__main__":  # python -m benchmarks.corpus FILE PASSAGES [SEED [CHANGE_FILE]]
     import sys
 
     write_documents(
-        Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 7
+        Path(sys.argv[1]),
+        int(sys.argv[2]),
+        int(sys.argv[3]) if len(sys.argv) > 3 else 7,
+        Path(sys.argv[4]) if len(sys.argv) > 4 else None,
     )

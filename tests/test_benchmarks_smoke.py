@@ -46,6 +46,8 @@ def test_bench_harness_prints_every_figure(tmp_path):
     assert ref.split()[-1] == "same", ref
     again = next(line for line in out.splitlines() if line.startswith("compact --full afterwards"))
     assert "incremental vs a full rescan" in out
+    # rounds of 1% changes run until the recent prefix index is folded
+    assert "the round that folded the recent index" in out
     assert "same" in again and "0 created" in again, again
 
 

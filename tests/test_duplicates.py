@@ -7,16 +7,21 @@ holds several passages so that same-document pairs are exercised too.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from fractions import Fraction
 from itertools import combinations
+from types import SimpleNamespace
 
+import apsw
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memors_core.testing import temporary_memory
 from memors_core.text import pack_shingles, shingle_hashes, words
 from memors_core.wire import to_json
+from memors_kinds import duplicate
 from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs
 
 VOCAB = ["red", "green", "blue", "gold"]
@@ -253,3 +258,130 @@ def mutated_corpus(draw) -> list[list[list[str]]]:
 @given(mutated_corpus())
 def test_clusters_match_brute_force_on_longer_edited_copies(corpus):
     test_clusters_match_brute_force_all_pairs.hypothesis.inner_test(corpus)
+
+
+@pytest.mark.parametrize("fold_ratio", [0, 10**9], ids=["recent-index-kept", "folded-each-time"])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(mutated_corpus(), min_size=2, max_size=3))
+def test_incremental_scans_on_edited_copies_match_brute_force(fold_ratio, batches):
+    """Edited copies (Jaccard all around 0.75, sizes a few tokens apart) arrive
+    in later batches than their originals: the prefix index's size and
+    position bounds must still find every qualifying pair, whether the new
+    passages sit in the small recent index or were folded into the main one."""
+    with pytest.MonkeyPatch.context() as patch, temporary_memory() as memory:
+        patch.setattr(duplicate, "FOLD_RATIO", fold_ratio)
+        records: list[tuple[str, str, str]] = []
+        n = 0
+        for corpus in batches:
+            for doc in corpus:
+                n += 1
+                r = memory.remember("\n\n".join(" ".join(ws) for ws in doc), uri=f"doc-{n}")
+                records.extend((p, r.document, memory.get(p).text) for p in r.passages)
+            result = to_json(memory.compact(kinds=["duplicate"]))
+            expected = brute_force(records)
+            got = {
+                frozenset(p["address"] for p in i["payload"]["passages"]): i["payload"]
+                for i in result["items"]
+            }
+            assert set(got) == set(expected)
+            for members, want in expected.items():
+                assert got[members]["pair_count"] == want["pair_count"]
+        recent = memory.store.scalar("SELECT COUNT(*) FROM dup_recent")
+        if fold_ratio:
+            assert recent == 0
+        elif any(batches[1:]):
+            assert recent > 0
+
+
+def test_the_recent_index_is_folded_once_it_reaches_an_eighth(memory):
+    """Incremental scans index into dup_recent; when the passages since the last
+    fold reach 1/8 of those before it, the recent rows move to dup_prefix."""
+    text = "paragraph {n} of the handbook explains how the {w} service restarts after a crash"
+    for n in range(80):
+        memory.remember(text.format(n=n, w=f"w{n}"), uri=f"base-{n}")
+    memory.compact(kinds=["duplicate"])  # full: everything in dup_prefix
+    main = memory.store.scalar("SELECT COUNT(*) FROM dup_prefix")
+    assert main > 0 and memory.store.scalar("SELECT COUNT(*) FROM dup_recent") == 0
+    for n in range(80, 91):  # 11 more passages: 11 * 8 > 80, and 10 * 8 is not
+        memory.remember(text.format(n=n, w=f"w{n}"), uri=f"base-{n}")
+        memory.compact(kinds=["duplicate"])
+        recent = memory.store.scalar("SELECT COUNT(*) FROM dup_recent")
+        assert (recent == 0) == (n == 90), n
+    assert memory.store.scalar("SELECT COUNT(*) FROM dup_prefix") > main
+    # a copy of a passage that sits in either index is still found
+    memory.remember(text.format(n=3, w="w3"), uri="copy-of-3")
+    memory.remember(text.format(n=85, w="w85"), uri="copy-of-85")
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["open"] == 2
+
+
+def test_an_index_of_the_older_layout_is_rebuilt(memory):
+    """A store compacted by a release whose prefix index was keyed by
+    (token, passage): the next compact drops it and rescans in full."""
+    text = "the deployment guide says to drain every node before the upgrade of {x}"
+    for n in range(6):
+        memory.remember(text.format(x="the cluster"), uri=f"d{n}")
+    memory.compact(kinds=["duplicate"])
+    with memory.store.write():
+        memory.store.conn.execute(
+            "DROP TABLE dup_prefix; CREATE TABLE dup_prefix(token INTEGER NOT NULL, "
+            "passage INTEGER NOT NULL, size INTEGER NOT NULL, pos INTEGER NOT NULL, "
+            "PRIMARY KEY (token, passage)) WITHOUT ROWID"
+        )
+    memory.remember(text.format(x="the cluster"), uri="late")
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["open"] == 1
+    assert len(result["items"][0]["payload"]["passages"]) == 7
+    pk = memory.store.all(
+        "SELECT name FROM pragma_table_info('dup_prefix') WHERE pk > 0 ORDER BY pk"
+    )
+    assert [r[0] for r in pk] == ["token", "size", "passage"]
+
+
+def test_purge_erases_a_passage_from_the_recent_index(memory):
+    text = "the incident report lists every alert that fired during the outage of {x}"
+    for n in range(20):
+        memory.remember(text.format(x=f"system {n}"), uri=f"r{n}")
+    memory.compact(kinds=["duplicate"])
+    late = memory.remember(text.format(x="system 4"), uri="late")
+    memory.compact(kinds=["duplicate"])  # incremental: the late passage goes to dup_recent
+    rowid = memory.store.scalar(
+        "SELECT rowid FROM passages WHERE id = ?", (late.passages[0].split("/")[-1],)
+    )
+    assert memory.store.scalar("SELECT COUNT(*) FROM dup_recent WHERE passage = ?", (rowid,))
+    memory.purge(late.document)
+    for table in ("dup_prefix", "dup_recent"):
+        assert not memory.store.scalar(f"SELECT COUNT(*) FROM {table} WHERE passage = ?", (rowid,))
+
+
+token_sets = st.lists(
+    st.frozensets(st.integers(0, 14), min_size=1, max_size=12), min_size=2, max_size=12
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(token_sets, st.lists(st.booleans(), min_size=12, max_size=12))
+def test_prefix_probe_finds_every_pair_reaching_the_threshold(sets, recent):
+    """The incremental look-up on raw token sets from a tiny universe, so that
+    pairs sit exactly on the size and position bounds: every pair with
+    Jaccard >= 3/4 is a candidate, whichever table each set was indexed in."""
+    conn = apsw.Connection(":memory:")
+    conn.execute(duplicate.STATE_SCHEMA)
+    store = SimpleNamespace(conn=conn)
+    blobs = [b"".join(t.to_bytes(8, "little") for t in sorted(s)) for s in sets]
+    for i, blob in enumerate(blobs):
+        table = "dup_recent" if recent[i] else "dup_prefix"
+        duplicate._index_prefixes(store, [(i + 1, *duplicate._prefix_piece(blob))], table)
+    sql = duplicate._probe_sql()
+    for i, (s, blob) in enumerate(zip(sets, blobs, strict=True)):
+        size, piece = duplicate._prefix_piece(blob)
+        head = [int.from_bytes(piece[k : k + 8], "little") for k in range(0, len(piece), 8)]
+        low = -((-THRESHOLD.numerator * size) // THRESHOLD.denominator)
+        found = {r[0] for r in conn.execute(sql, (json.dumps(head), low, size, i + 1))}
+        for j, other in enumerate(sets):
+            if j != i and Fraction(len(s & other), len(s | other)) >= THRESHOLD:
+                assert j + 1 in found, (sorted(s), sorted(other))

@@ -158,9 +158,11 @@ def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Pa
         assert any(i.kind == "page" for i in queue.items)  # Raft needs a page again
         # the duplicate kind's prefix index holds nothing of the erased passages
         rowids = json.dumps(made["rowids"])
-        assert not memory.store.all(
-            "SELECT * FROM dup_prefix WHERE passage IN (SELECT value FROM json_each(?))", (rowids,)
-        )
+        for table in ("dup_prefix", "dup_recent"):
+            assert not memory.store.all(
+                f"SELECT * FROM {table} WHERE passage IN (SELECT value FROM json_each(?))",
+                (rowids,),
+            )
     conn = connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     for fts in ("passages_fts", "pages_fts", "facts_fts", "entities_fts"):

@@ -31,8 +31,8 @@ DUPLICATE = (
     "watches from the old wooden fence."
 )
 #: Derived state that is rebuilt rather than carried (see memors_core.transfer).
-NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "dup_prefix", "dup_members",
-               "dup_indexed"}  # fmt: skip
+NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "dup_prefix", "dup_recent",
+               "dup_folded", "dup_members", "dup_indexed"}  # fmt: skip
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]
 
 

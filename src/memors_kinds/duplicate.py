@@ -287,14 +287,21 @@ def clusters(
     return out
 
 
-STATE_SCHEMA = """
-CREATE TABLE IF NOT EXISTS dup_prefix(
+_PREFIX_COLUMNS = """(
     token INTEGER NOT NULL,
-    passage INTEGER NOT NULL,
     size INTEGER NOT NULL,
+    passage INTEGER NOT NULL,
     pos INTEGER NOT NULL,
-    PRIMARY KEY (token, passage)
-) WITHOUT ROWID;
+    PRIMARY KEY (token, size, passage)
+) WITHOUT ROWID;"""
+
+STATE_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS dup_prefix{_PREFIX_COLUMNS}
+CREATE TABLE IF NOT EXISTS dup_recent{_PREFIX_COLUMNS}
+CREATE TABLE IF NOT EXISTS dup_folded(
+    one INTEGER PRIMARY KEY CHECK (one = 1),
+    passage_seq INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS dup_members(
     namespace TEXT NOT NULL,
     passage TEXT NOT NULL,
@@ -309,42 +316,55 @@ CREATE TABLE IF NOT EXISTS dup_indexed(
 """
 """The duplicate kind's own state, kept beside the store's tables:
 
-``dup_prefix`` — each passage's prefix under the *fixed* token order (token
-value: content-word 3-grams first, see :func:`memors_core.text.shingle_hashes`),
-so a new passage finds every passage it can reach Jaccard >= 0.75 with by a
-few index look-ups; ``dup_members`` — the clusters of the last scan;
-``dup_indexed`` — up to which passage row the prefix index is built.
+``dup_prefix`` and ``dup_recent`` — each passage's prefix under the *fixed*
+token order (token value: content-word 3-grams first, see
+:func:`memors_core.text.shingle_hashes`), keyed by token and size, so a new
+passage finds every passage it can reach Jaccard >= 0.75 with by a few
+index range look-ups. A full scan indexes into ``dup_prefix``; an
+incremental one into the small ``dup_recent``, whose inserts touch few
+pages (a token-ordered insert into the big index dirties most of its
+pages), folded into ``dup_prefix`` once the passages since the last fold
+(``dup_folded``) reach 1/``FOLD_RATIO`` of those before it.
+``dup_members`` — the clusters of the last scan; ``dup_indexed`` — up to
+which passage row each namespace's passages are indexed.
 """
 
-_SIGN = 1 << 63
-
-
-def _signed(token: int) -> int:
-    return token - (1 << 64) if token >= _SIGN else token
+PREFIX_TABLES = ("dup_prefix", "dup_recent")
+FOLD_RATIO = 8
 
 
 def _prefix_piece(blob: bytes) -> tuple[int, bytes]:
-    """A passage's size and the bytes of its prefix under the fixed order
-    (the blob is sorted by token value, so the prefix is its head)."""
+    """A passage's size and the bytes of its indexed prefix under the fixed
+    order: one token longer than the prefix filter's, so that a pair's first
+    *two* common tokens both fall inside it (see :func:`_probe_sql`). The
+    blob is sorted by token value, so the prefix is its head."""
     size = len(blob) // 8
-    return size, blob[: 8 * _prefix_length(size, THRESHOLD)]
+    return size, blob[: 8 * min(size, _prefix_length(size, THRESHOLD) + 1)]
 
 
-def _index_prefixes(store: Any, passages: list[tuple[int, int, bytes]]) -> None:
-    """Add prefix rows for ``(rowid, size, prefix bytes)`` passages, in token order."""
+def _prepare_state(store: Any) -> None:
+    """Create the kind's tables; an index of an older layout (keyed by token
+    and passage) is dropped, so the next scan of each namespace is full and
+    rebuilds it."""
+    if store.one("SELECT 1 FROM pragma_table_info('dup_prefix') WHERE name = 'size' AND pk = 0"):
+        store.conn.execute("DROP TABLE dup_prefix; DELETE FROM dup_indexed")
+    store.conn.execute(STATE_SCHEMA)
+
+
+def _index_prefixes(store: Any, passages: list[tuple[int, int, bytes]], table: str) -> None:
+    """Add prefix rows for ``(rowid, size, prefix bytes)`` passages to
+    ``table``, in key order."""
     if not passages:
         return
+    insert = f"INSERT OR IGNORE INTO {table}(token, size, passage, pos) VALUES (?, ?, ?, ?)"
     if len(passages) < 20_000:  # an incremental scan's few: no need for numpy
         rows = []
         for rowid, size, piece in passages:
             head = array("q")  # the uint64 tokens read as SQLite's signed integers
             head.frombytes(piece)
-            rows.extend((tok, rowid, size, pos) for pos, tok in enumerate(head))
+            rows.extend((tok, size, rowid, pos) for pos, tok in enumerate(head))
         rows.sort()
-        store.conn.executemany(
-            "INSERT OR IGNORE INTO dup_prefix(token, passage, size, pos) VALUES (?, ?, ?, ?)",
-            rows,
-        )
+        store.conn.executemany(insert, rows)
         return
     import numpy as np
 
@@ -355,66 +375,93 @@ def _index_prefixes(store: Any, passages: list[tuple[int, int, bytes]]) -> None:
     sizes = np.repeat(np.fromiter((s for _r, s, _p in passages), dtype=np.int64), counts)
     starts = np.repeat(np.cumsum([0, *counts[:-1]]), counts)
     positions = np.arange(len(tokens), dtype=np.int64) - starts
-    order = np.argsort(tokens, kind="stable")  # B-tree inserts in key order are much faster
+    order = np.lexsort((owners, sizes, tokens))  # B-tree inserts in key order are much faster
     step = 200_000  # bounded memory: Python ints are made a slice at a time
     for a in range(0, len(order), step):
         part = order[a : a + step]
         store.conn.executemany(
-            "INSERT OR IGNORE INTO dup_prefix(token, passage, size, pos) VALUES (?, ?, ?, ?)",
+            insert,
             zip(
                 tokens[part].tolist(),
-                owners[part].tolist(),
                 sizes[part].tolist(),
+                owners[part].tolist(),
                 positions[part].tolist(),
                 strict=True,
             ),
         )
 
 
+def _fold(store: Any) -> None:
+    """Move ``dup_recent`` into ``dup_prefix`` (in key order: each page of
+    the big index is written once) and note where the fold happened."""
+    store.conn.execute(
+        "INSERT OR IGNORE INTO dup_prefix(token, size, passage, pos) "
+        "SELECT token, size, passage, pos FROM dup_recent ORDER BY token, size, passage;"
+        "DELETE FROM dup_recent;"
+        "INSERT INTO dup_folded(one, passage_seq) "
+        "VALUES (1, (SELECT COALESCE(MAX(rowid), 0) FROM passages)) "
+        "ON CONFLICT(one) DO UPDATE SET passage_seq = excluded.passage_seq"
+    )
+
+
+def _fold_due(store: Any) -> bool:
+    """Passages since the last fold reach 1/FOLD_RATIO of those before it
+    (row ids stand in for counts: passages are never deleted but by purge)."""
+    folded = store.scalar("SELECT passage_seq FROM dup_folded") or 0
+    newest = store.scalar("SELECT COALESCE(MAX(rowid), 0) FROM passages")
+    return (newest - folded) * FOLD_RATIO > folded
+
+
+def _probe_sql() -> str:
+    """Candidates of one new passage x, from both prefix tables.
+
+    Parameters: ?1 x's indexed prefix (a JSON array of signed tokens, in
+    order), ?2 the smallest size that can reach the threshold, ceil(t|x|),
+    ?3 |x|, ?4 x's row id.
+
+    A pair (x, y) with Jaccard >= t = num/den shares at least
+    a = t(|x| + |y|) / (1 + t) tokens. Take its first two common tokens in
+    the fixed order, at positions i1 < i2 in x and j1 < j2 in y: every other
+    common token comes after them, so a <= |x| - i2 + 1 and a <= |y| - j2 + 1.
+    Both tokens therefore meet den|x| - (num+den)(i - 1) >= num|y| (a range of
+    y's size per probing token, read straight off the index key) and
+    den|y| - (num+den)(j - 1) >= num|x| (which keeps them inside y's indexed
+    prefix of |y| - ceil(t|y|) + 2 tokens). A candidate is a passage with two
+    such rows — one when |x| = 1, the only size where a = 1. Every qualifying
+    pair passes, so none is missed; requiring two shared prefix tokens
+    rather than one drops almost every chance match on one common 3-gram.
+    """
+    num, den = THRESHOLD.numerator, THRESHOLD.denominator
+    rows = " UNION ALL ".join(
+        f"""SELECT d.passage FROM json_each(?1) j CROSS JOIN {table} d
+            ON d.token = j.value
+               AND d.size BETWEEN ?2 AND ({den} * ?3 - {num + den} * (j.key - 1)) / {num}
+            WHERE {den} * d.size - {num + den} * (d.pos - 1) >= {num} * ?3
+              AND d.passage <> ?4"""
+        for table in PREFIX_TABLES
+    )
+    return f"SELECT passage FROM ({rows}) GROUP BY passage HAVING count(*) >= min(2, ?3)"
+
+
 def _partners(store: Any, ns: str, new: list[tuple[int, str, str, bytes]]) -> dict[str, list[str]]:
     """For each new passage ``(rowid, id, document, blob)``, the live passages
     of other documents with Jaccard >= 0.75 to it.
 
-    Candidates share a token of the new passage's prefix in the prefix index
-    (both prefixes, under the fixed order, so none is missed) and have a size
-    that can reach the threshold; each is verified exactly. The candidates'
-    shingles are read together, once each.
+    Candidates come from the prefix index (see :func:`_probe_sql`; the new
+    passages are indexed already, so they find each other); each is verified
+    exactly. The candidates' shingles are read together, once each.
     """
     num, den = THRESHOLD.numerator, THRESHOLD.denominator
-    # A pair (x, y) with |y| <= |x| and Jaccard >= t shares a token of x's
-    # probe prefix and of y's shorter index prefix (|y| - ceil(2t/(1+t)|y|) + 1
-    # tokens); with |y| > |x|, the other way round (AllPairs' index reduction).
-    mid_num, mid_den = 2 * num, num + den  # 2t / (1 + t)
+    sql = _probe_sql()
     wanted: dict[int, list[int]] = {}
     for rowid, _ident, _doc, blob in new:
         size, piece = _prefix_piece(blob)
         head = array("q")  # the uint64 tokens read as SQLite's signed integers
         head.frombytes(piece)
-        mid = size - (-((-mid_num * size) // mid_den)) + 1
-        low, high = -((-num * size) // den), size * den // num
-        wanted[rowid] = [
-            r[0]
-            for r in store.all(
-                f"""SELECT passage FROM dup_prefix
-                    WHERE token IN (SELECT value FROM json_each(?)) AND passage <> ?
-                      AND size BETWEEN ? AND ?
-                      AND pos < size - ((size * {mid_num} + {mid_den - 1}) / {mid_den}) + 1
-                    UNION
-                    SELECT passage FROM dup_prefix
-                    WHERE token IN (SELECT value FROM json_each(?)) AND passage <> ?
-                      AND size > ? AND size <= ?""",
-                (
-                    json.dumps(list(head)),
-                    rowid,
-                    low,
-                    size,
-                    json.dumps(list(head[:mid])),
-                    rowid,
-                    size,
-                    high,
-                ),
-            )
-        ]
+        low = -((-num * size) // den)  # ceil(t * size)
+        found = store.all(sql, (json.dumps(head.tolist()), low, size, rowid))
+        if found:
+            wanted[rowid] = [r[0] for r in found]
     needed = sorted(set().union(*wanted.values())) if wanted else []
     shingles: dict[int, tuple[str, str, array]] = {}
     for start in range(0, len(needed), 20_000):
@@ -429,11 +476,13 @@ def _partners(store: Any, ns: str, new: list[tuple[int, str, str, bytes]]) -> di
             shingles[rowid] = (ident, doc, theirs)
     out: dict[str, list[str]] = {}
     for rowid, ident, doc, blob in new:
+        if rowid not in wanted:
+            continue
         mine = array("Q")
         mine.frombytes(blob)
         mine_set = frozenset(mine)
         found = []
-        for other in wanted.get(rowid, ()):
+        for other in wanted[rowid]:
             got = shingles.get(other)
             if got is None or got[1] == doc:
                 continue
@@ -470,7 +519,7 @@ class DuplicateKind(Kind):
     incremental = True
 
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        ctx.store.conn.execute(STATE_SCHEMA)
+        _prepare_state(ctx.store)
         indexed = ctx.store.scalar(
             "SELECT passage_seq FROM dup_indexed WHERE namespace = ?", (ctx.namespace,)
         )
@@ -485,6 +534,7 @@ class DuplicateKind(Kind):
 
     def _full_scan(self, ctx: KindContext, indexed: int) -> list[dict[str, Any]]:
         store, ns = ctx.store, ctx.namespace
+        _fold(store)  # the scan reads every passage anyway: one index after it
         fresh: list[tuple[int, int, bytes]] = []
 
         def records() -> Iterator[tuple[str, str, bytes]]:
@@ -497,12 +547,12 @@ class DuplicateKind(Kind):
                 if rowid > indexed:
                     fresh.append((rowid, *_prefix_piece(blob)))
                     if len(fresh) >= 100_000:  # index as we go: bounded memory
-                        _index_prefixes(store, fresh)
+                        _index_prefixes(store, fresh, "dup_prefix")
                         fresh.clear()
                 yield ident, doc, blob
 
         found = clusters(records())
-        _index_prefixes(store, fresh)
+        _index_prefixes(store, fresh, "dup_prefix")
         store.conn.execute("DELETE FROM dup_members WHERE namespace = ?", (ns,))
         _remember_clusters(store, ns, found)
         _set_indexed(store, ns)
@@ -528,13 +578,17 @@ class DuplicateKind(Kind):
                 (ns, changes.tombstone_seq),
             )
         ]
-        _index_prefixes(store, [(rowid, *_prefix_piece(blob)) for rowid, _i, _d, blob in new])
+        _index_prefixes(
+            store, [(rowid, *_prefix_piece(blob)) for rowid, _i, _d, blob in new], "dup_recent"
+        )
         touched: set[str] = set()
         for ident, partners in _partners(store, ns, new).items():
             touched.add(ident)
             touched.update(partners)
         touched.update(gone)
         _set_indexed(store, ns)
+        if _fold_due(store):
+            _fold(store)
         if not touched:
             ctx.scope = set()
             return []
@@ -551,14 +605,14 @@ class DuplicateKind(Kind):
             )
         }
         members = set(touched)
-        for key in old_keys:
-            members.update(
-                r[0]
-                for r in store.all(
-                    "SELECT passage FROM dup_members WHERE namespace = ? AND cluster = ?",
-                    (ns, key),
-                )
+        members.update(
+            r[0]
+            for r in store.all(
+                "SELECT passage FROM dup_members WHERE namespace = ? "
+                "AND cluster IN (SELECT value FROM json_each(?))",
+                (ns, json.dumps(sorted(old_keys))),
             )
+        )
         rows = store.all(
             f"""SELECT p.id, p.document, p.shingles FROM passages p
                 WHERE p.id IN (SELECT value FROM json_each(?)) AND length(p.shingles) > 0
@@ -580,16 +634,18 @@ class DuplicateKind(Kind):
         store = ctx.store
         if not store.one("SELECT 1 FROM sqlite_master WHERE name = 'dup_prefix'"):
             return  # never scanned: nothing kept
+        _prepare_state(store)
         for rowid, ident in passages:
             blob = store.scalar("SELECT shingles FROM passages WHERE rowid = ?", (rowid,)) or b""
-            _size, piece = _prefix_piece(blob)  # the rows _index_prefixes added
-            store.conn.executemany(
-                "DELETE FROM dup_prefix WHERE token = ? AND passage = ?",
-                [
-                    (int.from_bytes(piece[i : i + 8], "little", signed=True), rowid)
-                    for i in range(0, len(piece), 8)
-                ],
-            )
+            size, piece = _prefix_piece(blob)  # the rows _index_prefixes added
+            keys = [
+                (int.from_bytes(piece[i : i + 8], "little", signed=True), size, rowid)
+                for i in range(0, len(piece), 8)
+            ]
+            for table in PREFIX_TABLES:
+                store.conn.executemany(
+                    f"DELETE FROM {table} WHERE token = ? AND size = ? AND passage = ?", keys
+                )
             store.conn.execute("DELETE FROM dup_members WHERE passage = ?", (ident,))
 
     def _candidate(self, ctx: KindContext, cluster: dict[str, Any]) -> Candidate:
