@@ -47,7 +47,7 @@ def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monke
     assert sent and all(n <= 5 and handed for n, handed in sent)
     expected = []
     for doc in docs:
-        pieces, blobs = prepare_passages(doc["text"])
+        pieces, blobs, _hashes, _links = prepare_passages(doc["text"])
         expected += [
             (doc["uri"], i, p, b) for i, (p, b) in enumerate(zip(pieces, blobs, strict=True))
         ]

@@ -244,6 +244,13 @@ def test_entities_come_from_the_caller_wiki_links_and_extraction_hooks():
         assert [p.address for p in memory.entity("quorum replication").passages] == [r.passages[0]]
         # A caller-named entity is mentioned by every passage.
         assert len(memory.entity("consensus protocols").passages) == 2
+        # A bulk load (its passages prepared by the helper process) asks the hooks too.
+        memory.remember_many(
+            [{"text": f"The zk ensemble {n} elects a leader; see [[Paxos]]."} for n in range(4)],
+            batch=2,
+        )
+        assert len(memory.entity("zookeeper").passages) == 5
+        assert len(memory.entity("paxos").passages) == 5
 
 
 def test_names_match_case_insensitively_with_white_space_folded(memory):

@@ -337,18 +337,20 @@ class Memory:
         metadata: dict,
         *,
         counts_only: bool = False,
-        prepared: tuple[list[str], list[bytes]] | None = None,
+        prepared: Prepared | None = None,
         touch: bool = True,
     ) -> Remembered | int:
         """Store one document; with ``counts_only`` return just how many
         passages it has (bulk loads need no addresses back). ``prepared``
-        carries the passages and their shingles when a bulk load computed
+        carries the passages, their shingles, hashes and links when a bulk load computed
         them ahead (see :func:`prepare_passages`)."""
         store, ops = self.store, self.ops
         if touch:
             store.touch_namespace(namespace)
         doc_hash = text.content_hash(body)
-        pieces, blobs = prepared if prepared is not None else prepare_passages(body)
+        pieces, blobs, hashes, links = prepared if prepared is not None else prepare_passages(body)
+        # No plugin extracts entities (the usual case): no hook call per passage.
+        extract = bool(self.pm.hook.memors_extract_entities.get_hookimpls())
         if len(pieces) > self.limits.passages_per_document:
             raise BadInput(
                 f"document has {len(pieces)} passages; the limit is "
@@ -403,8 +405,9 @@ class Memory:
 
         doc_entities = [ops.ensure_entity(n, namespace)[0] for n in names]
         mentioned: dict[str, None] = dict.fromkeys(doc_entities)
-        for position, (piece, shingles) in enumerate(zip(pieces, blobs, strict=True)):
-            phash = text.content_hash(piece)
+        for position, (piece, shingles, phash, named) in enumerate(
+            zip(pieces, blobs, hashes, links, strict=True)
+        ):
             kept = reuse.get(phash)
             if kept:
                 passage = kept.pop(0)
@@ -426,7 +429,8 @@ class Memory:
                     ),
                 )
                 linked = list(doc_entities)
-                for name in [*text.wiki_links(piece), *self._extract_entities(piece, namespace)]:
+                extracted = self._extract_entities(piece, namespace) if extract else []
+                for name in [*named, *extracted]:
                     linked.append(ops.ensure_entity(name, namespace)[0])
                 for entity in dict.fromkeys(linked):
                     store.conn.execute(
@@ -882,10 +886,20 @@ class Memory:
         return self.ops.passage_refs(ids)
 
 
-def prepare_passages(body: str) -> tuple[list[str], list[bytes]]:
-    """A document's passages and each one's packed shingle hashes."""
+Prepared = tuple[list[str], list[bytes], list[str], list[list[str]]]
+
+
+def prepare_passages(body: str) -> Prepared:
+    """A document's passages with each one's packed shingle hashes, content
+    hash and ``[[wiki links]]``: the per-passage work that needs no store,
+    which a bulk load's helper process does ahead."""
     pieces = text.split_passages(body)
-    return pieces, [text.pack_shingles(text.shingle_hashes(p)) for p in pieces]
+    return (
+        pieces,
+        [text.pack_shingles(text.shingle_hashes(p)) for p in pieces],
+        [text.content_hash(p) for p in pieces],
+        [text.wiki_links(p) for p in pieces],
+    )
 
 
 class _ShingleWorker:
@@ -929,7 +943,7 @@ class _ShingleWorker:
             self._fail()
             return False
 
-    def collect(self, docs: list[tuple]) -> list[tuple[list[str], list[bytes]]]:
+    def collect(self, docs: list[tuple]) -> list[Prepared]:
         """The prepared passages of the batch last sent (or prepared here)."""
         if self.proc is not None and not self.broken:
             try:
