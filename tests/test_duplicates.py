@@ -190,6 +190,21 @@ def test_same_document_copies_and_short_passages_never_count(memory):
     assert result["open"] == 0
 
 
+def assert_open_items_match(memory, records: list[tuple[str, str, str]]) -> None:
+    """Compact the duplicate kind (incrementally, after the first time): one
+    open item per brute-force cluster, with its pair count and lowest Jaccard."""
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    expected = brute_force(records)
+    got = {
+        frozenset(p["address"] for p in i["payload"]["passages"]): i["payload"]
+        for i in result["items"]
+    }
+    assert set(got) == set(expected)
+    for members, want in expected.items():
+        assert got[members]["pair_count"] == want["pair_count"]
+        assert Fraction(got[members]["jaccard"]).limit_denominator(1000) == want["jaccard"]
+
+
 @settings(
     max_examples=25,
     deadline=None,
@@ -214,16 +229,7 @@ def test_incremental_scans_find_what_a_full_scan_would(batches):
                 victim = sorted(records)[i % len(records)]
                 memory.forget(victim)
                 del records[victim]
-            result = to_json(memory.compact(kinds=["duplicate"]))
-            expected = brute_force(list(records.values()))
-            got = {
-                frozenset(p["address"] for p in i["payload"]["passages"]): i["payload"]
-                for i in result["items"]
-            }
-            assert set(got) == set(expected)
-            for members, want in expected.items():
-                assert got[members]["pair_count"] == want["pair_count"]
-                assert Fraction(got[members]["jaccard"]).limit_denominator(1000) == want["jaccard"]
+            assert_open_items_match(memory, list(records.values()))
 
 
 @st.composite
@@ -281,15 +287,7 @@ def test_incremental_scans_on_edited_copies_match_brute_force(fold_ratio, batche
                 n += 1
                 r = memory.remember("\n\n".join(" ".join(ws) for ws in doc), uri=f"doc-{n}")
                 records.extend((p, r.document, memory.get(p).text) for p in r.passages)
-            result = to_json(memory.compact(kinds=["duplicate"]))
-            expected = brute_force(records)
-            got = {
-                frozenset(p["address"] for p in i["payload"]["passages"]): i["payload"]
-                for i in result["items"]
-            }
-            assert set(got) == set(expected)
-            for members, want in expected.items():
-                assert got[members]["pair_count"] == want["pair_count"]
+            assert_open_items_match(memory, records)
         recent = memory.store.scalar("SELECT COUNT(*) FROM dup_recent")
         if fold_ratio:
             assert recent == 0
