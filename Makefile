@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint contracts unit bench bench-quick man clean
+.PHONY: setup demo test lint contracts unit bench-setup bench bench-quick man clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,10 +31,14 @@ unit: setup
 
 test: lint contracts unit
 
-bench: setup
+# The benchmarks also need the `bench` extra (datasketch, the MinHash reference).
+bench-setup: setup
+	@$(BIN)/python -c "import datasketch" 2>/dev/null || $(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+
+bench: bench-setup
 	$(BIN)/python -m benchmarks.run --size 100000
 
-bench-quick: setup
+bench-quick: bench-setup
 	$(BIN)/python -m benchmarks.run --quick
 
 man: setup
