@@ -383,3 +383,36 @@ def test_prefix_probe_finds_every_pair_reaching_the_threshold(sets, recent):
         for j, other in enumerate(sets):
             if j != i and Fraction(len(s & other), len(s | other)) >= THRESHOLD:
                 assert j + 1 in found, (sorted(s), sorted(other))
+
+
+def test_a_passage_that_reuses_a_purged_row_id_is_indexed(memory):
+    """SQLite hands a purged last row's id to the next passage: the prefix
+    index must not take that passage for one it already holds."""
+    memory.remember("the backup job copies every volume to the remote site", uri="backup")
+    note = memory.remember("an unrelated note about the office coffee machine", uri="note")
+    memory.compact()
+    memory.purge(note.document)  # the passage with the highest row id goes
+    text = "the release train leaves every second tuesday with whatever is merged by noon"
+    first = memory.remember(text, uri="release-a")  # ... and this one gets its row id
+    assert memory.store.scalar(
+        "SELECT rowid FROM passages WHERE id = ?", (first.passages[0].split("/")[-1],)
+    ) == memory.store.scalar("SELECT MAX(rowid) FROM passages")
+    memory.compact()  # full after a purge; the prefix index must now hold release-a
+    memory.remember(text, uri="release-b")
+    result = to_json(memory.compact(kinds=["duplicate"]))  # incremental: found by look-up
+    assert [len(i["payload"]["passages"]) for i in result["items"]] == [2]
+
+
+def test_a_forget_that_reuses_a_purged_tombstone_row_id_is_seen(memory):
+    """A purge in one namespace frees tombstone row ids another namespace's
+    marks have passed: a forget there that gets one is still seen."""
+    copy = "every pull request needs one approving review and a green build before merge"
+    kept = [memory.remember(copy, uri=f"rules-{n}", namespace="team") for n in range(3)]
+    scratch = memory.remember("a scratch note that will be purged", uri="s", namespace="tmp")
+    memory.forget(scratch.passages[0], namespace="tmp")  # the highest tombstone row id
+    first = to_json(memory.compact(kinds=["duplicate"], namespace="team"))
+    assert [len(i["payload"]["passages"]) for i in first["items"]] == [3]
+    memory.purge(scratch.document, namespace="tmp")  # its tombstone goes
+    memory.forget(kept[2].passages[0], namespace="team")  # and this one gets its row id
+    result = to_json(memory.compact(kinds=["duplicate"], namespace="team"))
+    assert [len(i["payload"]["passages"]) for i in result["items"]] == [2]

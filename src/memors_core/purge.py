@@ -48,6 +48,14 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
             # Erased rows leave no tombstones behind for incremental scans to
             # see: the next compact of this namespace rescans everything.
             conn.execute("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
+            # SQLite hands the row ids above the highest that remains out
+            # again: every namespace's marks come down to it, so that the
+            # rows that get them count as new.
+            for column, rows in (("passage_seq", "passages"), ("tombstone_seq", "tombstones")):
+                top = store.scalar(f"SELECT COALESCE(MAX(rowid), 0) FROM {rows}")
+                conn.execute(
+                    f"UPDATE compact_marks SET {column} = ? WHERE {column} > ?", (top, top)
+                )
             cur = conn.execute(
                 "INSERT INTO purges(namespace, target, erased, created_at) VALUES (?, ?, ?, ?) "
                 "RETURNING id",

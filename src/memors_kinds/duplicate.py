@@ -635,6 +635,16 @@ class DuplicateKind(Kind):
         if not store.one("SELECT 1 FROM sqlite_master WHERE name = 'dup_prefix'"):
             return  # never scanned: nothing kept
         _prepare_state(store)
+        # Row ids above the highest that stays are handed out again: marks
+        # come down to it, so a passage that reuses one is indexed and probed.
+        top = store.scalar(
+            "SELECT COALESCE(MAX(rowid), 0) FROM passages "
+            "WHERE rowid NOT IN (SELECT value FROM json_each(?))",
+            (json.dumps([rowid for rowid, _ident in passages]),),
+        )
+        store.conn.execute(
+            "UPDATE dup_indexed SET passage_seq = ? WHERE passage_seq > ?", (top, top)
+        )
         for rowid, ident in passages:
             blob = store.scalar("SELECT shingles FROM passages WHERE rowid = ?", (rowid,)) or b""
             size, piece = _prefix_piece(blob)  # the rows _index_prefixes added
