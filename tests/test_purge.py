@@ -11,9 +11,6 @@ audit row remains and names the address, never the content.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +20,7 @@ import pytest
 
 from memors_core import MemorsError, Memory, hookimpl
 from memors_core.kinds import Kind
-from memors_core.testing import passages_about, temporary_memory
+from memors_core.testing import CLIResult, passages_about, run_cli, temporary_memory
 from store_checks import connect
 
 # FTS5 keeps terms lower-cased and porter-stemmed, prefix-compressed against the term
@@ -58,18 +55,10 @@ def traces(db: Path) -> dict[str, list[str]]:
     return found
 
 
-def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEMORS_DB": str(db)}
-    env.pop("MEMORS_DISABLE_PLUGINS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "memors_cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert proc.returncode in ok, proc.stderr
-    return proc
+def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,)) -> CLIResult:
+    r = run_cli(*args, db=db)
+    assert r.code in ok, r
+    return r
 
 
 def page_text(payload: dict) -> str:
@@ -129,7 +118,7 @@ def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Pa
     made = build(db)
     assert traces(db)  # the marker is there to begin with
 
-    out = json.loads(cli(db, "purge", made["document"], "--yes", "--json").stdout)
+    out = json.loads(cli(db, "purge", made["document"], "--yes", "--json").out)
     assert made["document"] in out["erased"] and set(made["passages"]) <= set(out["erased"])
     # pages citing an erased passage go, and so does every later version built on them
     assert set(made["pages"]) <= set(out["erased"])
@@ -174,7 +163,7 @@ def test_purging_one_passage_erases_it_and_what_was_built_on_it(tmp_path: Path):
     db = tmp_path / "passage.db"
     made = build(db)
     secret = made["passages"][0]
-    out = json.loads(cli(db, "purge", secret, "--yes", "--json").stdout)
+    out = json.loads(cli(db, "purge", secret, "--yes", "--json").out)
     assert secret in out["erased"] and made["document"] not in out["erased"]
     with Memory.open(db) as memory:
         doc = memory.get(made["document"])  # the document stays, without that passage

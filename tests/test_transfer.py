@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from memors_core import Memory
-from memors_core.testing import passages_about
+from memors_core.testing import CLIResult, passages_about, run_cli
 from memors_core.wire import to_json
 from store_checks import connect, store_problems
 
@@ -36,15 +36,10 @@ NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "dup_prefix", "dup
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]
 
 
-def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,), **kw: Any) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEMORS_DB": str(db)}
-    env.pop("MEMORS_DISABLE_PLUGINS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "memors_cli", *args], capture_output=True, text=True, env=env,
-        timeout=120, cwd=db.parent, **kw,
-    )  # fmt: skip
-    assert proc.returncode in ok, proc.stderr
-    return proc
+def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,), input: str | None = None) -> CLIResult:
+    r = run_cli(*args, db=db, input=input, cwd=db.parent)
+    assert r.code in ok, r
+    return r
 
 
 def page_content(payload: dict) -> str:
@@ -163,11 +158,11 @@ def test_export_import_round_trip_is_row_for_row_and_behaves_identically(tmp_pat
     original = tmp_path / "original.db"
     build(original)
     dump = tmp_path / "dump.jsonl"
-    dump.write_text(cli(original, "export").stdout, encoding="utf-8")
+    dump.write_text(cli(original, "export").out, encoding="utf-8")
     header = json.loads(dump.read_text().splitlines()[0])
     assert header["namespace"] is None and header["namespaces"] == ["alpha", "beta"]
     copy = tmp_path / "copy.db"
-    out = json.loads(cli(copy, "import", str(dump), "--json").stdout)
+    out = json.loads(cli(copy, "import", str(dump), "--json").out)
     assert out["rows"]["passages"] == len(tables(original)["passages"])
 
     # row for row, every table
@@ -177,21 +172,21 @@ def test_export_import_round_trip_is_row_for_row_and_behaves_identically(tmp_pat
         assert after[name] == before[name], f"table {name} differs after the round trip"
     assert store_problems(copy) == []
     # exporting the copy gives the same file, line for line
-    assert cli(copy, "export").stdout == dump.read_text(encoding="utf-8")
+    assert cli(copy, "export").out == dump.read_text(encoding="utf-8")
     # and what a user sees
     assert behaviour(copy) == behaviour(original)
 
     # compaction goes on identically (the copy's first compact is a full scan)
     for ns in ("alpha", "beta"):
-        a = json.loads(cli(original, "compact", "--ns", ns, "--json").stdout)
-        b = json.loads(cli(copy, "compact", "--ns", ns, "--json").stdout)
+        a = json.loads(cli(original, "compact", "--ns", ns, "--json").out)
+        b = json.loads(cli(copy, "compact", "--ns", ns, "--json").out)
         assert a == b
     assert tables(copy) == tables(original)
     # and keeps going: the same new document, the same queue
     for db in (original, copy):
         cli(db, "remember", "-", "--ns", "alpha", input="\n\n".join(passages_about("Zab", 5)))
-    a = json.loads(cli(original, "compact", "--ns", "alpha", "--json").stdout)
-    b = json.loads(cli(copy, "compact", "--ns", "alpha", "--json").stdout)
+    a = json.loads(cli(original, "compact", "--ns", "alpha", "--json").out)
+    b = json.loads(cli(copy, "compact", "--ns", "alpha", "--json").out)
     strip = lambda q: [(i["id"], i["kind"], sorted(i["payload"])) for i in q["items"]]  # noqa: E731
     assert (a["created"], a["open"], strip(a)) == (b["created"], b["open"], strip(b))
 
@@ -200,7 +195,7 @@ def test_a_namespace_export_carries_that_namespace_only(tmp_path: Path):
     original = tmp_path / "original.db"
     build(original)
     dump = tmp_path / "alpha.jsonl"
-    dump.write_text(cli(original, "export", "--ns", "alpha").stdout, encoding="utf-8")
+    dump.write_text(cli(original, "export", "--ns", "alpha").out, encoding="utf-8")
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert lines[0]["namespace"] == "alpha"
     assert not [x for x in lines[1:] if x["table"] == "counters"]  # they count the whole store
@@ -234,11 +229,11 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
     original = tmp_path / "original.db"
     build(original)
     dump = tmp_path / "dump.jsonl"
-    dump.write_text(cli(original, "export").stdout, encoding="utf-8")
+    dump.write_text(cli(original, "export").out, encoding="utf-8")
     lines = dump.read_text().splitlines()
 
     r = cli(original, "import", str(dump), ok=(2,))
-    assert "import needs an empty store" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert "import needs an empty store" in r.err and len(r.err.splitlines()) == 1
 
     broken = tmp_path / "broken.jsonl"
     for bad, message in (
@@ -252,7 +247,7 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
         broken.write_text("\n".join(bad) + "\n", encoding="utf-8")
         target = tmp_path / f"fresh-{len(message)}.db"
         r = cli(target, "import", str(broken), ok=(2,))
-        assert message in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+        assert message in r.err and len(r.err.splitlines()) == 1, r.err
         conn = connect(target)
         assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0  # nothing kept
         conn.close()
@@ -308,7 +303,7 @@ def test_backup_while_another_process_writes_is_whole_and_a_prefix(tmp_path: Pat
     print(f"documents in the copies: {counts}")
     assert counts[0] >= 300 and counts == sorted(counts)
     r = cli(db, "backup", str(copies[0]), ok=(2,))
-    assert "already exists" in r.stderr
+    assert "already exists" in r.err
 
 
 @pytest.mark.parametrize("name", ["nowhere/deeper/x.db", "."])
@@ -316,4 +311,4 @@ def test_backup_to_a_bad_path_is_a_clear_error(tmp_path: Path, name: str):
     db = tmp_path / "s.db"
     cli(db, "remember", "-", input="something")
     r = cli(db, "backup", str(tmp_path / name), ok=(2,))
-    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
