@@ -70,38 +70,26 @@ def seed(db: Path, documents: int) -> None:
         )
 
 
-async def time_calls(params, tool: str, args: dict, calls: int) -> list[float]:
+async def time_calls(
+    sides: list[tuple[Any, str, dict]], calls: int, block: int = 20
+) -> list[list[float]]:
+    """``calls`` timed calls of each ``(server, tool, arguments)``, the
+    servers open at once and called in alternating blocks of ``block``: a
+    slow drift of the machine (a VM's cores are shared) weighs on all alike,
+    while each server stays warm within its block."""
+    from contextlib import AsyncExitStack
+
     from mcp import Client
 
-    async with Client(params) as client:
-        for _ in range(10):  # warm up: imports, caches, the first query plan
-            await client.call_tool(tool, args)
-        out = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            result = await client.call_tool(tool, args)
-            out.append(time.perf_counter() - started)
-            assert not result.is_error, result
-    return out
-
-
-async def time_alternating(
-    first: tuple[Any, str, dict], second: tuple[Any, str, dict], calls: int, block: int = 20
-) -> tuple[list[float], list[float]]:
-    """Both servers open at once, called in alternating blocks of ``block``
-    calls: a slow drift of the machine (a VM's cores are shared) weighs on
-    both alike, while each server stays warm within its block."""
-    from mcp import Client
-
-    async with Client(first[0]) as a, Client(second[0]) as b:
-        sides = ((a, first[1], first[2]), (b, second[1], second[2]))
-        for client, tool, args in sides:
-            for _ in range(10):
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(params)) for params, _t, _a in sides]
+        for client, (_p, tool, args) in zip(clients, sides, strict=True):
+            for _ in range(10):  # warm up: imports, caches, the first query plan
                 await client.call_tool(tool, args)
-        out: tuple[list[float], list[float]] = ([], [])
-        while len(out[1]) < calls:
-            for k, (client, tool, args) in enumerate(sides):
-                for _ in range(block):
+        out: list[list[float]] = [[] for _ in sides]
+        while len(out[-1]) < calls:
+            for k, (client, (_p, tool, args)) in enumerate(zip(clients, sides, strict=True)):
+                for _ in range(min(block, calls - len(out[k]))):
                     started = time.perf_counter()
                     result = await client.call_tool(tool, args)
                     out[k].append(time.perf_counter() - started)
@@ -170,9 +158,9 @@ def main() -> None:
         with Memory.open(db) as memory:
             target = memory.search("replication", limit=1).results[0].address
         noop, get = anyio.run(
-            time_alternating, (bare, "noop", {}), (memors, "get", {"address": target}), args.calls
+            time_calls, [(bare, "noop", {}), (memors, "get", {"address": target})], args.calls
         )
-        search = anyio.run(time_calls, memors, "search", query, args.calls)
+        (search,) = anyio.run(time_calls, [(memors, "search", query)], args.calls)
         library = time_library(db, query, args.calls)
     where = (
         f"client on cpu {client_cpu}, servers on cpu {server_cpu}"
