@@ -375,12 +375,12 @@ def test_a_plugin_that_fails_to_load_is_named_and_can_be_disabled(cli, tmp_path)
     (info / "entry_points.txt").write_text("[memors.kinds]\nbroken = memors_broken_kind\n")
     (site / "memors_broken_kind.py").write_text("raise ImportError('needs a missing library')\n")
     env = {"PYTHONPATH": str(site)}
-    r = cli("search", "x", extra_env=env)
-    line = one_line_error(r)
-    assert "plugin 'broken' (memors_broken_kind) failed to load" in line
-    assert "needs a missing library" in line
+    r = cli("search", "x", extra_env=env)  # everything else works (issue 13, point 8)
+    assert r.code == 0 and len(r.err.strip().splitlines()) == 1, r
+    assert '"plugin": "broken", "entry_point": "memors_broken_kind"' in r.err
+    assert "needs a missing library" in r.err
     r = cli("search", "x", extra_env={**env, "MEMORS_DISABLE_PLUGINS": "broken"})
-    assert r.code == 0, r
+    assert r.code == 0 and r.err == "", r
 
 
 # --- docs/cli.md: a reference that cannot drift, and a tour that runs ------------------------------

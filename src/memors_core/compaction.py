@@ -88,6 +88,14 @@ def selected_kinds(memory: Memory, kinds: Any) -> list[Kind]:
     if not isinstance(kinds, list | tuple) or not all(isinstance(k, str) for k in kinds):
         raise BadInput("kinds must be a list of kind names")
     unknown = [k for k in kinds if k not in memory.kinds]
+    broken = [k for k in unknown if k in memory.plugin_errors]
+    if broken:  # a kind is named like its plugin
+        raise PluginError(
+            "; ".join(
+                f"kind {k!r} cannot run: its plugin {k!r} failed to load: {memory.plugin_errors[k]}"
+                for k in broken
+            )
+        )
     if unknown:
         raise BadInput(
             f"unknown kind{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}: "
@@ -246,6 +254,11 @@ def compact(
     store = memory.store
     created = 0
     errors: list[dict[str, str]] = []
+    if kinds is None or kinds == []:  # every kind: say which could not run
+        errors.extend(
+            {"kind": name, "plugin": name, "error": f"plugin failed to load: {reason}"}
+            for name, reason in sorted(memory.plugin_errors.items())
+        )
     for kind in chosen:
         if progress:
             progress(kind.name)
@@ -398,6 +411,11 @@ def _submit(
     if item is None:
         raise NotFound(f"no work item {item_id} in namespace {namespace!r}")
     kind = memory.kinds.get(item.kind)
+    if kind is None and item.kind in memory.plugin_errors:
+        raise PluginError(
+            f"item {item_id} is of kind {item.kind!r}, whose plugin {item.kind!r} failed to "
+            f"load: {memory.plugin_errors[item.kind]}; nothing was stored"
+        )
     if kind is None:
         raise BadInput(
             f"item {item_id} is of kind {item.kind!r}, which is not installed or is disabled"

@@ -36,9 +36,11 @@ def memors_register_kinds(registry: KindRegistry) -> None:
             :class:`memors_core.PluginError` naming both plugins.
 
     Returns:
-        Nothing. An implementation that raises stops the store from opening
-        with a :class:`memors_core.PluginError` naming the plugin (disable it
-        with ``MEMORS_DISABLE_PLUGINS``).
+        Nothing. An installed plugin whose implementation raises, or adds a
+        kind without a name, fails to load: it is set aside with none of its
+        kinds, named in a warning, and everything else works. A plugin
+        passed in code (``temporary_memory(plugins=…)``) raises
+        :class:`memors_core.PluginError` naming it instead.
     """
 
 

@@ -159,6 +159,19 @@ class Kind:
         """
 
 
+class MalformedKind(PluginError):
+    """A plugin registered a kind the engine cannot use (``reason`` says why,
+    without the plugin's name)."""
+
+    def __init__(self, plugin: str, reason: str) -> None:
+        super().__init__(f"plugin {plugin!r} {reason}")
+        self.reason = reason
+
+
+class KindConflict(PluginError):
+    """Two plugins register the same kind name: which is meant cannot be guessed."""
+
+
 class KindRegistry:
     """Handed to ``memors_register_kinds``; kinds are keyed by name."""
 
@@ -170,18 +183,23 @@ class KindRegistry:
     def add(self, kind: Kind) -> None:
         name = getattr(kind, "name", "")
         if not isinstance(name, str) or not name:
-            raise PluginError(f"plugin {self.current_plugin!r} registered a kind without a name")
+            raise MalformedKind(self.current_plugin, "registered a kind without a name")
         if name in self._kinds:
             # Which plugin registers first depends on the order of sys.path: name both.
             owners = sorted({self._owners[name], self.current_plugin})
             if len(owners) == 1:
-                raise PluginError(f"plugin {owners[0]!r} registers the kind {name!r} twice")
-            raise PluginError(
+                raise MalformedKind(owners[0], f"registers the kind {name!r} twice")
+            raise KindConflict(
                 f"plugins {owners[0]!r} and {owners[1]!r} both register the kind {name!r}: "
                 "disable one with MEMORS_DISABLE_PLUGINS"
             )
         self._kinds[name] = kind
         self._owners[name] = self.current_plugin
+
+    def discard_plugin(self, plugin: str) -> None:
+        """Drop every kind ``plugin`` registered (it is being set aside)."""
+        for name in [n for n, owner in self._owners.items() if owner == plugin]:
+            del self._kinds[name], self._owners[name]
 
     def get(self, name: str) -> Kind | None:
         return self._kinds.get(name)

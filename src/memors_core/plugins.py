@@ -11,7 +11,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import PluginError
-from .kinds import KindRegistry
+from .kinds import KindConflict, KindRegistry, MalformedKind
 from .log import get_logger
 
 log = get_logger("memors.plugins")
@@ -25,22 +25,59 @@ def disabled_plugins() -> set[str]:
     return {n.strip() for n in raw.replace(",", " ").split() if n.strip()}
 
 
+class PluginManager(pluggy.PluginManager):
+    """pluggy's plugin manager, plus the installed plugins that failed to load.
+
+    ``plugin_errors`` maps the entry-point name of each installed plugin
+    that was set aside to what went wrong, in one line (``"ImportError: no
+    module named 'foo'"``). A plugin set aside is not registered at all:
+    none of its hooks run, and its kind (a kind's name is its entry-point
+    name) is unavailable until it is fixed or disabled.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("memors")
+        self.plugin_errors: dict[str, str] = {}
+        #: Entry-point name -> its target (``module:attribute``), for messages.
+        self.entry_points: dict[str, str] = {}
+
+    def set_aside(self, name: str, reason: str) -> None:
+        """Unregister the installed plugin ``name`` and warn, once, why."""
+        if self.get_plugin(name) is not None:
+            self.unregister(name=name)
+        self.plugin_errors[name] = reason
+        log.warning(
+            "plugin_failed_to_load",
+            plugin=name,
+            entry_point=self.entry_points.get(name, "?"),
+            error=reason,
+        )
+
+
 def build_plugin_manager(
     *, entrypoints: bool = True, plugins: Iterable[tuple[str, Any]] = ()
-) -> pluggy.PluginManager:
+) -> PluginManager:
     """A fresh plugin manager.
 
     Core's own check and lint plugins first, then every entry point of the
-    ``memors.kinds`` group (a plugin that fails to load is named in the
-    error), then names in ``MEMORS_DISABLE_PLUGINS`` are blocked, then the
-    hooks are checked against their specs. ``plugins`` registers extra
-    ``(name, plugin)`` pairs, which tests use for small test plugins; one
-    named like an entry point takes its place (a plugin's own tests pass
-    its module while it is also installed).
+    ``memors.kinds`` group, then names in ``MEMORS_DISABLE_PLUGINS`` are
+    blocked, then the hooks are checked against their specs and the kinds
+    are collected. ``plugins`` registers extra ``(name, plugin)`` pairs,
+    which tests use for small test plugins; one named like an entry point
+    takes its place (a plugin's own tests pass its module while it is also
+    installed).
+
+    An installed plugin that fails to load (its import raises, a hook does
+    not fit its spec or is unknown, its kinds cannot be registered) is set
+    aside: it is logged once as a ``plugin_failed_to_load`` warning and
+    listed in ``plugin_errors``, and everything else works. A plugin passed
+    in ``plugins`` is code of the caller's own: one that fails raises
+    :class:`PluginError` naming it. So does a kind name registered twice,
+    as the right one cannot be guessed.
     """
     from . import checks, lint  # core's built-in hook implementations
 
-    pm = pluggy.PluginManager("memors")
+    pm = PluginManager()
     pm.add_hookspecs(hookspecs)
     disabled = disabled_plugins()
     pm.register(checks, name="memors.checks")
@@ -51,13 +88,20 @@ def build_plugin_manager(
         for ep in entry_points(group=ENTRY_POINT_GROUP):
             if ep.name in disabled or ep.name in given or pm.get_plugin(ep.name) is not None:
                 continue
+            pm.entry_points[ep.name] = ep.value
             try:
                 plugin = ep.load()
-            except Exception as exc:
-                raise PluginError(
-                    f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
-                ) from exc
-            _register(pm, plugin, ep.name)
+            except (Exception, SystemExit) as exc:
+                pm.set_aside(ep.name, f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+                continue
+            try:
+                pm.register(plugin, name=ep.name)
+                _check_hooks(pm, plugin)
+            except (pluggy.PluginValidationError, ValueError) as exc:
+                pm.set_aside(ep.name, f"invalid: {_invalid_text(ep.name, exc)}")
+                continue
+            # Another distribution's entry point of this name loaded after all.
+            pm.plugin_errors.pop(ep.name, None)
     for name, plugin in plugins:
         if name not in disabled:
             _register(pm, plugin, name)
@@ -69,16 +113,21 @@ def build_plugin_manager(
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         raise _invalid(pm.get_name(exc.plugin) or "?", exc) from exc
+    collect_kinds(pm)  # sets aside an installed plugin whose kinds cannot be registered
     return pm
 
 
-def _invalid(name: str, exc: Exception) -> PluginError:
+def _invalid_text(name: str, exc: Exception) -> str:
     # pluggy's messages show the plugin's repr and span lines: name it, one line.
     text = str(exc)
     plugin = getattr(exc, "plugin", None)
     if plugin is not None:
         text = text.replace(repr(plugin), repr(name))
-    return PluginError(f"plugin {name!r} is invalid: {' '.join(text.split())}")
+    return " ".join(text.split())
+
+
+def _invalid(name: str, exc: Exception) -> PluginError:
+    return PluginError(f"plugin {name!r} is invalid: {_invalid_text(name, exc)}")
 
 
 def _register(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
@@ -88,20 +137,49 @@ def _register(pm: pluggy.PluginManager, plugin: Any, name: str) -> None:
         raise _invalid(name, exc) from exc
 
 
+def _check_hooks(pm: pluggy.PluginManager, plugin: Any) -> None:
+    """``check_pending`` for one plugin: a hook without a spec is refused."""
+    for caller in pm.get_hookcallers(plugin) or ():
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.plugin is plugin and not impl.optionalhook:
+                raise pluggy.PluginValidationError(plugin, f"unknown hook {caller.name!r}")
+
+
 def collect_kinds(pm: pluggy.PluginManager) -> KindRegistry:
-    """Ask every plugin for its kinds; a failing plugin is named."""
+    """Ask every plugin for its kinds; a failing plugin is named.
+
+    An installed plugin (one that came from an entry point) whose hook
+    raises or registers a malformed kind is set aside (see
+    :func:`build_plugin_manager`) with none of its kinds; any other raises
+    :class:`PluginError`.
+    """
     registry = KindRegistry()
+    installed = getattr(pm, "entry_points", {})
     for impl in pm.hook.memors_register_kinds.get_hookimpls():
-        registry.current_plugin = impl.plugin_name
+        name = impl.plugin_name
+        registry.current_plugin = name
         try:
             impl.function(registry=registry)
-        except PluginError:
+        except KindConflict:
             raise
+        except MalformedKind as exc:
+            if name not in installed:
+                raise
+            registry.discard_plugin(name)
+            pm.set_aside(name, exc.reason)
+        except PluginError as exc:
+            if name not in installed:
+                raise
+            registry.discard_plugin(name)
+            pm.set_aside(name, exc.message)
         except Exception as exc:
-            raise PluginError(
-                f"plugin {impl.plugin_name!r} failed to register its kinds: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            error = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+            if name not in installed:
+                raise PluginError(f"plugin {name!r} failed to register its kinds: {error}") from exc
+            registry.discard_plugin(name)
+            pm.set_aside(name, f"memors_register_kinds raised {error}")
     return registry
 
 
