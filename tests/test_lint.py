@@ -106,7 +106,8 @@ def test_each_builtin_rule_reports_the_addresses_involved(memory, troubled):
     assert messages["missing-page"] == "entity 'Raft' has 3 live passages and no page"
     assert "1 forgotten passage(s)" in messages["stale-page"]
     assert messages["expired-fact"] == "Paxos maintainer 'Lamport' expired at 2020-01-01"
-    assert {f.rule for f in report.findings} == set(BUILTIN_RULES)
+    # (unfinished-purge needs a purge killed half-way: tests/test_purge_resume.py)
+    assert {f.rule for f in report.findings} == set(BUILTIN_RULES) - {"unfinished-purge"}
 
 
 def test_lint_json_shape_and_namespaces_are_separate(memory, troubled):

@@ -219,6 +219,22 @@ def test_only_what_needs_the_broken_plugin_fails_naming_it(store):
     assert r.code == 2 and "unknown kind 'broken'" in last_line(r.err)
 
 
+def test_purge_refuses_while_a_plugin_that_may_hold_the_text_failed_to_load(store):
+    """A kind that did not load cannot erase what it derived from the text:
+    purge names it and erases nothing, until it is fixed or disabled."""
+    run = store["run"]
+    r = run("remember", "raft.md", "--json")
+    assert r.code == 0, r
+    doc = r.json["document"]
+    r = run("purge", doc, "--yes")
+    assert r.code == 2 and "nothing was purged" in last_line(r.err), r
+    assert "MEMORS_DISABLE_PLUGINS=" in last_line(r.err)
+    assert run("get", doc).code == 0
+    quiet = {"MEMORS_DISABLE_PLUGINS": "broken,wrong,nameless"}
+    assert run("purge", doc, "--yes", **quiet).code == 0
+    assert run("get", doc, **quiet).code == 2
+
+
 def test_the_library_says_what_failed(store, monkeypatch):
     monkeypatch.syspath_prepend(str(store["src"]))
     monkeypatch.syspath_prepend(str(store["site"]))

@@ -259,6 +259,8 @@ def filled(memory):
     ]
     memory.record_fact("Raft", "leader", "n1", valid_from="2024-01-01")
     memory.forget(docs[3].passages[0], reason="test")
+    memory.remember("First draft.\n\nKept paragraph.", uri="draft.txt")
+    memory.remember("Second draft.\n\nKept paragraph.", uri="draft.txt")  # a version
     item = memory.compact(kinds=["page"]).items[0]
     report = memory.submit(
         item.id,
@@ -305,6 +307,91 @@ def test_raw_rows_refuse_update_and_delete_through_the_sqlite3_module(filled, ta
         assert conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() == before
     finally:
         conn.close()
+
+
+APPEND_ONLY = [
+    "documents",
+    "document_versions",
+    "version_passages",
+    "passages",
+    "facts",
+    "tombstones",
+    "pages",
+    "page_sources",
+    "entities",
+]
+
+
+def _rewrites(conn, table: str) -> list[tuple[str, list]]:
+    """Statements that would rewrite an existing row of ``table`` in place
+    of deleting it: INSERT OR REPLACE, REPLACE and an upsert, each naming the
+    first row's own key, with its text columns set to TAMPERED."""
+    cols = [r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()]
+    names = ", ".join(cols)
+    first = conn.execute(f"SELECT {names} FROM {table} ORDER BY {cols[0]} LIMIT 1").fetchone()
+    keys = {"rowid", "id", "document", "version", "position", "page", "passage", "target",
+            "namespace", "key", "type", "state", "subject", "entity", "canonical"}  # fmt: skip
+    row = [
+        v if c in keys or not isinstance(v, str) else "TAMPERED"
+        for c, v in zip(cols, first, strict=True)
+    ]
+    marks = ", ".join("?" for _ in cols)
+    key = {"document_versions": "document, version", "version_passages":
+           "document, version, position", "page_sources": "page, passage",
+           "tombstones": "target"}.get(table, "id")  # fmt: skip
+    return [
+        (f"INSERT OR REPLACE INTO {table}({names}) VALUES ({marks})", row),
+        (f"REPLACE INTO {table}({names}) VALUES ({marks})", row),
+        (
+            f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT({key}) DO UPDATE SET "
+            f"{cols[-1]} = excluded.{cols[-1]}",
+            row,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("table", APPEND_ONLY)
+def test_no_insert_can_replace_a_raw_row_through_plain_sqlite(filled, table):
+    path = str(filled.path)
+    filled.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        before = conn.execute(f"SELECT * FROM {table}").fetchall()
+        for sql, row in _rewrites(conn, table):
+            with pytest.raises(sqlite3.IntegrityError, match="never replaced"):
+                conn.execute(sql, row)
+        assert conn.execute(f"SELECT * FROM {table}").fetchall() == before
+        # Nothing was rewritten behind the full-text index's back either.
+        for fts in ("passages_fts", "pages_fts", "facts_fts"):
+            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+        assert "TAMPERED" not in repr(conn.execute(f"SELECT * FROM {table}").fetchall())
+    finally:
+        conn.close()
+
+
+def test_no_connection_can_open_the_purge_gate(filled):
+    """The gate only purge's own transaction opens: a plain connection that
+    writes a row where the old gate table was, or creates one, still cannot
+    delete a raw row, and no audit row is made."""
+    path = str(filled.path)
+    filled.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS purge_gate(opened_at TEXT NOT NULL)")
+        conn.execute("INSERT INTO purge_gate(opened_at) VALUES ('now')")
+        conn.execute("CREATE TEMP TABLE purge_gate(opened_at TEXT)")
+        conn.execute("INSERT INTO temp.purge_gate VALUES ('now')")
+        for table in APPEND_ONLY:
+            before = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+            with pytest.raises(sqlite3.IntegrityError, match="never deleted"):
+                conn.execute(f"DELETE FROM {table}")
+            assert conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == before > 0
+        assert conn.execute("SELECT COUNT(*) FROM purges").fetchone()[0] == 0
+    finally:
+        conn.close()
+    # memors' own connections refuse it the same way outside purge
+    with Memory.open(path) as memory, pytest.raises(apsw.ConstraintError, match="never deleted"):
+        memory.store.conn.execute("DELETE FROM passages")
 
 
 # --- purge ------------------------------------------------------------------------------

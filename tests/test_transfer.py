@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from memors_core import Memory
+from memors_core.schema import SCHEMA_VERSION
 from memors_core.testing import CLIResult, passages_about, run_cli
 from memors_core.wire import to_json
 from store_checks import connect, store_problems
@@ -240,7 +241,10 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
         ([*lines[:50], "{not json", *lines[50:]], "broken.jsonl:51: not valid JSON"),
         ([*lines[:50], '{"table": "sqlite_master", "row": {"x": 1}}'], "known table"),
         (lines[1:], "not a memors export"),
-        ([lines[0].replace('"schema": 2', '"schema": 99'), *lines[1:]], "schema 99"),
+        (
+            [lines[0].replace(f'"schema": {SCHEMA_VERSION}', '"schema": 99'), *lines[1:]],
+            "schema 99",
+        ),
         ([*lines, lines[40]], "cannot restore"),  # a row twice
         ([*lines[:30], '{"table": "documents", "row": {"id); DROP": 1}}'], "bad column"),
     ):

@@ -26,8 +26,12 @@ def dispatch(args: argparse.Namespace) -> int:
         fail(exc.message, code=exc.code, exit_code=1)
     except MemorsError as exc:
         fail(exc.message, code=exc.code)
-    except KeyboardInterrupt:
-        fail("interrupted; nothing half-stored (each batch is one transaction)", code="interrupted")
+    except KeyboardInterrupt as exc:
+        fail(
+            getattr(exc, "message", None)
+            or "interrupted; nothing half-stored (each batch is one transaction)",
+            code="interrupted",
+        )
     except BrokenPipeError:
         # stdout closed early (piped into head): not an error of ours
         os._exit(0)
@@ -504,7 +508,17 @@ def cmd_purge(args: argparse.Namespace) -> int:
         fail(f"purge erases {args.address} for good; add --yes to confirm", code="usage")
     with _open(args) as memory:
         data = to_json(memory.purge(args.address, namespace=args.ns))
-    _print(args, data, f"purged {len(data['erased'])} row(s); audit record {data['audit']}")
+    if data["earlier"]:
+        text = f"{data['address']} was erased already (audit record {data['audit']})"
+        text += "; its erasure from the file is finished" if data["finished"] else ""
+    else:
+        text = f"purged {len(data['erased'])} row(s); audit record {data['audit']}"
+    if not data["finished"]:
+        text += (
+            "; another process still reads old pages of the file: the next memors command "
+            "finishes erasing them"
+        )
+    _print(args, data, text)
     return 0
 
 

@@ -47,3 +47,13 @@ class PluginError(MemorsError):
 
 class StoreBusy(MemorsError):
     code = "busy"
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with a one-line ``message`` saying truthfully what was committed."""
+
+    code = "interrupted"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

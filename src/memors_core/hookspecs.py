@@ -118,6 +118,6 @@ def memors_lint_rules(context: LintContext) -> list[Finding] | None:
         implementation that raises, or returns anything else, is reported
         as a ``plugin-error`` finding at ``plugin:NAME`` with the error;
         the other rules still run. The built-in rules ``contradiction``,
-        ``orphan-entity``, ``missing-page``, ``stale-page`` and
-        ``expired-fact`` implement this hook.
+        ``orphan-entity``, ``missing-page``, ``stale-page``,
+        ``expired-fact`` and ``unfinished-purge`` implement this hook.
     """

@@ -35,13 +35,21 @@ from .log import get_logger
 from .model import Finding, LintReport
 from .ops import Operations
 from .plugins import call_each
+from .purge import pending_purges
 from .schema import SCHEMA_VERSION
 from .store import Store
 
 log = get_logger("memors.lint")
 
 #: The rules core ships, in the order they run.
-BUILTIN_RULES = ("contradiction", "orphan-entity", "missing-page", "stale-page", "expired-fact")
+BUILTIN_RULES = (
+    "contradiction",
+    "orphan-entity",
+    "missing-page",
+    "stale-page",
+    "expired-fact",
+    "unfinished-purge",
+)
 
 # SQLite's lock bytes on Unix (os_unix.c): every connection holds a read lock
 # on the SHARED range while it is open in WAL mode.
@@ -106,6 +114,16 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
                 "expired-fact",
                 address("fact", fact),
                 f"{_fact_line(ops, fact)} expired at {valid_to}",
+            )
+        )
+    for audit, target, steps in pending_purges(context.store, ns):
+        findings.append(
+            Finding(
+                "unfinished-purge",
+                target,
+                f"the purge of {target} (audit record {audit}) did not finish: the file may "
+                f"still hold its text ({', '.join(steps)} left); run `memors-mcp purge "
+                f"{target} --yes` again to finish it",
             )
         )
     return findings

@@ -125,8 +125,20 @@ class Memory:
     def open(
         cls, path: str | os.PathLike[str] | None = None, *, plugin_manager: Any = None
     ) -> Memory:
-        """Open (creating if needed) the store at ``path`` (default per SPEC §3)."""
-        return cls(Store.open(path), plugin_manager)
+        """Open (creating if needed) the store at ``path`` (default per SPEC §3).
+
+        A purge that was killed after its erasure committed is finished here
+        (its FTS merges, VACUUM and WAL checkpoint), unless the store is busy.
+        """
+        from .purge import finish_pending
+
+        store = Store.open(path)
+        try:
+            finish_pending(store, wait=False)
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, plugin_manager)
 
     @property
     def path(self) -> Path:

@@ -101,6 +101,11 @@ class Purged:
     address: str
     erased: list[str]
     audit: int
+    #: True when an earlier run had erased the rows (this one finished the file).
+    earlier: bool = False
+    #: False while an erasure step is left (another process held the WAL):
+    #: the next memors command that opens the store finishes it.
+    finished: bool = True
 
 
 @attrs.frozen

@@ -368,8 +368,9 @@ class Operations:
     ) -> bool:
         """Forget or supersede one row; returns False if it already was."""
         cur = self.store.conn.execute(
-            "INSERT OR IGNORE INTO tombstones(namespace, target, type, state, reason, item, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO tombstones(namespace, target, type, state, reason, item, created_at) "
+            "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 "
+            "WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ?2)",
             (namespace, ident, kind, state, reason, item, now()),
         )
         changed = self.store.conn.changes() > 0

@@ -1,25 +1,35 @@
 """Purge: the one audited way to erase content for good.
 
-Raw tables refuse DELETE unless the purge gate is open; purge opens it
-inside its own transaction, erases the rows (with SQLite's secure_delete so
-freed pages are zeroed), leaves an audit row naming what was erased (never
-the content), then rebuilds the FTS indexes and vacuums so no copy of the
-text survives in the file.
+Raw tables refuse DELETE on every connection; purge drops those triggers
+inside its own write transaction, erases the rows (with SQLite's
+secure_delete so freed pages are zeroed), creates the triggers again, and
+commits the erasure together with an audit row naming what was erased
+(never the content) and a ``purge_pending`` row listing the steps still to
+run: merging each FTS index (deleted terms stay in its segments until
+then), VACUUM (free pages) and a truncating WAL checkpoint (the WAL held the
+old pages). Each step is idempotent and recorded when done, so a purge
+killed at any point is finished by the next purge, by any command that
+opens the store (:func:`finish_pending`), and reported by lint until then.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import apsw
 
-from .errors import BadInput, MemorsError, NotFound, PluginError, StoreBusy
+from .errors import BadInput, Interrupted, MemorsError, NotFound, PluginError, StoreBusy
 from .ids import address
 from .kinds import KindContext
 from .model import Purged
-from .store import now
+from .schema import PURGEABLE, no_delete_triggers
+from .store import Store, now
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -28,78 +38,207 @@ from .log import get_logger
 
 log = get_logger("memors")
 
+FTS_TABLES = ("passages_fts", "pages_fts", "facts_fts", "entities_fts")
+#: The erasure steps after the delete commits, in the order they run.
+STEPS = (*(f"fts:{t}" for t in FTS_TABLES), "vacuum", "checkpoint")
+
+
+def _reached(stage: str) -> None:
+    """Fault injection for the reliability tests only: with
+    ``MEMORS_TEST_PURGE_STOP=STAGE[@SIGNAL]`` the process sends itself that
+    signal (SIGKILL by default) when purge reaches STAGE."""
+    want = os.environ.get("MEMORS_TEST_PURGE_STOP")
+    if want:
+        name, _, sig = want.partition("@")
+        if name == stage:
+            os.kill(os.getpid(), getattr(signal, sig or "SIGKILL"))
+
+
+@contextlib.contextmanager
+def _secure_delete(store: Store) -> Iterator[None]:
+    store.conn.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        store.conn.execute("PRAGMA secure_delete = OFF")
+
 
 def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
     store = memory.store
-    conn = store.conn
     if kind not in ("document", "passage", "fact", "page"):
         raise BadInput(f"only documents, passages, facts and pages can be purged, not a {kind}")
     table = {"document": "documents", "passage": "passages", "fact": "facts", "page": "pages"}[kind]
-    conn.execute("PRAGMA secure_delete = ON")
-    try:
-        with store.write():
-            if not store.one(
-                f"SELECT 1 FROM {table} WHERE id = ? AND namespace = ?", (ident, namespace)
-            ):
-                raise NotFound(f"nothing at {address(kind, ident)} in namespace {namespace!r}")
-            conn.execute("INSERT INTO purge_gate(opened_at) VALUES (?)", (now(),))
-            erased = _erase(memory, namespace, kind, ident)
-            conn.execute("DELETE FROM purge_gate")
-            # Erased rows leave no tombstones behind for incremental scans to
-            # see: the next compact of this namespace rescans everything.
-            conn.execute("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
-            # SQLite hands the row ids above the highest that remains out
-            # again: every namespace's marks come down to it, so that the
-            # rows that get them count as new.
-            for column, rows in (("passage_seq", "passages"), ("tombstone_seq", "tombstones")):
-                top = store.scalar(f"SELECT COALESCE(MAX(rowid), 0) FROM {rows}")
-                conn.execute(
-                    f"UPDATE compact_marks SET {column} = ? WHERE {column} > ?", (top, top)
-                )
-            cur = conn.execute(
-                "INSERT INTO purges(namespace, target, erased, created_at) VALUES (?, ?, ?, ?) "
-                "RETURNING id",
-                (namespace, address(kind, ident), json.dumps(erased), now()),
-            )
-            audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
-        # FTS5 keeps deleted terms in its segments until they are merged:
-        # 'optimize' merges every segment into one, leaving them out.
-        for fts in ("passages_fts", "pages_fts", "facts_fts", "entities_fts"):
-            with store.write():
-                conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
-        # VACUUM rewrites the file without free pages; the checkpoint copies it
-        # back from the WAL and truncates the WAL, which held the old pages.
+    target = address(kind, ident)
+    if memory.plugin_errors:
+        # A kind that did not load cannot erase what it derived from the text.
+        name, reason = sorted(memory.plugin_errors.items())[0]
+        raise PluginError(
+            f"plugin {name!r} failed to load ({reason}), so it cannot erase what it may hold "
+            f"of the text; nothing was purged: fix it, or disable it "
+            f"(MEMORS_DISABLE_PLUGINS={name}) to purge without it"
+        )
+    with _secure_delete(store):
         try:
-            conn.execute("VACUUM")
-        except apsw.BusyError:
-            raise StoreBusy(
-                f"{address(kind, ident)} was erased (audit record {audit}), but another process "
-                "kept the store busy, so its file was not rewritten: freed pages may still hold "
-                "the text until the next purge or `VACUUM`; try again when it is idle"
+            with store.write():
+                if store.one(
+                    f"SELECT 1 FROM {table} WHERE id = ? AND namespace = ?", (ident, namespace)
+                ):
+                    audit, erased = _erase_committed(memory, namespace, kind, ident)
+                    earlier = False
+                else:
+                    # Erased by an earlier run (which may not have finished).
+                    prior = store.one(
+                        "SELECT id, erased FROM purges WHERE namespace = ? AND target = ? "
+                        "ORDER BY id DESC LIMIT 1",
+                        (namespace, target),
+                    )
+                    if prior is None:
+                        raise NotFound(f"nothing at {target} in namespace {namespace!r}")
+                    audit, erased, earlier = prior[0], json.loads(prior[1]), True
+                _reached("erase")
+        except KeyboardInterrupt:
+            raise Interrupted(
+                "interrupted; nothing was purged (the erasure is one transaction, rolled back)"
             ) from None
-        _checkpoint(store)
-    finally:
-        conn.execute("PRAGMA secure_delete = OFF")
+        try:
+            _reached("committed")
+            left = finish_pending(store, wait=True)
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted: {target} was erased (audit record {audit}), but the file may "
+                f"still hold its text until the purge finishes: run `memors-mcp purge {target} "
+                "--yes` again (any command that opens the store also finishes it)"
+            ) from None
+    finished = audit not in left
     log.info(
-        "purged", namespace=namespace, address=address(kind, ident), erased=len(erased), audit=audit
+        "purged" if not earlier else "purge_finished",
+        namespace=namespace,
+        address=target,
+        erased=len(erased),
+        audit=audit,
+        finished=finished,
     )
-    return Purged(address=address(kind, ident), erased=erased, audit=audit)
+    return Purged(address=target, erased=erased, audit=audit, earlier=earlier, finished=finished)
 
 
-def _checkpoint(store) -> None:
+def _erase_committed(memory: Memory, namespace: str, kind: str, ident: str) -> tuple[int, list]:
+    """Inside the caller's write transaction: erase, audit, and record what is left to do."""
+    store = memory.store
+    conn = store.conn
+    for t in PURGEABLE:
+        conn.execute(no_delete_triggers(t)[0])
+    erased = _erase(memory, namespace, kind, ident)
+    for t in PURGEABLE:
+        conn.execute(no_delete_triggers(t)[1])
+    # Erased rows leave no tombstones behind for incremental scans to
+    # see: the next compact of this namespace rescans everything.
+    conn.execute("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
+    # SQLite hands the row ids above the highest that remains out
+    # again: every namespace's marks come down to it, so that the
+    # rows that get them count as new.
+    for column, rows in (("passage_seq", "passages"), ("tombstone_seq", "tombstones")):
+        top = store.scalar(f"SELECT COALESCE(MAX(rowid), 0) FROM {rows}")
+        conn.execute(f"UPDATE compact_marks SET {column} = ? WHERE {column} > ?", (top, top))
+    cur = conn.execute(
+        "INSERT INTO purges(namespace, target, erased, created_at) VALUES (?, ?, ?, ?) "
+        "RETURNING id",
+        (namespace, address(kind, ident), json.dumps(erased), now()),
+    )
+    audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
+    conn.execute(
+        "INSERT INTO purge_pending(purge, steps) VALUES (?, ?)", (audit, json.dumps(list(STEPS)))
+    )
+    return audit, erased
+
+
+def pending_purges(store: Store, namespace: str | None = None) -> list[tuple[int, str, list[str]]]:
+    """The unfinished purges: (audit record, target address, steps left)."""
+    rows = store.all(
+        "SELECT p.id, p.target, q.steps FROM purge_pending q JOIN purges p ON p.id = q.purge "
+        "WHERE ?1 IS NULL OR p.namespace = ?1 ORDER BY p.id",
+        (namespace,),
+    )
+    return [(audit, target, json.loads(steps)) for audit, target, steps in rows]
+
+
+def finish_pending(store: Store, *, wait: bool) -> set[int]:
+    """Run every erasure step an unfinished purge still needs; returns the
+    audit records still unfinished (empty when all is done).
+
+    ``wait`` (purge itself) waits out other processes within the busy
+    timeout and raises :class:`StoreBusy` when VACUUM cannot run; without
+    it (opening the store) a busy store leaves the rest for later.
+    """
+    if not store.scalar("SELECT EXISTS (SELECT 1 FROM purge_pending)"):
+        return set()
+    with _secure_delete(store):
+        for step in STEPS:
+            todo = {audit for audit, _t, steps in pending_purges(store) if step in steps}
+            if not todo:
+                continue
+            _reached(step)
+            if step.startswith("fts:"):
+                fts = step[4:]
+                with store.write():
+                    # 'optimize' merges every segment into one, leaving deleted terms out.
+                    store.conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+                    _step_done(store, step)
+            elif step == "vacuum":
+                # VACUUM rewrites the file without its free pages.
+                try:
+                    store.conn.execute("VACUUM")
+                except apsw.BusyError:
+                    if not any(step in s for _a, _t, s in pending_purges(store)):
+                        continue  # another process finished it meanwhile
+                    if not wait:
+                        return {a for a, _t, _s in pending_purges(store)}
+                    audits = ", ".join(str(a) for a in sorted(todo))
+                    raise StoreBusy(
+                        f"erased (audit record {audits}), but another process kept the store "
+                        "busy, so its file was not rewritten yet: the next purge or any memors "
+                        "command finishes it when the store is idle"
+                    ) from None
+                with store.write():
+                    _step_done(store, step)
+            else:
+                # The checkpoint copies the pages back from the WAL and truncates
+                # it: the WAL held the old pages.
+                if not _checkpoint(store, wait=wait):
+                    return {a for a, _t, _s in pending_purges(store)}
+                _reached("done")
+                with store.write():
+                    store.conn.execute(
+                        "DELETE FROM purge_pending WHERE purge IN (SELECT value FROM json_each(?))",
+                        (json.dumps(sorted(todo)),),
+                    )
+                _checkpoint(store, wait=False)  # (those frames hold no text)
+    return {a for a, _t, _s in pending_purges(store)}
+
+
+def _step_done(store: Store, step: str) -> None:
+    for audit, _target, steps in pending_purges(store):
+        if step in steps:
+            store.conn.execute(
+                "UPDATE purge_pending SET steps = ? WHERE purge = ?",
+                (json.dumps([s for s in steps if s != step]), audit),
+            )
+
+
+def _checkpoint(store: Store, *, wait: bool) -> bool:
     """Empty the WAL into the file and truncate it, waiting (within the busy
-    timeout) for readers whose snapshots still need the old pages."""
-    timeout = store.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+    timeout, when ``wait``) for readers whose snapshots still need the old
+    pages; False if one still did."""
+    timeout = store.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000 if wait else 0
     deadline = time.monotonic() + timeout
     while True:
         busy, _log, _done = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if not busy:
-            return
+            return True
         if time.monotonic() >= deadline:
             # Erased in the database; the old pages leave the WAL at the next
             # checkpoint once that reader lets go (closing the store does one).
             log.warning("purge_checkpoint_incomplete", path=str(store.path))
-            return
+            return False
         time.sleep(0.05)
 
 

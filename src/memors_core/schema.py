@@ -1,8 +1,13 @@
 """The database schema, as migrations stepped by ``PRAGMA user_version``.
 
-Raw tables (documents and their versions, passages, facts, tombstones) are
-append-only: triggers refuse UPDATE always and DELETE unless the purge gate
-is open — and only ``purge`` opens it, inside its own transaction.
+Raw tables (documents and their versions, passages, facts, tombstones,
+pages and their sources, entities, the purge audit) are append-only:
+triggers refuse UPDATE, DELETE, and an INSERT that would replace a row
+(``INSERT OR REPLACE``, ``REPLACE``, an upsert) on every connection, memors'
+own or a plain SQLite one. Since version 3, the one way past the DELETE
+triggers is purge's: inside its own write transaction it drops them, erases,
+and creates them again before it commits (:func:`no_delete_triggers`), so no
+other connection ever sees a store without them.
 """
 
 from __future__ import annotations
@@ -344,5 +349,66 @@ CREATE TRIGGER changes_merge_decision AFTER UPDATE OF status ON merge_candidates
 END;
 """
 
-MIGRATIONS: list[str] = [V1, V2]
+# The raw tables' unique keys: an INSERT that names an existing one would
+# replace the row (or, as an upsert, update it), so it is refused before
+# SQLite gets to its conflict clause.
+UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "documents": (("rowid",), ("id",)),
+    "document_versions": (("document", "version"),),
+    "version_passages": (("document", "version", "position"),),
+    "passages": (("rowid",), ("id",)),
+    "facts": (("rowid",), ("id",)),
+    "tombstones": (("rowid",), ("target",)),
+    "pages": (("rowid",), ("id",)),
+    "page_sources": (("page", "passage"),),
+    "entities": (("rowid",), ("id",), ("namespace", "key")),
+    "purges": (("id",),),
+}
+
+#: The tables whose rows only purge deletes.
+PURGEABLE = (*RAW_TABLES, "entities")
+
+
+def _no_replace(table: str, keys: tuple[tuple[str, ...], ...]) -> str:
+    taken = " OR ".join(
+        f"EXISTS (SELECT 1 FROM {table} WHERE " + " AND ".join(f"{c} = new.{c}" for c in key) + ")"
+        for key in keys
+    )
+    return f"""
+CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
+WHEN {taken}
+BEGIN SELECT RAISE(ABORT, 'memors: {table} rows are never replaced'); END;
+"""
+
+
+def no_delete_triggers(table: str) -> tuple[str, str]:
+    """SQL that drops, and SQL that creates, ``table``'s DELETE trigger."""
+    what = "entities are" if table == "entities" else f"{table} rows are"
+    return (
+        f"DROP TRIGGER {table}_no_delete",
+        f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} "
+        f"BEGIN SELECT RAISE(ABORT, 'memors: {what} never deleted (only purge erases)'); END",
+    )
+
+
+# Version 3: data safety. The purge gate was a table any connection could
+# write a row into; now the DELETE triggers refuse unconditionally and purge
+# drops them inside its own transaction. An insert that would replace a raw
+# row is refused. `purge_pending` records, per audit row, the erasure steps
+# still to run after the delete committed (FTS merges, VACUUM, the WAL
+# checkpoint), so a purge killed half-way is finished by the next run.
+V3 = (
+    "".join(f"DROP TRIGGER {t}_no_delete;\n" for t in PURGEABLE)
+    + "".join(no_delete_triggers(t)[1] + ";\n" for t in PURGEABLE)
+    + "DROP TABLE purge_gate;\n"
+    + "".join(_no_replace(t, keys) for t, keys in UNIQUE_KEYS.items())
+    + """
+CREATE TABLE purge_pending(
+    purge INTEGER PRIMARY KEY REFERENCES purges(id),
+    steps TEXT NOT NULL
+);
+"""
+)
+
+MIGRATIONS: list[str] = [V1, V2, V3]
 SCHEMA_VERSION = len(MIGRATIONS)

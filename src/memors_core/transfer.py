@@ -101,7 +101,7 @@ TABLE_NAMES = {name for name, _sql in TABLES}
 #: Derived state, rebuilt after an import rather than carried: the FTS
 #: indexes (by triggers as rows arrive), compaction's change log and marks
 #: and the kinds' own tables (by the next compact, a full scan).
-NOT_EXPORTED = ("changes", "compact_marks", "purge_gate")
+NOT_EXPORTED = ("changes", "compact_marks", "purge_pending")
 
 
 def _encode(value: Any) -> Any:
