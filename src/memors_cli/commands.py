@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from memors_core import MemorsError, Memory, Refused
+from memors_core.memory import Limits
 from memors_core.wire import to_json
 
+from . import files
 from .output import Progress, emit_json, fail, render
 
 TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".rst"}
@@ -63,31 +65,23 @@ def _print(args: argparse.Namespace, data: Any, text: str | None = None) -> None
 # --- remember ----------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MemorsError(f"{path}: no such file", code="bad-input") from None
-    except IsADirectoryError:
-        raise MemorsError(f"{path} is a directory", code="bad-input") from None
-    except OSError as exc:
-        raise MemorsError(f"{path}: cannot read ({exc.strerror})", code="bad-input") from None
-    if b"\x00" in raw:
-        raise MemorsError(
-            f"{path} looks binary (it contains NUL bytes), not text", code="bad-input"
-        )
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise MemorsError(
-            f"{path} is not UTF-8 text (bad byte at offset {exc.start})", code="bad-input"
-        ) from None
+DOCUMENT_SETTING = "MEMORS_MAX_DOCUMENT_BYTES"
+
+
+def _read_text(path: Path, limit: int, setting: str = DOCUMENT_SETTING) -> str:
+    # A regular file only (never a FIFO or a device), read with a bound.
+    return files.read_text_file(path, limit, setting)
+
+
+def _read_stdin(limit: int, setting: str = DOCUMENT_SETTING) -> str:
+    raw = files.read_bounded(sys.stdin.buffer, limit, "standard input", setting)
+    return files.decode_text(raw, "standard input")
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    for root, dirs, files in os.walk(directory):
+    for root, dirs, names in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        for name in sorted(files):
+        for name in sorted(names):
             p = Path(root) / name
             if p.suffix.lower() in TEXT_SUFFIXES and not name.startswith("."):
                 yield p
@@ -107,30 +101,26 @@ def cmd_remember(args: argparse.Namespace) -> int:
         )
     if inputs.count("-") > 1:
         fail("standard input (-) can be read only once", code="usage")
-    # Check every named path before storing anything.
+    # Check every named path before storing anything: a named FIFO or device
+    # is refused (inside a directory, such an entry is skipped and reported).
     for i in inputs:
-        if i != "-" and not Path(i).exists():
+        if i != "-" and not os.path.lexists(i):  # (a broken link is named as one below)
             fail(f"{i}: no such file or directory", code="bad-input")
-    if args.jsonl and args.jsonl != "-" and not Path(args.jsonl).is_file():
-        what = "is a directory" if Path(args.jsonl).is_dir() else ": no such file"
-        fail(f"{args.jsonl}{' ' if what[0] != ':' else ''}{what}", code="bad-input")
+        if i != "-" and not Path(i).is_dir():
+            files.check_regular(Path(i))
+    if args.jsonl and args.jsonl != "-":
+        files.check_regular(Path(args.jsonl))
 
     with _open(args) as memory:
+        limit = memory.limits.document_bytes
         if not many:
             source = inputs[0]
             if source == "-":
-                body = sys.stdin.buffer.read()
-                try:
-                    text = body.decode("utf-8-sig")
-                except UnicodeDecodeError as exc:
-                    fail(
-                        f"standard input is not UTF-8 text (bad byte at offset {exc.start})",
-                        code="bad-input",
-                    )
+                text = _read_stdin(limit)
                 uri = args.uri
             else:
                 path = Path(source)
-                text = _read_text(path)
+                text = _read_text(path, limit)
                 uri = args.uri or str(path.resolve())
             result = memory.remember(
                 text, uri=uri, title=args.title, entities=args.entity, namespace=args.ns
@@ -146,6 +136,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
         progress = Progress("remembering")
         skipped: list[str] = []
+        not_regular: list[files.NotRegularFile] = []  # entries of a directory, skipped
         labels: list[str] = []  # what to call the n-th document in an error
 
         def documents() -> Iterator[dict[str, Any]]:
@@ -153,26 +144,43 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
             for source in inputs:
                 if source == "-":
-                    text = sys.stdin.read()
+                    text = _read_stdin(limit)
                     labels.append("standard input")
                     yield {"text": text, "entities": args.entity}
                     continue
                 path = Path(source)
-                paths = list(_walk(path)) if path.is_dir() else [path]
+                walked = path.is_dir()
+                paths = list(_walk(path)) if walked else [path]
                 for p in paths:
-                    text = _read_text(p)
+                    try:
+                        text = _read_text(p, limit)
+                    except files.NotRegularFile as exc:
+                        if not walked:  # named on the command line: refused
+                            raise
+                        not_regular.append(exc)
+                        continue
                     if not text.strip():
                         skipped.append(str(p))
                         continue
                     labels.append(str(p))
                     yield {"text": text, "uri": str(p.resolve()), "entities": args.entity}
             if args.jsonl:
-                handle = sys.stdin if args.jsonl == "-" else open(args.jsonl, encoding="utf-8")  # noqa: SIM115
+                if args.jsonl == "-":
+                    handle = sys.stdin.buffer
+                else:
+                    handle, _size = files.open_regular(Path(args.jsonl))
+                # No limit on the file as a whole, but each line is read with a bound.
+                raw = files.bounded_lines(
+                    handle,
+                    files.line_limit(limit),
+                    args.jsonl,
+                    f"at most 6 times {DOCUMENT_SETTING} plus 1 MiB for one document",
+                )
                 line = 0
 
                 def numbered() -> Iterator[str]:
                     nonlocal line
-                    for line, text in enumerate(handle, 1):  # noqa: B007
+                    for line, text in enumerate(files.decoded_lines(raw, args.jsonl), 1):  # noqa: B007
                         yield text
 
                 try:
@@ -184,10 +192,8 @@ def cmd_remember(args: argparse.Namespace) -> int:
                             if isinstance(own, list):
                                 doc = {**doc, "entities": [*own, *args.entity]}
                         yield doc
-                except UnicodeDecodeError:
-                    raise MemorsError(f"{args.jsonl} is not UTF-8 text", code="bad-input") from None
                 finally:
-                    if handle is not sys.stdin:
+                    if handle is not sys.stdin.buffer:
                         handle.close()
 
         try:
@@ -200,7 +206,16 @@ def cmd_remember(args: argparse.Namespace) -> int:
         finally:
             progress.done()
         data = to_json(result)
-        note = f" (skipped {len(skipped)} empty file(s))" if skipped else ""
+        notes = [f"{len(skipped)} empty file(s)"] if skipped else []
+        if not_regular:
+            data["not_regular_files"] = [{"path": e.path, "type": e.type} for e in not_regular]
+            entries = "entry" if len(not_regular) == 1 else "entries"
+            notes.append(f"{len(not_regular)} {entries} that are not regular files")
+            for e in not_regular:  # on success only: an error stays one line
+                print(
+                    f"memors-mcp: skipped {e.path}: {e.what}, not a regular file", file=sys.stderr
+                )
+        note = f" (skipped {', '.join(notes)})" if notes else ""
         _print(
             args,
             data,
@@ -412,10 +427,15 @@ def build_resolution(args: argparse.Namespace) -> dict[str, Any]:
     if args.set:
         res.update(_parse_set(args.set))
     if args.content_file is not None:
+        # A page's text, but a kind may take other content: the larger limit bounds the read.
+        limits = Limits()
+        limit, setting = max(
+            (limits.page_bytes, "MEMORS_MAX_PAGE_BYTES"), (limits.document_bytes, DOCUMENT_SETTING)
+        )
         if args.content_file == "-":
-            res["content"] = sys.stdin.read()
+            res["content"] = _read_stdin(limit, setting)
         else:
-            res["content"] = _read_text(Path(args.content_file))
+            res["content"] = _read_text(Path(args.content_file), limit, setting)
     for field in ("title", "reason"):
         if getattr(args, field) is not None:
             res[field] = getattr(args, field)
@@ -541,10 +561,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     from memors_core.transfer import import_rows
 
     path = Path(args.file)
-    if not path.is_file():
-        fail(f"{path}: no such file", code="bad-input")
-    with _open(args) as memory, path.open(encoding="utf-8") as handle:
-        data = import_rows(memory, handle, str(path))
+    handle, _size = files.open_regular(path)  # never a FIFO or a device
+    with handle, _open(args) as memory:
+        limits = memory.limits
+        lines = files.bounded_lines(
+            handle,
+            files.import_line_limit(limits.document_bytes, limits.page_bytes),
+            str(path),
+            f"raise {DOCUMENT_SETTING} to read longer lines",
+        )
+        data = import_rows(memory, lines, str(path))
     _print(args, data, f"imported {sum(data['rows'].values())} row(s)")
     return 0
 

@@ -62,6 +62,25 @@ def _limit_from_env(name: str, default: int) -> int:
 
 
 FIELD_SETTING = "MEMORS_MAX_FIELD_CHARS"
+METADATA_DEPTH = 64
+
+
+def _nested_deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``limit`` levels
+    (counted without recursion, so any depth can be asked about)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class Limits:
@@ -206,6 +225,9 @@ class Memory:
             metadata = {}
         if not isinstance(metadata, dict):
             raise BadInput("metadata must be a JSON object")
+        if _nested_deeper_than(metadata, METADATA_DEPTH):
+            # Deeper would be stored, then fail every read (recursion limits).
+            raise BadInput(f"metadata is nested too deeply (at most {METADATA_DEPTH} levels)")
         try:
             json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -1021,6 +1043,10 @@ def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise BadInput(f"{source}:{n}: not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise BadInput(f"{source}:{n}: not valid input (JSON nested too deeply)") from None
+        except ValueError as exc:  # e.g. an integer of more than 4300 digits
+            raise BadInput(f"{source}:{n}: not valid JSON ({str(exc).split(':')[0]})") from None
         if not isinstance(value, dict):
             raise BadInput(f"{source}:{n}: each line must be a JSON object")
         yield value

@@ -147,8 +147,35 @@ def _store_is_empty(memory: Memory) -> bool:
     )
 
 
-def import_rows(memory: Memory, lines: Iterable[str], source: str) -> dict[str, Any]:
-    """Replay an export into an empty store, in one transaction: all or nothing."""
+def _parse_line(line: str | bytes | bytearray, n: int, source: str) -> Any:
+    """One line of an export as JSON; anything else is bad input naming the line."""
+    if isinstance(line, bytes | bytearray):
+        if b"\x00" in line:
+            raise BadInput(f"{source}:{n}: looks binary (it contains NUL bytes), not JSON lines")
+        try:
+            line = line.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise BadInput(
+                f"{source}:{n}: not UTF-8 text (bad byte at offset {exc.start} of the line)"
+            ) from None
+    if not line.strip():
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{source}:{n}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise BadInput(f"{source}:{n}: not valid input (JSON nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise BadInput(f"{source}:{n}: not valid JSON ({str(exc).split(':')[0]})") from None
+
+
+def import_rows(
+    memory: Memory, lines: Iterable[str | bytes | bytearray], source: str
+) -> dict[str, Any]:
+    """Replay an export into an empty store, in one transaction: all or nothing.
+
+    ``lines`` are text, or bytes (UTF-8, checked line by line)."""
     store = memory.store
     counts: Counter[str] = Counter()
     namespace = None
@@ -157,12 +184,9 @@ def import_rows(memory: Memory, lines: Iterable[str], source: str) -> dict[str, 
         if not _store_is_empty(memory):
             raise BadInput("import needs an empty store: give a new --db path")
         for n, line in enumerate(lines, 1):
-            if not line.strip():
+            obj = _parse_line(line, n, source)
+            if obj is None and not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{source}:{n}: not valid JSON ({exc.msg})") from None
             if not header:
                 if not isinstance(obj, dict) or obj.get("format") != FORMAT:
                     raise BadInput(f"{source} is not a memors export (no header line)")
@@ -183,7 +207,10 @@ def import_rows(memory: Memory, lines: Iterable[str], source: str) -> dict[str, 
             cols = list(row)
             if not all(isinstance(c, str) and c.replace("_", "").isalnum() for c in cols):
                 raise BadInput(f"{source}:{n}: bad column name")
-            values = [_decode(row[c]) for c in cols]
+            try:
+                values = [_decode(row[c]) for c in cols]
+            except (ValueError, TypeError):  # binascii.Error is a ValueError
+                raise BadInput(f"{source}:{n}: bad base64 in a $b64 value") from None
             verb = "INSERT OR REPLACE" if table == "counters" else "INSERT"
             try:
                 store.conn.execute(
