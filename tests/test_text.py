@@ -164,3 +164,135 @@ def test_a_pile_of_headings_longer_than_the_limit_keeps_every_word():
     body = "\n\n".join(f"# heading {i} " + "word " * 20 for i in range(30)) + "\n\nThe end."
     parts = split_passages(body)
     assert " ".join(parts).split() == body.split()
+
+
+def test_a_pile_of_headings_longer_than_the_limit_is_split_too():
+    # 1,000 heading lines and no paragraph: one passage of 3,000 words before.
+    body = "\n".join(f"## part {i} of many" for i in range(1000))
+    parts = split_passages(body)
+    assert all(len(p.split()) <= MAX_PASSAGE_WORDS for p in parts)
+    assert " ".join(parts).split() == body.split()
+    assert len(parts) == 13  # 5,000 words in cuts of 400
+
+
+# --- the splitter against a straightforward reference ----------------------------------
+#
+# The splitter before it was made linear (issue 13): it cut an endless sentence
+# by re-slicing what was left of it (`toks = toks[room:]`), quadratic in the
+# sentence's length. Its passages are the reference wherever it kept every
+# passage within 400 words (a pile of headings past the limit was one passage).
+
+_REF_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_REF_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def _reference_split_long(paragraph: str, reserved: int = 0) -> list[str]:
+    sentences = [s for s in _REF_SENTENCE_END.split(paragraph) if s.strip()]
+    chunks: list[str] = []
+    current: list[str] = []
+    count = 0
+    for sentence in sentences:
+        toks = sentence.split()
+        room = MAX_PASSAGE_WORDS - (0 if chunks else reserved)
+        if current and count + len(toks) > room:
+            chunks.append(" ".join(current))
+            current, count = [], 0
+            room = MAX_PASSAGE_WORDS
+        if len(toks) <= room:
+            current.append(sentence)
+            count += len(toks)
+            continue
+        while len(toks) > room:
+            chunks.append(" ".join(toks[:room]))
+            toks = toks[room:]
+            room = MAX_PASSAGE_WORDS
+        if toks:
+            current, count = [" ".join(toks)], len(toks)
+    if current:
+        chunks.append(" ".join(current))
+    return chunks
+
+
+def _reference_split_passages(text_: str) -> list[str]:
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    for line in text_.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if line.strip():
+            current.append(line.rstrip())
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    paragraphs: list[str] = []
+    pending: list[str] = []
+    for block in blocks:
+        if all(_REF_HEADING.match(line) for line in block):
+            pending.extend(block)
+            continue
+        paragraphs.append("\n".join([*pending, *block]))
+        pending = []
+    if pending:
+        paragraphs.append("\n".join(pending))
+    passages: list[str] = []
+    for paragraph in paragraphs:
+        if len(paragraph.split()) <= MAX_PASSAGE_WORDS:
+            passages.append(paragraph)
+            continue
+        lines = paragraph.split("\n")
+        head = []
+        while lines and _REF_HEADING.match(lines[0]):
+            head.append(lines.pop(0))
+        body = " ".join(line.strip() for line in lines)
+        reserved = len(" ".join(head).split())
+        if head and (not body or reserved >= MAX_PASSAGE_WORDS):
+            passages.append("\n".join(head))
+            head, reserved = [], 0
+        chunks = _reference_split_long(body, reserved)
+        if head:
+            chunks[0] = "\n".join([*head, chunks[0]])
+        passages.extend(chunks)
+    return passages
+
+
+# Long sentences (up to three times the limit, ended or not), heading lines at the
+# head of a block, piles of long headings, odd white space inside and between lines.
+_space = st.sampled_from([" ", " ", " ", "  ", "\t", "\n", " \n", "\u00a0"])
+_long_sentence = st.builds(
+    lambda ws, k, end: " ".join((ws * (k // len(ws) + 1))[:k]) + end,
+    st.lists(_word, min_size=1, max_size=5),
+    st.integers(1, 1300),
+    st.sampled_from([".", "!", "?", "", ",", ".)"]),
+)
+_any_sentence = st.one_of(_sentence, _sentence, _long_sentence)
+_long_paragraph = st.builds(
+    lambda ss, spaces: "".join(s + sp for s, sp in zip(ss, spaces, strict=False)).strip(),
+    st.lists(_any_sentence, min_size=1, max_size=12),
+    st.lists(_space, min_size=12, max_size=12),
+)
+_long_heading = st.builds(
+    lambda n, w, k: "#" * n + " " + " ".join([w] * k), st.integers(1, 6), _word, st.integers(0, 450)
+)
+_headed_paragraph = st.builds(
+    lambda hs, p: "\n".join([*hs, p]),
+    st.lists(_long_heading, min_size=1, max_size=3),
+    _long_paragraph,
+)
+_any_block = st.one_of(_long_paragraph, _long_paragraph, _headed_paragraph, _heading, _long_heading)
+_any_document = st.builds(
+    lambda blocks, seps: "".join(b + s for b, s in zip(blocks, seps, strict=False)),
+    st.lists(_any_block, min_size=1, max_size=6),
+    st.lists(st.sampled_from(["\n\n", "\n", "\n \n", "\r\n\r\n", "\r\r"]), min_size=6, max_size=6),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(_document, _any_document))
+def test_the_linear_splitter_gives_the_reference_passages(document):
+    expected = _reference_split_passages(document)
+    parts = split_passages(document)
+    if all(len(p.split()) <= MAX_PASSAGE_WORDS for p in expected):
+        assert parts == expected
+    else:  # only a pile of headings past the limit: now split as well
+        assert all(len(p.split()) <= MAX_PASSAGE_WORDS for p in parts)
+        assert " ".join(parts).split() == document.split()

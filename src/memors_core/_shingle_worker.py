@@ -35,12 +35,15 @@ def write_frame(stream, data: bytes) -> None:
 
 
 def main() -> None:
-    from memors_core.memory import prepare_passages
+    from memors_core.memory import Limits, prepare_passages
 
+    # The loading process refuses a document of too many passages: it is
+    # split, never shingled (the limit comes from the same environment).
+    limit = Limits().passages_per_document
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (frame := read_frame(stdin)) is not None:
         texts = pickle.loads(frame)
-        write_frame(stdout, pickle.dumps([prepare_passages(t) for t in texts], protocol=5))
+        write_frame(stdout, pickle.dumps([prepare_passages(t, limit) for t in texts], protocol=5))
 
 
 if __name__ == "__main__":

@@ -386,7 +386,9 @@ class Memory:
         if touch:
             store.touch_namespace(namespace)
         doc_hash = text.content_hash(body)
-        pieces, blobs, hashes, links = prepared if prepared is not None else prepare_passages(body)
+        if prepared is None:
+            prepared = prepare_passages(body, self.limits.passages_per_document)
+        pieces, blobs, hashes, links = prepared
         # No plugin extracts entities (the usual case): no hook call per passage.
         extract = bool(self.pm.hook.memors_extract_entities.get_hookimpls())
         if len(pieces) > self.limits.passages_per_document:
@@ -929,11 +931,15 @@ class Memory:
 Prepared = tuple[list[str], list[bytes], list[str], list[list[str]]]
 
 
-def prepare_passages(body: str) -> Prepared:
+def prepare_passages(body: str, limit: int | None = None) -> Prepared:
     """A document's passages with each one's packed shingle hashes, content
     hash and ``[[wiki links]]``: the per-passage work that needs no store,
-    which a bulk load's helper process does ahead."""
+    which a bulk load's helper process does ahead. A document of more than
+    ``limit`` passages gets only its passages (it is refused: no need to
+    shingle millions of them first)."""
     pieces = text.split_passages(body)
+    if limit is not None and len(pieces) > limit:
+        return pieces, [], [], []
     return (
         pieces,
         [text.pack_shingles(text.shingle_hashes(p)) for p in pieces],

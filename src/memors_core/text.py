@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import re
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from importlib import resources
+from itertools import chain
 from operator import xor
 
 # Runs of letters and digits (\w without the underscore).
@@ -150,29 +151,39 @@ def jaccard(a: set[int] | frozenset[int], b: set[int] | frozenset[int]) -> float
 
 def _split_long(paragraph: str, reserved: int = 0) -> list[str]:
     """Split a paragraph of more than 400 words at sentence ends; the first
-    chunk has ``reserved`` words less room (its heading lines take them)."""
-    sentences = [s for s in _SENTENCE_END.split(paragraph) if s.strip()]
+    chunk has ``reserved`` words less room (its heading lines take them).
+
+    Linear in the paragraph's length, whatever its shape: a sentence longer
+    than the room left is cut by stepping an index through its words, never
+    by re-slicing what is left of it (which made one endless sentence
+    quadratic).
+    """
     chunks: list[str] = []
     current: list[str] = []
     count = 0
-    for sentence in sentences:
+    room = MAX_PASSAGE_WORDS - reserved
+    for sentence in _SENTENCE_END.split(paragraph):
         toks = sentence.split()
-        room = MAX_PASSAGE_WORDS - (0 if chunks else reserved)
-        if current and count + len(toks) > room:
+        n = len(toks)
+        if not n:
+            continue
+        if current and count + n > room:
             chunks.append(" ".join(current))
             current, count = [], 0
             room = MAX_PASSAGE_WORDS
-        if len(toks) <= room:
+        if n <= room:
             current.append(sentence)
-            count += len(toks)
+            count += n
             continue
         # A single sentence longer than the room left: cut it at the limit.
-        while len(toks) > room:
-            chunks.append(" ".join(toks[:room]))
-            toks = toks[room:]
+        start = 0
+        while n - start > room:
+            chunks.append(" ".join(toks[start : start + room]))
+            start += room
             room = MAX_PASSAGE_WORDS
-        if toks:
-            current, count = [" ".join(toks)], len(toks)
+        if start < n:
+            current, count = [" ".join(toks[start:])], n - start
+        room = MAX_PASSAGE_WORDS
     if current:
         chunks.append(" ".join(current))
     return chunks
@@ -183,50 +194,61 @@ def split_passages(text: str) -> list[str]:
 
     Blank lines separate paragraphs; a paragraph made only of ATX heading
     lines travels with the paragraph after it; a paragraph of up to 400
-    words is one passage, a longer one is split at sentence ends.
+    words is one passage, a longer one is split at sentence ends (and a
+    sentence longer than 400 words at the limit). Heading lines that alone
+    pass the limit stand alone, split the same way. Linear in the length of
+    the text.
     """
-    blocks: list[list[str]] = []
-    current: list[str] = []
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if line.strip():
-            current.append(line.rstrip())
-        elif current:
-            blocks.append(current)
-            current = []
-    if current:
-        blocks.append(current)
+    return list(_passages(text))
 
-    paragraphs: list[str] = []
+
+def _paragraphs(text: str) -> Iterator[tuple[list[str], int]]:
+    """Each paragraph's lines (right-stripped), and how many of them lead as
+    heading lines (heading-only blocks joined to the paragraph after them)."""
     pending: list[str] = []  # heading-only blocks waiting for their paragraph
-    for block in blocks:
-        if all(_HEADING.match(line) for line in block):
-            pending.extend(block)
+    block: list[str] = []
+    for line in chain(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), [""]):
+        if line.strip():
+            block.append(line.rstrip())
             continue
-        paragraphs.append("\n".join([*pending, *block]))
-        pending = []
+        if not block:
+            continue
+        lead = 0
+        while lead < len(block) and _HEADING.match(block[lead]):
+            lead += 1
+        if lead == len(block):
+            pending.extend(block)
+        elif pending:
+            yield [*pending, *block], len(pending) + lead
+            pending = []
+        else:
+            yield block, lead
+        block = []
     if pending:
-        paragraphs.append("\n".join(pending))
+        yield pending, len(pending)
 
-    passages: list[str] = []
-    for paragraph in paragraphs:
+
+def _passages(text: str) -> Iterator[str]:
+    for lines, cut in _paragraphs(text):
+        paragraph = "\n".join(lines)
         if len(paragraph.split()) <= MAX_PASSAGE_WORDS:
-            passages.append(paragraph)
+            yield paragraph
             continue
         # Keep leading heading lines with the first chunk.
-        lines = paragraph.split("\n")
-        head = []
-        while lines and _HEADING.match(lines[0]):
-            head.append(lines.pop(0))
-        body = " ".join(line.strip() for line in lines)
+        head = lines[:cut]
+        body = " ".join(line.strip() for line in lines[cut:])
         reserved = len(" ".join(head).split())
         if head and (not body or reserved >= MAX_PASSAGE_WORDS):
-            passages.append("\n".join(head))  # no room to share: the heading stands alone
+            # No room to share: the heading stands alone (split if it is itself too long).
+            if reserved <= MAX_PASSAGE_WORDS:
+                yield "\n".join(head)
+            else:
+                yield from _split_long(" ".join(line.strip() for line in head))
             head, reserved = [], 0
         chunks = _split_long(body, reserved)
         if head:
             chunks[0] = "\n".join([*head, chunks[0]])
-        passages.extend(chunks)
-    return passages
+        yield from chunks
 
 
 def wiki_links(text: str) -> list[str]:
