@@ -9,7 +9,12 @@ Figures (issue 7): the duplicate scan against one linear tokenise-shingle-hash
 pass and against datasketch MinHashLSH (128 permutations); incremental
 against full compaction after a 1% change; remember against a bare apsw
 insert into an FTS5 table; search against a bare FTS5 BM25 query; a page
-submission with 50 sources and 20 facts; and peak memory.
+submission with 50 sources and 20 facts; and peak memory. Then (issue 13)
+documents of hostile shapes: remembering 9 MB of one endless paragraph (and
+other shapes) against 9 MB of prose, and the first duplicate scan of one
+document of look-alike passages against a linear pass over them.
+
+    python -m benchmarks.run --shapes-only      # just those rows
 """
 
 from __future__ import annotations
@@ -188,6 +193,99 @@ def exact_pairs(rows: list[dict[str, str]]) -> set[tuple[int, int]]:
             ):
                 pairs.add((i, j))
     return pairs
+
+
+# --- documents of hostile shapes (issue 13) ------------------------------------------------
+
+
+def hostile_shapes(mb: float) -> dict[str, str]:
+    """Documents of about ``mb`` MiB that split into long runs of words."""
+    n = int(mb * 2**20)
+    return {
+        "one paragraph of `word word ...`": "word " * (n // 5),
+        "one sentence over many lines": "word\n" * (n // 5),
+        "a pile of heading lines": "# h\n" * (n // 4),
+        "a log (one paragraph of lines)": "".join(
+            f"2026-12-01T10:00:{i % 60:02d} INFO req id={i} path=/api/x status=200\n"
+            for i in range(n // 64)
+        ),
+    }
+
+
+def prose_document(mb: float, seed: int) -> str:
+    """About ``mb`` MiB of the benchmark corpus's passages, as one document."""
+    n = int(mb * 2**20)
+    texts: list[str] = []
+    size = 0
+    for row in generate(n // 300, seed=seed):
+        texts.append(row["text"])
+        size += len(row["text"]) + 2
+        if size >= n:
+            break
+    return "\n\n".join(texts)
+
+
+def look_alike_document(passages: int, seed: int = 13) -> str:
+    """One document of paragraphs of 30-80 words from a 24-word vocabulary:
+    every passage shares 3-grams with thousands of others, none qualifies."""
+    rng = random.Random(seed)
+    vocab = [f"alpha{i}" for i in range(24)]
+    return "\n\n".join(
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(30, 80))) for _ in range(passages)
+    )
+
+
+def run_shapes(mb: float, passages: int, seed: int) -> None:
+    """9 MB documents in ``make bench`` (3 MB with ``--quick``, 1 MB in the
+    harness's small smoke run), each remembered into a fresh store."""
+    from memors_core import Memory, text
+
+    work = Path(tempfile.mkdtemp(prefix="memors-shapes-"))
+
+    def remember_once(name: str, body: str) -> float:
+        memory = Memory.open(work / f"{name}.db")
+        try:
+            return timed(lambda: memory.remember(body))[0]
+        finally:
+            memory.close()
+
+    prose = prose_document(mb, seed)
+    reference = remember_once("prose", prose)
+    report(
+        f"remember {len(prose) / 2**20:.0f} MB of prose (one document)",
+        f"{reference:.2f} s",
+    )
+    for i, (shape, body) in enumerate(hostile_shapes(mb).items()):
+        took = remember_once(f"shape{i}", body)
+        report(
+            f"  remember {len(body) / 2**20:.0f} MB, {shape}",
+            f"{took:.2f} s",
+            f"prose {reference:.2f} s",
+            f"{took / reference:.2f}x",
+            "<= 1.5x",
+        )
+
+    body = look_alike_document(passages)
+    pieces = text.split_passages(body)
+    start = time.perf_counter()
+    for piece in pieces:
+        text.pack_shingles(text.shingle_hashes(piece))
+    linear = time.perf_counter() - start
+    memory = Memory.open(work / "look-alike.db")
+    try:
+        memory.remember(body)
+        settle(memory)
+        scan, result = timed(lambda: memory.compact(kinds=["duplicate"], limit=0, full=True))
+    finally:
+        memory.close()
+    report(
+        f"first compact --kinds duplicate, {passages} look-alike passages of one document",
+        f"{scan:.2f} s",
+        f"linear pass {linear:.2f} s",
+        f"{scan / linear:.2f}x",
+        "<= 3x",
+    )
+    report("  items created (none can qualify)", f"{result.created}")
 
 
 # --- the run --------------------------------------------------------------------------
@@ -371,6 +469,13 @@ def run(args: argparse.Namespace) -> None:
     )
     memory.close()
     report("peak RSS (this process)", f"{peak_rss_mib():.0f} MiB")
+    print()
+    if size >= 100_000:
+        run_shapes(9.0, 18_000, args.seed)
+    elif args.quick:
+        run_shapes(3.0, 18_000, args.seed)
+    else:  # a small run (the test suite's smoke run of the harness)
+        run_shapes(1.0, 3_000, args.seed)
 
     mcp = Path(__file__).with_name("mcp_overhead.py")
     if mcp.exists() and not args.skip_mcp:
@@ -487,9 +592,17 @@ def main() -> None:
         help="also run the independent exact reference join (slow)",
     )
     parser.add_argument("--scale", type=int, help="run the CLI at this many passages instead")
+    parser.add_argument(
+        "--shapes-only",
+        action="store_true",
+        help="only the documents of hostile shapes (9 MB each; 3 MB with --quick)",
+    )
     args = parser.parse_args()
     if args.scale:
         run_scale(args)
+    elif args.shapes_only:
+        print(f"{'figure':<46} {'value':>12}  {'reference':<28} {'ratio':>8}  target")
+        run_shapes(3.0 if args.quick else 9.0, 18_000, args.seed)
     else:
         run(args)
 

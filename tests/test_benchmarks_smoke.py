@@ -38,6 +38,8 @@ def test_bench_harness_prints_every_figure(tmp_path):
         "search p50 (2 words, limit 10)",
         "submit page, 50 sources + 20 facts, p50",
         "peak RSS (this process)",
+        "remember 1 MB, one paragraph of `word word ...`",
+        "first compact --kinds duplicate, 3000 look-alike passages of one document",
     ):
         assert figure in out, figure
     # The exact scan agrees with an independent inverted-index join, and an

@@ -48,10 +48,11 @@ def test_an_item_has_an_integer_id_a_kind_a_key_a_fingerprint_and_a_complete_pay
     assert set(result) == {"namespace", "created", "open", "items"}
     assert result["namespace"] == "default" and result["created"] == result["open"] == 1
     (item,) = result["items"]
-    assert set(item) == {"id", "kind", "status", "payload"}
+    assert set(item) == {"id", "kind", "status", "fingerprint", "payload"}
     assert isinstance(item["id"], int) and item["kind"] == "page" and item["status"] == "open"
     stored = load_item(memory.store, item["id"], "default")
     assert stored.key and len(stored.fingerprint) == 32 and stored.resolution is None
+    assert item["fingerprint"] == stored.fingerprint
     payload = item["payload"]
     assert set(payload) == {"entity", "passages", "facts"}
     assert set(payload["entity"]) == {"address", "name", "aliases"}

@@ -135,8 +135,14 @@ def test_duplicate_items_match_brute_force(corpus):
             assert Fraction(payload["jaccard"]).limit_denominator(1000) == want["jaccard"]
             listed = sorted((p["a"], p["b"], p["jaccard"]) for p in payload["pairs"])
             assert listed == want["pairs"]
+            best: dict[str, float] = {}  # each member's best Jaccard to another document's
+            for a, b, j in want["pairs"]:
+                for x in (a, b):
+                    best[x] = max(best.get(x, 0.0), j)
             for p in payload["passages"]:
-                assert set(p) == {"address", "document", "text"}
+                assert set(p) == {"address", "document", "text", "best_jaccard", "best_match"}
+                assert p["best_jaccard"] == best[p["address"]]
+                assert p["best_match"] in members
 
 
 def _distinct_words(n: int) -> list[str]:
@@ -416,3 +422,110 @@ def test_a_forget_that_reuses_a_purged_tombstone_row_id_is_seen(memory):
     memory.forget(kept[2].passages[0], namespace="team")  # and this one gets its row id
     result = to_json(memory.compact(kinds=["duplicate"], namespace="team"))
     assert [len(i["payload"]["passages"]) for i in result["items"]] == [2]
+
+
+# --- same-document pairs cost nothing (issue 13, point 4) --------------------------------
+
+
+def look_alike_document(passages: int, seed: int = 13, vocabulary: int = 24) -> str:
+    """One document of ``passages`` paragraphs of 30-80 words drawn from a
+    tiny vocabulary: every passage shares 3-grams with thousands of others,
+    and no pair can qualify, since all are in one document."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = [f"alpha{i}" for i in range(vocabulary)]
+    return "\n\n".join(
+        " ".join(rng.choice(vocab) for _ in range(rng.randint(30, 80))) for _ in range(passages)
+    )
+
+
+def _scan_events(stderr: str) -> list[dict]:
+    events = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    return [e for e in events if e.get("event") == "duplicates_scanned"]
+
+
+def test_one_document_of_look_alike_passages_verifies_no_pair(cli):
+    # 18,000 such passages took 82 s on a first compact: every pair of the
+    # document shared prefix tokens and was verified, though none can count.
+    path = cli.tmp / "look-alike.txt"
+    path.write_text(look_alike_document(3000))
+    assert cli("remember", str(path)).code == 0
+    res = cli("compact", "--kinds", "duplicate", "--limit", "0", "--json", "--log-level", "debug")
+    assert res.code == 0, res
+    assert res.json["created"] == 0
+    (event,) = _scan_events(res.err)
+    assert event["scan"] == "full" and event["passages"] == 3000
+    assert event["candidates"] == 0, event  # it was 71,245 pairs verified
+
+    # The incremental scan of another such document (a new one, after an
+    # unrelated first scan) verifies no pair of it either.
+    (cli.tmp / "other.txt").write_text(look_alike_document(1000, seed=14, vocabulary=30))
+    fresh = cli.tmp / "fresh.db"
+    env = {"MEMORS_DB": str(fresh)}
+    (cli.tmp / "note.txt").write_text("A short note on quorum reads and leader leases.")
+    assert cli("remember", str(cli.tmp / "note.txt"), extra_env=env).code == 0
+    assert cli("compact", "--kinds", "duplicate", "--limit", "0", extra_env=env).code == 0
+    assert cli("remember", str(cli.tmp / "other.txt"), extra_env=env).code == 0
+    res = cli(
+        "compact", "--kinds", "duplicate", "--limit", "0", "--log-level", "debug", extra_env=env
+    )
+    assert res.code == 0, res
+    (event,) = _scan_events(res.err)
+    assert event["scan"] == "incremental" and event["candidates"] == 0, event
+
+
+def test_a_copy_in_another_document_is_found_among_look_alikes_cheaply(memory):
+    body = look_alike_document(2000)
+    memory.remember(body, uri="look-alike")
+    copy = body.split("\n\n")[1234]
+    memory.remember(copy, uri="elsewhere")
+    stats: dict[str, int] = {}
+    rows = memory.store.all("SELECT id, document, shingles FROM passages ORDER BY rowid")
+    found = clusters(rows, stats=stats)
+    assert [len(c["members"]) for c in found] == [2]
+    # Only pairs with the copy are candidates: at most one per passage, not one per pair.
+    assert 0 < stats["candidates"] <= 2000, stats
+    result = to_json(memory.compact(kinds=["duplicate"]))
+    assert result["created"] == 1
+
+
+@st.composite
+def labelled_sets(draw) -> list[tuple[frozenset[int], int]]:
+    """Distinct token sets, each a light edit of one of a few bases (so that
+    pairs near and at the threshold occur), each with a document label."""
+    universe = st.integers(0, 60)
+    bases = draw(st.lists(st.frozensets(universe, min_size=4, max_size=30), min_size=1, max_size=3))
+    out: dict[frozenset[int], int] = {}
+    for _ in range(draw(st.integers(2, 14))):
+        s = set(draw(st.sampled_from(bases)))
+        for _ in range(draw(st.integers(0, 3))):
+            if draw(st.booleans()) and len(s) > 1:
+                s.discard(draw(st.sampled_from(sorted(s))))
+            else:
+                s.add(draw(universe))
+        out.setdefault(frozenset(s), draw(st.integers(-1, 3)))
+    return list(out.items())
+
+
+@settings(max_examples=300, deadline=None)
+@given(labelled_sets())
+def test_the_join_with_document_labels_drops_exactly_the_same_document_pairs(sets):
+    """Labels skip pairs of one document (label >= 0) and nothing else; the
+    positional filter, on sets long enough to exercise it, loses no pair."""
+    import numpy as np
+
+    ordered = [sorted(s) for s, _label in sets]
+    labels = np.asarray([label for _s, label in sets], dtype=np.int64)
+    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in ordered], out=offsets[1:])
+    flat = np.asarray([t for s in ordered for t in s], dtype=np.uint64)
+    got = {(i, j) for i, j, _inter, _union in duplicate.join(flat, offsets, THRESHOLD, labels)}
+    want = set()
+    for i, j in combinations(range(len(sets)), 2):
+        (a, la), (b, lb) = sets[i], sets[j]
+        if la == lb >= 0:
+            continue
+        if Fraction(len(a & b), len(a | b)) >= THRESHOLD:
+            want.add((i, j))
+    assert got == want

@@ -676,7 +676,7 @@ TOOL_ARGS = {
     "compact": ["kinds", "limit"],
     "submit": [
         "item", "content", "title", "cites", "keep", "accept", "reject", "skip", "reason",
-        "dry_run", "force", "resolution",
+        "dry_run", "force", "resolution", "fingerprint",
     ],
     "lint": [],
 }  # fmt: skip

@@ -108,6 +108,7 @@ def test_tool_inputs_are_spec_names(store: Memory) -> None:
             "reject",
             "skip",
             "reason",
+            "fingerprint",
             "dry_run",
             "force",
             "resolution",

@@ -464,13 +464,23 @@ def cmd_submit(args: argparse.Namespace) -> int:
     with _open(args) as memory:
         report = to_json(
             memory.submit(
-                args.item, resolution, dry_run=args.dry_run, force=args.force, namespace=args.ns
+                args.item,
+                resolution,
+                dry_run=args.dry_run,
+                force=args.force,
+                fingerprint=args.fingerprint,
+                namespace=args.ns,
             )
         )
     message = report.pop("message", "")
     lines = [f"item {report['item']} ({report['kind']}): {message}"]
     if report["address"]:
         lines.append(f"stored {report['address']}")
+    would = "" if report["stored"] else "would be "  # a dry run says what it would do
+    for field, label in (("kept", "kept"), ("forgotten", "forgotten"), ("left", "left live")):
+        if isinstance(report.get(field), list):
+            lines.append(f"{would}{label} ({len(report[field])}):")
+            lines.extend(f"  {a}" for a in report[field])
     for name, check in report["checks"].items():
         lines.append(f"{name}: {'passed' if check['passed'] else 'FLAGGED'}")
         for flag in check["flagged"]:

@@ -800,7 +800,13 @@ def run_item(
             resolution["cites"] = cites
         progress.note("checking…")
         submitted = to_json(
-            memory.submit(item["id"], resolution, dry_run=not apply, namespace=namespace)
+            memory.submit(
+                item["id"],
+                resolution,
+                dry_run=not apply,
+                namespace=namespace,
+                fingerprint=item.get("fingerprint"),
+            )
         )
     except EndpointFailed:
         raise

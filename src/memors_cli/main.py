@@ -225,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--resolution-json", metavar="JSON", help="the whole resolution as a JSON object"
     )
+    g.add_argument(
+        "--fingerprint",
+        metavar="FP",
+        help="the item's fingerprint from compact or items show: refused if it was refreshed since",
+    )
     g.add_argument("--dry-run", action="store_true", help="run every check, store nothing")
     g.add_argument(
         "--force", action="store_true", help="store even if a check flags it (flags are recorded)"

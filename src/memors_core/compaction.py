@@ -301,7 +301,9 @@ def compact(
                 sql += " LIMIT ?"
                 params += (limit,)
             rows = store.all(sql, params)
-    items = [ItemSummary(i.id, i.kind, i.status, i.payload) for i in map(_item, rows)]
+    items = [
+        ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload) for i in map(_item, rows)
+    ]
     return Compacted(namespace=namespace, created=created, open=total, items=items, errors=errors)
 
 
@@ -359,6 +361,7 @@ def submit(
     *,
     dry_run: bool = False,
     force: bool = False,
+    fingerprint: str | None = None,
 ) -> SubmitReport:
     item_id = parse_item_id(item_ref)
     merged = merge_resolution(resolution, fields)
@@ -367,10 +370,18 @@ def submit(
             raise BadInput(f"{flag} must be true or false")
     merged.pop("dry_run", None)
     merged.pop("force", None)
+    echoed = merged.pop("fingerprint", None)  # also accepted inside the resolution
+    if fingerprint is not None and echoed is not None and echoed != fingerprint:
+        raise BadInput("'fingerprint' is given twice with different values")
+    fingerprint = fingerprint if fingerprint is not None else echoed
+    if fingerprint is not None and (not isinstance(fingerprint, str) or not fingerprint.strip()):
+        raise BadInput(
+            "fingerprint must be the item's fingerprint as compact or items show gave it"
+        )
     store = memory.store
     try:
         with store.write():
-            return _submit(memory, namespace, item_id, merged, dry_run, force)
+            return _submit(memory, namespace, item_id, merged, dry_run, force, fingerprint)
     except Refused as exc:
         kind = getattr(exc, "kind", None)
         if kind and not dry_run:
@@ -404,7 +415,13 @@ def _refuse(kind: str, message: str) -> Refused:
 
 
 def _submit(
-    memory: Memory, namespace: str, item_id: int, merged: dict[str, Any], dry_run: bool, force: bool
+    memory: Memory,
+    namespace: str,
+    item_id: int,
+    merged: dict[str, Any],
+    dry_run: bool,
+    force: bool,
+    fingerprint: str | None = None,
 ) -> SubmitReport:
     store = memory.store
     item = load_item(store, item_id, namespace)
@@ -425,6 +442,13 @@ def _submit(
             item.kind,
             f"item {item_id} is {item.status}, not open; nothing was stored "
             "(run compact to see the open items)",
+        )
+    if fingerprint is not None and fingerprint.strip() != item.fingerprint:
+        raise _refuse(
+            item.kind,
+            f"item {item_id} was refreshed since that payload was handed out (fingerprint "
+            f"{fingerprint.strip()}, now {item.fingerprint}); nothing was stored — run compact "
+            f"or items show {item_id} again for the current payload",
         )
     skip = merged.pop("skip", False)
     if skip is not False and skip is not True:
@@ -512,6 +536,7 @@ def _submit(
                 if refused
                 else "dry run: every check ran, nothing stored"
             ),
+            outcome=dict(ctx.report),
         )
     ctx.flags = {name: checks[name].flagged for name in flagged}
     with store.write():  # a savepoint: a failing apply leaves the item open
@@ -536,6 +561,7 @@ def _submit(
         diff=diff,
         checks=checks,
         message="stored with flags (forced)" if flagged else "stored",
+        outcome=dict(ctx.report),
     )
 
 

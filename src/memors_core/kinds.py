@@ -91,6 +91,9 @@ class KindContext:
     flags: dict[str, Any] = attrs.Factory(dict)
     changes: Changes | None = None
     scope: set[str] | None = None
+    #: On submit, fields ``validate`` or ``apply`` add to the report (what
+    #: the resolution does or did, beyond the stored address).
+    report: dict[str, Any] = attrs.Factory(dict)
 
 
 @attrs.define

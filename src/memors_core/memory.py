@@ -752,6 +752,7 @@ class Memory:
             status=item.status,
             id=item.id,
             kind=item.kind,
+            fingerprint=item.fingerprint,
             payload=item.payload,
             resolution=item.resolution,
             created_at=item.created_at,
@@ -866,7 +867,10 @@ class Memory:
             raise BadInput(f"unknown status {status!r}: use one of {', '.join(ITEM_STATUSES)}")
         with self._lock, self.store.read():
             items = list_items(self.store, namespace, kind, status)
-        return ItemList(namespace, [ItemSummary(i.id, i.kind, i.status, i.payload) for i in items])
+        return ItemList(
+            namespace,
+            [ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload) for i in items],
+        )
 
     # --- compaction, lint, metrics -------------------------------------------------------------
 
@@ -894,18 +898,30 @@ class Memory:
         *,
         dry_run: bool = False,
         force: bool = False,
+        fingerprint: str | None = None,
         namespace: str = "default",
         **fields: Any,
     ):
         """Complete one work item. ``resolution`` is the kind's resolution
         as a mapping; the flat fields (``content``, ``title``, ``cites``,
         ``keep``, ``accept``, ``reject``, ``skip``, ``reason``) are merged
-        into it, so both spellings work."""
+        into it, so both spellings work. ``fingerprint``, the item's as
+        handed out with its payload, refuses the submission if the item was
+        refreshed since."""
         from .compaction import submit
 
         check_namespace(namespace)
         with self._lock:
-            return submit(self, namespace, item, resolution, fields, dry_run=dry_run, force=force)
+            return submit(
+                self,
+                namespace,
+                item,
+                resolution,
+                fields,
+                dry_run=dry_run,
+                force=force,
+                fingerprint=fingerprint,
+            )
 
     def lint(self, namespace: str = "default"):
         """A read-only report of problems (opens the file read-only)."""

@@ -113,6 +113,8 @@ class ItemSummary:
     id: int
     kind: str
     status: str
+    #: Of the inputs the payload was built from; echo it to ``submit``.
+    fingerprint: str
     payload: JSON
 
 
@@ -142,6 +144,9 @@ class SubmitReport:
     diff: str
     checks: dict[str, CheckResult]
     message: str = ""
+    #: What the kind adds to the report (a duplicate item: ``kept``,
+    #: ``forgotten``, ``left``); on the wire these are top-level fields.
+    outcome: JSON = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -240,6 +245,7 @@ class ItemView:
     status: str
     id: int
     kind: str
+    fingerprint: str
     payload: JSON
     resolution: JSON | None
     created_at: str

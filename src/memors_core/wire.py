@@ -67,6 +67,18 @@ def make_converter() -> cattrs.Converter:
         return out
 
     conv.register_unstructure_hook(Compacted, unstructure_compacted)
+
+    from .model import SubmitReport
+
+    base_report = conv.get_unstructure_hook(SubmitReport)
+
+    def unstructure_report(value: SubmitReport) -> dict[str, Any]:
+        out = base_report(value)
+        for key, extra in out.pop("outcome", {}).items():
+            out.setdefault(key, extra)  # a kind's fields never hide the report's own
+        return out
+
+    conv.register_unstructure_hook(SubmitReport, unstructure_report)
     return conv
 
 

@@ -9,8 +9,12 @@ Qualifying pairs are grouped into connected components; each component is
 one item whose payload lists its ``passages``, the lowest qualifying
 ``jaccard``, up to 1,000 ``pairs`` and the ``pair_count``.
 
-Submit ``keep`` = one or more member addresses; every other member is
-forgotten.
+Submit ``keep`` = one or more member addresses; a member is forgotten only
+if it is itself a near duplicate (Jaccard >= 0.75, another document) of a
+kept member, so a chain A~B~C never loses C for keeping A when A and C are
+unlike. Each payload passage shows its ``best_jaccard`` to another member
+and that ``best_match``; the report lists ``kept``, ``forgotten`` and
+``left`` (members left live).
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ from memors_core import hookimpl
 from memors_core.errors import BadInput
 from memors_core.ids import address, parse_address
 from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
+from memors_core.log import get_logger
 from memors_core.ops import live
+
+log = get_logger("memors.duplicate")
 
 THRESHOLD = Fraction(3, 4)
 MAX_LISTED_PAIRS = 1000
@@ -63,14 +70,31 @@ def similar_pairs(
     return join(flat, offsets, t)
 
 
-def join(flat: Any, offsets: Any, t: Fraction = THRESHOLD) -> list[tuple[int, int, int, int]]:
+def join(
+    flat: Any,
+    offsets: Any,
+    t: Fraction = THRESHOLD,
+    labels: Any = None,
+    stats: dict[str, int] | None = None,
+) -> list[tuple[int, int, int, int]]:
     """The exact set-similarity self-join over sets laid end to end.
 
     Set ``i`` is ``flat[offsets[i]:offsets[i+1]]`` (distinct uint64 tokens).
     A prefix filter over one global token order — rarest first, ties by
     value — yields candidates; a length filter drops pairs whose sizes
-    alone rule them out; every candidate is verified in integers
-    (``intersection * den >= num * union``), so the result is exact.
+    alone rule them out, and a positional filter those whose first shared
+    token comes too late in either set (every common token is at or after
+    it, so the overlap is at most what is left of the shorter tail); every
+    candidate is verified in integers (``intersection * den >= num *
+    union``), so the result is exact.
+
+    ``labels`` (optional, one integer per set) names the document of a set:
+    two sets with the same label >= 0 are never paired, and a prefix group
+    whose sets all have one label is skipped whole, so one huge document of
+    look-alike passages costs no candidates (SPEC §5: pairs in one document
+    are never duplicates). A negative label (a set found in several
+    documents) pairs with every set. ``stats["candidates"]`` counts the
+    candidate pairs verified.
 
     Tokens found in one set only rank first and can never be shared: a set
     whose whole prefix is such tokens is neither probed nor indexed. The
@@ -104,6 +128,7 @@ def join(flat: Any, offsets: Any, t: Fraction = THRESHOLD) -> list[tuple[int, in
     chunk_sets = max(1, int(2_000_000 // max(1, int(sizes.mean()))))
     pre_set: list[Any] = []
     pre_rank: list[Any] = []
+    pre_pos: list[Any] = []  # the token's position in its set, in the global order
     for a in range(0, n, chunk_sets):
         b = min(n, a + chunk_sets)
         tok = flat[offsets[a] : offsets[b]]
@@ -120,26 +145,60 @@ def join(flat: Any, offsets: Any, t: Fraction = THRESHOLD) -> list[tuple[int, in
         m = within < reach[ps - a]
         pre_set.append(ps[m])
         pre_rank.append(pr[m])
+        # Tokens found in one set only rank first: they precede its shared ones.
+        pre_pos.append((within + (sizes[a:b] - n_shared)[ps - a])[m])
     ps = np.concatenate(pre_set)
     pr = np.concatenate(pre_rank)
+    pp = np.concatenate(pre_pos)
     o = np.lexsort((ps, pr))  # by rank, then set
-    ps, pr = ps[o], pr[o]
+    ps, pr, pp = ps[o], pr[o], pp[o]
     starts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]])
     lengths = np.diff(np.r_[starts, len(pr)])
     multi = lengths > 1
+    lab = None
+    if labels is not None and multi.any():
+        # A group whose sets all belong to one document yields no pair.
+        lab = np.asarray(labels, dtype=np.int64)[ps]
+        low = np.minimum.reduceat(lab, starts)
+        high = np.maximum.reduceat(lab, starts)
+        multi &= (low != high) | (low < 0)
 
-    candidates: set[tuple[int, int]] = set()
+    # Candidate pairs, vectorised: in each prefix group (its sets sorted by
+    # size), each set pairs with the later ones up to its size limit; a
+    # slice of sets at a time, so that memory stays bounded.
+    e = np.flatnonzero(np.repeat(multi, lengths))  # entries (indices into ps) of groups kept
+    group_of = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)[e]
+    entry_size = sizes[ps[e]]
+    o = np.lexsort((entry_size, group_of))  # by group, then size
+    e, group_of, entry_size = e[o], group_of[o], entry_size[o]
+    span = int(sizes.max()) * den // num + 1
+    keyed = group_of * span + entry_size
+    upper = np.searchsorted(keyed, keyed - entry_size + entry_size * den // num, "right")
+    count = upper - np.arange(len(e), dtype=np.int64) - 1  # later sets within t-reach
+    total = np.cumsum(count)
+    found: list[Any] = []
+    step = 4_000_000
+    a = 0
+    while a < len(e):
+        done = int(total[a - 1]) if a else 0
+        b = max(a + 1, int(np.searchsorted(total, done + step, "right")))
+        c = count[a:b]
+        left = np.repeat(np.arange(a, b, dtype=np.int64), c)
+        right = left + 1 + (np.arange(len(left), dtype=np.int64) - np.repeat(np.cumsum(c) - c, c))
+        ex, ey = e[left], e[right]
+        i, j = ps[ex], ps[ey]
+        si, sj = sizes[i], sizes[j]
+        # overlap <= what is left of either set from this token on, and
+        # Jaccard >= t needs (1 + t) overlap >= t (|i| + |j|)
+        ok = np.minimum(si - pp[ex], sj - pp[ey]) * (num + den) >= num * (si + sj)
+        if lab is not None:
+            ok &= (lab[ex] != lab[ey]) | (lab[ex] < 0)  # never two sets of one document
+        found.append(np.minimum(i, j)[ok] * n + np.maximum(i, j)[ok])
+        a = b
+    candidates = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    if stats is not None:
+        stats["candidates"] = stats.get("candidates", 0) + len(candidates)
     size_list = sizes.tolist()
-    for start, length in zip(starts[multi].tolist(), lengths[multi].tolist(), strict=True):
-        group = sorted(ps[start : start + length].tolist(), key=size_list.__getitem__)
-        for x in range(len(group)):
-            i = group[x]
-            limit = size_list[i] * den // num  # larger sets beyond t-reach of i
-            for y in range(x + 1, len(group)):
-                j = group[y]
-                if size_list[j] > limit:
-                    break
-                candidates.add((i, j) if i < j else (j, i))
 
     out: list[tuple[int, int, int, int]] = []
     frozen: dict[int, frozenset[int]] = {}
@@ -150,7 +209,7 @@ def join(flat: Any, offsets: Any, t: Fraction = THRESHOLD) -> list[tuple[int, in
             got = frozen[i] = frozenset(flat[offsets[i] : offsets[i + 1]].tolist())
         return got
 
-    for i, j in sorted(candidates):
+    for i, j in zip((candidates // n).tolist(), (candidates % n).tolist(), strict=True):
         inter = len(as_set(i) & as_set(j))
         union = size_list[i] + size_list[j] - inter
         if inter * den >= num * union:
@@ -192,14 +251,19 @@ def _inner_pairs(g: list[tuple[str, str]]) -> int:
 
 
 def clusters(
-    records: Iterable[tuple[str, str, bytes]], t: Fraction = THRESHOLD
+    records: Iterable[tuple[str, str, bytes]],
+    t: Fraction = THRESHOLD,
+    stats: dict[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Group passages ``(id, document, shingle blob)`` into duplicate clusters.
 
     Identical shingle sets are grouped first (one representative each goes
-    to the join). Each cluster: ``members`` (ids, sorted), ``jaccard``
-    (lowest qualifying), ``pairs`` (up to 1,000 ``(a, b, jaccard)``) and
-    ``pair_count`` (all qualifying pairs of passages from different documents).
+    to the join, labelled with its document when all its passages share
+    one, so that the join never pairs two sets of one document). Each
+    cluster: ``members`` (ids, sorted), ``jaccard`` (lowest qualifying),
+    ``pairs`` (up to 1,000 ``(a, b, jaccard)``) and ``pair_count`` (all
+    qualifying pairs of passages from different documents). ``stats``
+    counts the ``passages`` read and the join's ``candidates``.
     """
     import numpy as np
 
@@ -221,6 +285,20 @@ def clusters(
     del group_of
     flat = np.frombuffer(buffer, dtype=np.uint64)  # no copy: the array keeps the buffer
     offsets = np.asarray(bounds, dtype=np.int64)
+    doc_label: dict[str, int] = {}
+    labels = np.fromiter(
+        (
+            doc_label.setdefault(g[0][1], len(doc_label))
+            if all(d == g[0][1] for _p, d in g)
+            else -1
+            for g in members
+        ),
+        dtype=np.int64,
+        count=len(members),
+    )
+    del doc_label
+    if stats is not None:
+        stats["passages"] = stats.get("passages", 0) + sum(map(len, members))
 
     # Qualifying edges between groups (i == j: inside one group of identical sets),
     # each with a witness: a passage that has a qualifying partner in the edge.
@@ -228,7 +306,7 @@ def clusters(
     for gi, g in enumerate(members):
         if _inner_pairs(g):
             edges.append((gi, gi, Fraction(1)))
-    for i, j, inter, union in join(flat, offsets, t):
+    for i, j, inter, union in join(flat, offsets, t, labels, stats):
         if _cross_pairs(members[i], members[j]):
             edges.append((i, j, Fraction(inter, union)))
 
@@ -443,14 +521,21 @@ def _probe_sql() -> str:
     return f"SELECT passage FROM ({rows}) GROUP BY passage HAVING count(*) >= min(2, ?3)"
 
 
-def _partners(store: Any, ns: str, new: list[tuple[int, str, str, bytes]]) -> dict[str, list[str]]:
+def _partners(
+    store: Any,
+    ns: str,
+    new: list[tuple[int, str, str, bytes]],
+    stats: dict[str, int] | None = None,
+) -> dict[str, list[str]]:
     """For each new passage ``(rowid, id, document, blob)``, the live passages
     of other documents with Jaccard >= 0.75 to it.
 
     Candidates come from the prefix index (see :func:`_probe_sql`; the new
-    passages are indexed already, so they find each other); each is verified
-    exactly. The candidates' shingles are read together, once each.
+    passages are indexed already, so they find each other); each one of
+    another document is verified exactly (``stats["candidates"]`` counts
+    them). The candidates' shingles are read together, once each.
     """
+    verified = 0
     num, den = THRESHOLD.numerator, THRESHOLD.denominator
     sql = _probe_sql()
     wanted: dict[int, list[int]] = {}
@@ -486,11 +571,14 @@ def _partners(store: Any, ns: str, new: list[tuple[int, str, str, bytes]]) -> di
             got = shingles.get(other)
             if got is None or got[1] == doc:
                 continue
+            verified += 1
             inter = len(mine_set.intersection(got[2]))
             if inter * den >= num * (len(mine_set) + len(got[2]) - inter):
                 found.append(got[0])
         if found:
             out[ident] = found
+    if stats is not None:
+        stats["candidates"] = stats.get("candidates", 0) + verified
     return out
 
 
@@ -514,7 +602,10 @@ class DuplicateKind(Kind):
     name = "duplicate"
     description = "drop near-duplicate passages (word 3-gram Jaccard >= 0.75) across documents"
     resolution = DuplicateResolution
-    hint = "keep = one or more passage addresses (--keep memo://passage/…)"
+    hint = (
+        "keep = one or more passage addresses (--keep memo://passage/…); only members "
+        "that are near duplicates of a kept one are forgotten"
+    )
 
     incremental = True
 
@@ -551,7 +642,9 @@ class DuplicateKind(Kind):
                         fresh.clear()
                 yield ident, doc, blob
 
-        found = clusters(records())
+        stats: dict[str, int] = {}
+        found = clusters(records(), stats=stats)
+        log.debug("duplicates_scanned", namespace=ns, scan="full", clusters=len(found), **stats)
         _index_prefixes(store, fresh, "dup_prefix")
         store.conn.execute("DELETE FROM dup_members WHERE namespace = ?", (ns,))
         _remember_clusters(store, ns, found)
@@ -582,13 +675,15 @@ class DuplicateKind(Kind):
             store, [(rowid, *_prefix_piece(blob)) for rowid, _i, _d, blob in new], "dup_recent"
         )
         touched: set[str] = set()
-        for ident, partners in _partners(store, ns, new).items():
+        stats: dict[str, int] = {"passages": len(new)}
+        for ident, partners in _partners(store, ns, new, stats).items():
             touched.add(ident)
             touched.update(partners)
         touched.update(gone)
         _set_indexed(store, ns)
         if _fold_due(store):
             _fold(store)
+        log.debug("duplicates_scanned", namespace=ns, scan="incremental", **stats)
         if not touched:
             ctx.scope = set()
             return []
@@ -663,8 +758,20 @@ class DuplicateKind(Kind):
 
         def payload() -> dict[str, Any]:
             refs = ctx.ops.passage_refs(members)
+            near = _NearDuplicates.of(ctx, members)
+            passages = []
+            for r in refs:
+                ident = parse_address(r.address)[1]
+                best = near.best(ident)
+                passages.append(
+                    {
+                        **attrs.asdict(r),
+                        "best_jaccard": float(best[0]) if best else None,
+                        "best_match": address("passage", best[1]) if best else None,
+                    }
+                )
             return {
-                "passages": [attrs.asdict(r) for r in refs],
+                "passages": passages,
                 "jaccard": cluster["jaccard"],
                 "pairs": [
                     {"a": address("passage", a), "b": address("passage", b), "jaccard": j}
@@ -690,20 +797,178 @@ class DuplicateKind(Kind):
             parse_address(keep, expect=("passage",))
             if keep not in offered:
                 raise BadInput(f"{keep} is not a member of item {item.id}'s cluster")
+        ctx.report = self._plan(ctx, item, resolution)[0]
+
+    def _plan(
+        self, ctx: KindContext, item: Item, resolution: DuplicateResolution
+    ) -> tuple[dict[str, list[str]], dict[str, tuple[Fraction, str]]]:
+        """What keeping ``resolution.keep`` does: the report's ``kept``,
+        ``forgotten`` and ``left`` addresses, and for each forgotten member
+        the kept one it is a near duplicate of."""
+        offered = [p["address"] for p in item.payload["passages"]]
+        kept = list(dict.fromkeys(resolution.keep))
+        ids = [parse_address(a)[1] for a in offered]
+        near = _NearDuplicates.of(ctx, ids)
+        matched = near.matches(ids, {parse_address(a)[1] for a in kept})
+        forgotten = [a for a, i in zip(offered, ids, strict=True) if i in matched]
+        done = {*kept, *forgotten}
+        left = [a for a in offered if a not in done]
+        return {"kept": kept, "forgotten": forgotten, "left": left}, matched
 
     def apply(self, ctx: KindContext, item: Item, resolution: DuplicateResolution) -> str:
-        kept = set(resolution.keep)
-        for ref in item.payload["passages"]:
-            if ref["address"] not in kept:
-                ctx.ops.tombstone(
-                    ctx.namespace,
-                    "passage",
-                    parse_address(ref["address"])[1],
-                    "forgotten",
-                    f"duplicate; kept {', '.join(resolution.keep)} (item {item.id})",
-                    item.id,
-                )
+        report, matched = self._plan(ctx, item, resolution)
+        for ident, (jac, other) in sorted(matched.items()):
+            ctx.ops.tombstone(
+                ctx.namespace,
+                "passage",
+                ident,
+                "forgotten",
+                f"near duplicate (jaccard {float(jac):.2f}) of {address('passage', other)}, "
+                f"kept (item {item.id})",
+                item.id,
+            )
+        ctx.report = report
         return resolution.keep[0]
+
+
+class _NearDuplicates:
+    """The qualifying pairs among a cluster's members, computed as the scan
+    does (integer verification, ``inter * den >= num * union``; members of
+    other documents only).
+
+    Identical shingle sets form one group, so a cluster of many exact copies
+    costs one set, not the square of its size. All pairs (for each member's
+    best match) are found only when asked: by brute force for a few groups,
+    by the exact join for more; which members a keep forgets needs only the
+    kept groups against the others.
+    """
+
+    SMALL = 48  # groups up to which pairs are verified one by one
+
+    def __init__(self, rows: list[tuple[str, str, bytes]]) -> None:
+        self.doc: dict[str, str] = {}
+        self.group: dict[str, int] = {}
+        self.members: list[list[str]] = []
+        self.docs: list[Counter[str]] = []
+        self.blobs: list[bytes] = []
+        index: dict[bytes, int] = {}
+        for ident, doc, blob in rows:
+            if not blob:
+                continue
+            gi = index.get(blob)
+            if gi is None:
+                gi = index[blob] = len(self.members)
+                self.members.append([])
+                self.docs.append(Counter())
+                self.blobs.append(blob)
+            self.doc[ident] = doc
+            self.group[ident] = gi
+            self.members[gi].append(ident)
+            self.docs[gi][doc] += 1
+        for group in self.members:
+            group.sort()
+        self._sets: dict[int, frozenset[int]] = {}
+        self._adjacent: list[dict[int, Fraction]] | None = None
+
+    @classmethod
+    def of(cls, ctx: KindContext, members: Sequence[str]) -> _NearDuplicates:
+        rows = ctx.store.all(
+            "SELECT p.id, p.document, p.shingles FROM json_each(?) j "
+            "CROSS JOIN passages p ON p.id = j.value WHERE p.namespace = ? ORDER BY p.id",
+            (json.dumps(sorted(members)), ctx.namespace),
+        )
+        return cls([(r[0], r[1], r[2] or b"") for r in rows])
+
+    def _set(self, g: int) -> frozenset[int]:
+        got = self._sets.get(g)
+        if got is None:
+            tokens = array("Q")
+            tokens.frombytes(self.blobs[g])
+            got = self._sets[g] = frozenset(tokens)
+        return got
+
+    def _jaccard(self, g: int, h: int) -> Fraction | None:
+        """The Jaccard of two groups' sets if it qualifies, else None."""
+        if g == h:
+            return Fraction(1)
+        a, b = self._set(g), self._set(h)
+        inter = len(a & b)
+        union = len(a) + len(b) - inter
+        if inter * THRESHOLD.denominator >= THRESHOLD.numerator * union:
+            return Fraction(inter, union)
+        return None
+
+    @property
+    def adjacent(self) -> list[dict[int, Fraction]]:
+        """For each group, the groups it qualifies with (itself at 1: its
+        copies in other documents) and their Jaccard."""
+        if self._adjacent is not None:
+            return self._adjacent
+        n = len(self.blobs)
+        adjacent: list[dict[int, Fraction]] = [{g: Fraction(1)} for g in range(n)]
+        if n <= self.SMALL:
+            for g in range(n):
+                for h in range(g + 1, n):
+                    jac = self._jaccard(g, h)
+                    if jac is not None:
+                        adjacent[g][h] = adjacent[h][g] = jac
+        else:
+            import numpy as np
+
+            flat = np.frombuffer(b"".join(self.blobs), dtype=np.uint64)
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum([len(b) // 8 for b in self.blobs], out=offsets[1:])
+            for i, j, inter, union in join(flat, offsets, THRESHOLD):
+                adjacent[i][j] = adjacent[j][i] = Fraction(inter, union)
+        self._adjacent = adjacent
+        return adjacent
+
+    def _partner(self, ident: str, among: Iterable[str]) -> str | None:
+        """The first of ``among`` in another document than ``ident``."""
+        mine = self.doc[ident]
+        return next((m for m in among if self.doc[m] != mine), None)
+
+    def best(self, ident: str) -> tuple[Fraction, str] | None:
+        """The highest Jaccard of ``ident`` to a member of another document,
+        and that member (the smallest id among equals)."""
+        g = self.group.get(ident)
+        if g is None:
+            return None
+        found: tuple[Fraction, str] | None = None
+        for h, jac in self.adjacent[g].items():
+            other = self._partner(ident, self.members[h])
+            if other is not None and (
+                found is None or jac > found[0] or (jac == found[0] and other < found[1])
+            ):
+                found = (jac, other)
+        return found
+
+    def matches(self, members: Iterable[str], kept: set[str]) -> dict[str, tuple[Fraction, str]]:
+        """Each member that is not kept but is a near duplicate of a kept
+        one, with its best such Jaccard and that kept member."""
+        kept_in: dict[int, list[str]] = defaultdict(list)
+        for k in sorted(kept):
+            if k in self.group:
+                kept_in[self.group[k]].append(k)
+        near: dict[int, dict[int, Fraction]] = defaultdict(dict)  # group -> kept group -> J
+        for k in kept_in:
+            for g in range(len(self.blobs)):
+                jac = self._jaccard(g, k)
+                if jac is not None:
+                    near[g][k] = jac
+        out: dict[str, tuple[Fraction, str]] = {}
+        for ident in members:
+            g = self.group.get(ident)
+            if ident in kept or g is None:
+                continue
+            best: tuple[Fraction, str] | None = None
+            for h, jac in near[g].items():
+                other = self._partner(ident, kept_in[h])
+                if other is not None and (best is None or jac > best[0]):
+                    best = (jac, other)
+            if best is not None:
+                out[ident] = best
+        return out
 
 
 @hookimpl

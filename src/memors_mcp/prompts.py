@@ -34,7 +34,9 @@ result before storing it. {queue}
    - merge: `accept` if the two entities in `payload.entities` are one subject, else `reject`.
    - duplicate: `keep` the address(es) of the passages to keep; the others are forgotten.
    - any kind: `skip: true` with a `reason` when the item is not worth doing.
-4. Call `submit` with `item`, your resolution and `dry_run: true`. Nothing is stored.
+4. Call `submit` with `item`, the item's `fingerprint` (so a payload refreshed since you read
+   it is refused instead of judged against inputs you never saw), your resolution and
+   `dry_run: true`. Nothing is stored.
 5. Read the report's `checks`. `omission` lists facts (address, coverage) whose content words
    are mostly missing from the page: state each fact, predicate and value, in its own words.
    `corruption` lists sentences (with their best overlap) that share fewer than half of their

@@ -112,6 +112,7 @@ def render_item(v: dict[str, Any]) -> str:
         "",
         f"Item {v['address']}, created {v['created_at']}, updated {v['updated_at']}.",
         "Complete it with the `submit` tool (dry_run first); everything needed is in the payload.",
+        f"Its fingerprint is `{v['fingerprint']}`: send it as `fingerprint` with `submit`.",
         "",
         "## Payload",
         "",

@@ -89,6 +89,7 @@ class ItemOutput(TypedDict):
     id: int
     kind: str
     status: str
+    fingerprint: str
     payload: dict[str, Any]
 
 
@@ -118,6 +119,9 @@ class SubmitOutput(TypedDict):
     diff: str
     checks: dict[str, CheckOutput]
     message: NotRequired[str]
+    kept: NotRequired[list[str]]
+    forgotten: NotRequired[list[str]]
+    left: NotRequired[list[str]]
 
 
 class Finding(TypedDict):
@@ -534,6 +538,15 @@ def register_tools(
             Field(description="Any item: not worth doing; needs `reason`.", strict=True),
         ] = None,
         reason: Annotated[str | None, Field(description="Why the item is skipped.")] = None,
+        fingerprint: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "The item's `fingerprint` as `compact` gave it with the payload: the "
+                    "submission is refused if the item was refreshed since. Always send it."
+                )
+            ),
+        ] = None,
         dry_run: Annotated[
             bool,
             Field(
@@ -570,6 +583,7 @@ def register_tools(
                 resolution,
                 dry_run=dry_run,
                 force=force,
+                fingerprint=fingerprint,
                 namespace=ns(namespace),
                 content=content,
                 title=title,
@@ -590,8 +604,10 @@ def register_tools(
         "content words with every source. A flagged submission is not stored (`stored: false`, "
         "a normal result: fix the flagged text and submit again) unless `force`. Use "
         "`dry_run: true` first. Returns item, kind, status, stored, the new address, a diff "
-        "against the previous page and each check's result. An item that is not open, or whose "
-        "inputs changed since `compact`, is refused: run `compact` again.",
+        "against the previous page and each check's result (a duplicate item: `kept`, "
+        "`forgotten`, `left`; only members that are near duplicates of a kept one are "
+        "forgotten). An item that is not open, whose inputs changed since `compact`, or whose "
+        "`fingerprint` is not the one sent, is refused: run `compact` again.",
         _annotations("Submit a work item", read_only=False),
     )
 

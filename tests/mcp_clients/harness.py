@@ -238,7 +238,7 @@ async def full_scenario(client: Client) -> dict[str, Any]:
     kinds = {i["kind"]: i for i in queue["items"]}
     assert set(kinds) == {"page", "conflict", "merge", "duplicate"}, kinds.keys()
     assert queue["open"] == queue["created"] == 4
-    assert set(queue["items"][0]) == {"id", "kind", "status", "payload"}
+    assert set(queue["items"][0]) == {"id", "kind", "status", "fingerprint", "payload"}
     counts = await c.ok("compact", {"limit": 0})
     assert counts["items"] == [] and counts["open"] == 4 and counts["created"] == 0
 
