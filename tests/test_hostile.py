@@ -873,8 +873,9 @@ def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(tmp_path: Path):
              "params": {"name": name, "arguments": arguments}}
         )  # fmt: skip
 
-    # Lines the SDK's transport cannot parse get no answer at all (its behaviour, not
-    # ours): the server must simply go on serving.
+    # Lines the SDK's transport cannot parse get an error reply (a parse error, or an
+    # error with their id when it can be read: tests/test_mcp_hostile.py checks those),
+    # and the server must simply go on serving.
     unparseable = [
         "{not json",
         "[]",

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
+import json
 import logging
 import os
 import signal
@@ -31,12 +32,18 @@ from mcp.server.transport_security import (
 )
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memors_core import BadInput, Memory
 from memors_core.log import get_logger
 
 from .server import MemorsMCPServer, build_server
+from .sessions import (
+    MAX_SESSIONS_ENV,
+    SessionRegistry,
+    idle_timeout_from_env,
+    max_sessions_from_env,
+)
 
 log = get_logger("memors.mcp")
 
@@ -44,6 +51,15 @@ TOKEN_ENV = "MEMORS_HTTP_TOKEN"
 ALLOWED_HOSTS_ENV = "MEMORS_HTTP_ALLOWED_HOSTS"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: The request-body limit follows the document limit, but never past this.
+HTTP_BODY_CEILING = 64 * 1024 * 1024
+SESSION_HEADER = b"mcp-session-id"
+
+
+def body_limit(document_bytes: int) -> int:
+    """Room for a document at the store's limit, JSON-escaped; at most :data:`HTTP_BODY_CEILING`."""
+    wanted = max(DEFAULT_MAX_REQUEST_BODY_SIZE, 2 * document_bytes + (1 << 20))
+    return min(wanted, HTTP_BODY_CEILING)
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +130,245 @@ class BearerTokenAuth:
         await self.app(scope, receive, send)
 
 
+def _jsonrpc_error(status: int, code: int, message: str) -> Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status_code=status)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def _is_initialize(body: bytes) -> bool:
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and message.get("method") == "initialize"
+
+
+class McpGate:
+    """In front of the SDK's app: whole, UTF-8 request bodies, and bounded sessions.
+
+    A POST body is read (up to ``body_limit``) before the SDK sees it: a client
+    that hangs up mid-body is one log line, not a traceback, and a body that is not
+    UTF-8 is refused (400) as the CLI and stdio refuse it. Sessions are counted in
+    :class:`SessionRegistry`: an expired one answers 404, and a new one past the cap
+    evicts the expired and longest-idle first, else gets 503.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        registry: SessionRegistry,
+        max_body: int,
+        guard: TransportSecurityMiddleware,
+        path: str = "/mcp",
+    ) -> None:
+        self.app = app
+        self.registry = registry
+        self.max_body = max_body
+        self.guard = guard
+        self.path = path
+        self.reaper: asyncio.Task[None] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.reaper is None:
+            self.reaper = asyncio.get_running_loop().create_task(self._reap_forever(scope))
+        body = b""
+        if scope["method"] == "POST":
+            read = await self._read_body(scope, receive, send)
+            if read is None:
+                return
+            body = read
+            receive = _replay(body, receive)
+        if scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        session_id = _header(scope, SESSION_HEADER)
+        if session_id is not None and session_id in self.registry:
+            await self._in_session(session_id, scope, receive, send)
+        elif session_id is None and scope["method"] == "POST" and _is_initialize(body):
+            await self._new_session(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        declared = (_header(scope, b"content-length") or "").strip()
+        # A declared length past the limit is refused before a byte of the body is read.
+        too_large = declared.isdigit() and int(declared) > self.max_body
+        while not too_large:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                client = scope.get("client") or ("?", 0)
+                log.warning(
+                    "http_client_disconnected", path=scope.get("path"), client=client[0], read=size
+                )
+                return None
+            if message["type"] != "http.request":
+                continue
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                too_large = True
+                break
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        if too_large:
+            log.warning("http_body_too_large", path=scope.get("path"), limit=self.max_body)
+            refusal = _jsonrpc_error(
+                413, -32600, f"request body too large (more than {self.max_body:,} bytes)"
+            )
+            await refusal(scope, receive, send)
+            return None
+        body = b"".join(chunks)
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            log.warning("http_request_refused", path=scope.get("path"), reason="not UTF-8")
+            refusal = _jsonrpc_error(
+                400,
+                -32700,
+                f"request body is not UTF-8 text (bad byte at offset {exc.start}); "
+                "nothing was done",
+            )
+            await refusal(scope, receive, send)
+            return None
+        return body
+
+    async def _in_session(self, session_id: str, scope: Scope, receive: Receive, send: Send):
+        if not self.registry.begin(session_id):  # idle too long: gone, as the spec says
+            self.registry.closed(session_id)
+            log.info("http_session_expired", session=session_id[:12])
+            await self._end_in_server(session_id, scope)
+            refusal = _jsonrpc_error(
+                404,
+                -32600,
+                f"session not found: it expired after {self.registry.idle_s:g} s idle; "
+                "initialize a new session",
+            )
+            await refusal(scope, receive, send)
+            return
+        try:
+            status, _ = await self._forward(scope, receive, send)
+        finally:
+            self.registry.end(session_id)
+        if status == 404 or (scope["method"] == "DELETE" and status is not None and status < 300):
+            self.registry.closed(session_id)
+
+    async def _new_session(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = await self.guard.validate_request(Request(scope, receive))
+        if refused is not None:  # a refused Host or Origin must not evict anyone
+            await refused(scope, receive, send)
+            return
+        admitted, victims = self.registry.admit()
+        for victim in victims:
+            log.info("http_session_ended", session=victim[:12], reason="idle, to make room")
+            await self._end_in_server(victim, scope)
+        if not admitted:
+            log.warning(
+                "http_sessions_full", open=len(self.registry), limit=self.registry.max_sessions
+            )
+            refusal = _jsonrpc_error(
+                503,
+                -32603,
+                f"too many open sessions ({self.registry.max_sessions}, all busy; "
+                f"{MAX_SESSIONS_ENV} sets the limit): try again later",
+            )
+            await refusal(scope, receive, send)
+            return
+        opened: str | None = None
+        try:
+            status, opened = await self._forward(scope, receive, send)
+            if status is None or status >= 400:
+                opened = None
+        finally:
+            self.registry.settle(opened)
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send):
+        """Run the SDK's app; the status and the session id it answered with."""
+        seen: dict[str, Any] = {"status": None, "session": None}
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                seen["status"] = message["status"]
+                for key, value in message.get("headers", ()):
+                    if key.lower() == SESSION_HEADER:
+                        seen["session"] = value.decode("latin-1")
+            await send(message)
+
+        await self.app(scope, receive, watch)
+        return seen["status"], seen["session"]
+
+    async def _reap_forever(self, scope: Scope) -> None:
+        """End expired sessions even when no request comes to notice them."""
+        interval = min(max(self.registry.idle_s / 4, 0.05), 30.0)
+        while True:
+            await asyncio.sleep(interval)
+            for session_id in self.registry.reap():
+                log.info("http_session_expired", session=session_id[:12])
+                await self._end_in_server(session_id, scope)
+
+    async def _end_in_server(self, session_id: str, scope: Scope) -> None:
+        """End the session in the SDK too, the protocol's way: a DELETE with its id."""
+        # A loopback Host is always allowed, whatever the request that got here said.
+        server = scope.get("server") or ("127.0.0.1", 0)
+        headers = [
+            (SESSION_HEADER, session_id.encode("latin-1")),
+            (b"host", f"127.0.0.1:{server[1]}".encode("latin-1")),
+        ]
+        delete = {
+            "type": "http",
+            "asgi": scope.get("asgi", {"version": "3.0"}),
+            "http_version": "1.1",
+            "method": "DELETE",
+            "scheme": "http",
+            "path": self.path,
+            "raw_path": self.path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": headers,
+            "server": server,
+            "client": ("127.0.0.1", 0),
+            "state": dict(scope.get("state") or {}),
+        }
+        if "app" in scope:
+            delete["app"] = scope["app"]
+
+        async def no_body() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def discard(message: Message) -> None:
+            return None
+
+        try:
+            await self.app(delete, no_body, discard)
+        except Exception as exc:  # the session is forgotten either way
+            log.warning("http_session_end_failed", session=session_id[:12], error=str(exc)[:200])
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 def build_http_app(
     server: MemorsMCPServer, memory: Memory, host: str, token: str | None = None
 ) -> ASGIApp:
@@ -129,14 +384,19 @@ def build_http_app(
         return Response(text, headers={"Content-Type": METRICS_CONTENT_TYPE})
 
     server.custom_route("/metrics", methods=["GET"], include_in_schema=False)(metrics)
-    # A 10 MB document is accepted (SPEC §3); the body limit must not refuse it first.
-    body_limit = max(DEFAULT_MAX_REQUEST_BODY_SIZE, 2 * memory.limits.document_bytes + (1 << 20))
+    # A 10 MB document is accepted (SPEC §3); the body limit must not refuse it first,
+    # nor grow without bound with MEMORS_MAX_DOCUMENT_BYTES.
+    max_body = body_limit(memory.limits.document_bytes)
+    registry = SessionRegistry(idle_timeout_from_env(), max_sessions_from_env())
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path="/mcp",
         transport_security=security,
         host=host,
-        max_request_body_size=body_limit,
+        max_request_body_size=max_body,
+        session_idle_timeout=registry.idle_s,
+        max_sessions=registry.max_sessions,
     )
+    app = McpGate(app, registry, max_body, guard)
     if token is not None:
         app = BearerTokenAuth(app, token)
     return app
@@ -211,6 +471,8 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
             raise BadInput(
                 f"--allow-remote requires a bearer token: set {TOKEN_ENV} to a long random secret"
             )
+    idle_timeout_from_env()  # a bad setting is refused before anything starts
+    max_sessions_from_env()
     sock = bind(host, port)
     memory = Memory.open(args.db)
     try:
@@ -246,4 +508,11 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
     return 0
 
 
-__all__ = ["BearerTokenAuth", "build_http_app", "is_loopback", "serve_http"]
+__all__ = [
+    "BearerTokenAuth",
+    "McpGate",
+    "body_limit",
+    "build_http_app",
+    "is_loopback",
+    "serve_http",
+]

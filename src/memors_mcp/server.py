@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types import Resource as MCPResource
 from pydantic import ValidationError
 
@@ -65,6 +67,45 @@ class MemorsMCPServer(MCPServer):
                 )
             )
         return listed
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport behind a strict reader: every request gets an answer."""
+        from .stdio import run_checked_stdio
+
+        await run_checked_stdio(self)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        # The SDK answers an unknown name or argument with error code 0 and a logged traceback.
+        prompts = {p.name: p for p in await self.list_prompts()}
+        prompt = prompts.get(name)
+        if prompt is None:
+            log.warning("unknown_prompt", prompt=name[:60])
+            raise MCPError(
+                INVALID_PARAMS,
+                f"unknown prompt {_shown(name)}; this server has {', '.join(sorted(prompts))}",
+            )
+        allowed = {a.name for a in prompt.arguments or []}
+        unknown = sorted(set(arguments or {}) - allowed)
+        if unknown:
+            message = (
+                f"unknown argument{'s' if len(unknown) > 1 else ''} "
+                f"{', '.join(_shown(u) for u in unknown)} for prompt {name}; "
+                f"it takes {', '.join(sorted(allowed))}"
+            )
+            log.warning("prompt_refused", prompt=name, error=message)
+            raise MCPError(INVALID_PARAMS, message)
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except MCPError:
+            raise
+        except ValueError as exc:
+            cause: BaseException = exc
+            while cause.__cause__ is not None:
+                cause = cause.__cause__
+            log.error("prompt_failed", prompt=name, error=f"{type(cause).__name__}: {cause}"[:200])
+            raise MCPError(INTERNAL_ERROR, f"prompt {name} failed: {cause}"[:300]) from None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         allowed = self.tool_params.get(name)
