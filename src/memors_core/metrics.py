@@ -29,7 +29,9 @@ class StoreCollector:
         memory, store = self.memory, self.memory.store
         kinds = memory.kinds.names()
         with store.read():
-            namespaces = memory.namespaces()
+            # The default namespace always has samples, so a new or empty
+            # store's gauges read 0 instead of being absent.
+            namespaces = sorted({"default", *memory.namespaces()})
             open_counts = {
                 (ns, kind): n
                 for ns, kind, n in store.all(
