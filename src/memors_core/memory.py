@@ -214,6 +214,8 @@ class Memory:
             raise BadInput("text is empty: there is nothing to remember")
         uri = _opt_str(uri, "uri", self.limits.field_chars, FIELD_SETTING)
         title = _opt_str(title, "title", self.limits.field_chars, FIELD_SETTING)
+        if title is None:  # a Markdown document's first `# Heading`
+            title = text.first_heading(text_, min(500, self.limits.field_chars))
         if entities is None:
             entities = []
         if isinstance(entities, str):

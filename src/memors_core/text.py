@@ -383,3 +383,28 @@ def page_sentences(markdown: str) -> list[str]:
             para_start = len(out)
         out.extend(_prose_sentences(_visible(line)))
     return [s for s in out if content_words(s)]
+
+
+_TITLE_HEADING = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def first_heading(body: str, limit: int = 500) -> str | None:
+    """The text of a Markdown document's first level-1 ATX heading (``# Title``,
+    outside fenced code), its default title; None when it has none (or an
+    empty one, or one longer than ``limit`` characters)."""
+    fence = None
+    for line in body.splitlines():
+        opened = _FENCE_OPEN.match(line)
+        if fence is not None:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opened:
+            fence = opened.group(1)
+            continue
+        m = _TITLE_HEADING.match(line)
+        if m:
+            title = " ".join(m.group(1).split())
+            return title if 0 < len(title) <= limit else None
+    return None
