@@ -17,6 +17,7 @@ from typing import Any
 from . import dates, text
 from .errors import BadInput, MemorsError, NotFound, Refused
 from .ids import address, parse_address, uuid7
+from .jsonl import parse_line
 from .log import get_logger
 from .model import (
     DocumentView,
@@ -1063,14 +1064,7 @@ def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{source}:{n}: not valid JSON ({exc.msg})") from None
-        except RecursionError:
-            raise BadInput(f"{source}:{n}: not valid input (JSON nested too deeply)") from None
-        except ValueError as exc:  # e.g. an integer of more than 4300 digits
-            raise BadInput(f"{source}:{n}: not valid JSON ({str(exc).split(':')[0]})") from None
+        value = parse_line(line, n, source)
         if not isinstance(value, dict):
             raise BadInput(f"{source}:{n}: each line must be a JSON object")
         yield value

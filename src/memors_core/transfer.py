@@ -15,7 +15,6 @@ copy is consistent even while another process writes.
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .errors import BadInput
+from .jsonl import parse_line
 from .log import get_logger
 from .schema import SCHEMA_VERSION
 
@@ -160,14 +160,7 @@ def _parse_line(line: str | bytes | bytearray, n: int, source: str) -> Any:
             ) from None
     if not line.strip():
         return None
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{source}:{n}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise BadInput(f"{source}:{n}: not valid input (JSON nested too deeply)") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise BadInput(f"{source}:{n}: not valid JSON ({str(exc).split(':')[0]})") from None
+    return parse_line(line, n, source)
 
 
 def import_rows(
