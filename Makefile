@@ -37,15 +37,16 @@ bench-setup: setup
 
 bench: bench-setup
 	$(BIN)/python -m benchmarks.run --size 100000
+	$(BIN)/python -m benchmarks.startup
 
 bench-quick: bench-setup
 	$(BIN)/python -m benchmarks.run --quick
+	$(BIN)/python -m benchmarks.startup
 
+# The man page, by the step a package build runs ([tool.build_manpages] in
+# pyproject.toml, via setup.py): build/man/memors-mcp.1; read it with `man -l`.
 man: setup
-	$(BIN)/argparse-manpage --module memors_cli.main --function build_parser \
-	  --prog memors-mcp --project-name memors --manual-title "memors manual" \
-	  --description "long-term memory store for AI agents (MCP server and CLI)" \
-	  --output docs/memors-mcp.1
+	$(BIN)/python setup.py --quiet build_manpages
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .demo build *.egg-info src/*.egg-info

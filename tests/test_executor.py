@@ -448,7 +448,9 @@ def test_a_timeout_fails_the_item_and_the_run_goes_on(cli, run, ollama):
     assert raft["outcome"] == "failed" and "timed out after 1 s" in raft["error"]
     assert raft["content"] is None
     assert paxos["outcome"] == "written"
-    assert took < 10
+    # Measured 1.7 s; the bound is more than ten times that, and below the
+    # stand-in's 30 s stall, so a timeout that never fires still fails here.
+    assert took < 20
     assert state(cli.db)["open"] == [("page", "Raft")]
 
 

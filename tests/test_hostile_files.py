@@ -158,6 +158,9 @@ def test_a_directory_walk_skips_entries_that_are_not_regular_files_and_says_whic
             "documents": 2,
             "passages": 2,
             "entities": 1,
+            "new": 2,
+            "new_versions": 0,
+            "unchanged": 0,
             "not_regular_files": expected,
         }
         assert r.err.splitlines() == [

@@ -32,8 +32,17 @@ def test_overlapping_disagreeing_facts_make_an_item_with_both_facts_and_sources(
     payload = item["payload"]
     assert [f["address"] for f in payload["facts"]] == [a, b]
     for f in payload["facts"]:
-        assert set(f) == {"address", "subject", "predicate", "value", "valid_from", "valid_to"}
+        assert set(f) == {
+            "address",
+            "subject",
+            "predicate",
+            "value",
+            "valid_from",
+            "valid_to",
+            "recorded_at",
+        }
         assert f["subject"] == "Raft"
+        assert f["recorded_at"] == to_json(memory.get(f["address"]))["recorded_at"]
     assert payload["facts"][0]["valid_from"] == "2024-01-01"
     assert payload["sources"] == [
         {

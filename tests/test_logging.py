@@ -7,10 +7,12 @@ import json
 import logging
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
 import textwrap
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -235,7 +237,8 @@ def test_cli_logs_readable_console_lines_on_a_terminal(raft_store):
     assert "[info" in line and "namespace=default" in line and "kind=page" in line, line
     with pytest.raises(json.JSONDecodeError):
         json.loads(line.strip())
-    assert "\x1b[" not in err  # no colour codes
+    # No colour codes (SGR sequences); the progress line may erase itself with ESC[K.
+    assert not re.search("\x1b\\[[0-9;]*m", err), err
 
 
 def test_operations_doc_lists_every_event(memory, info_level):
@@ -260,3 +263,128 @@ def test_import_and_backup_are_logged(tmp_path, info_level):
     assert backed_up["path"] == str(tmp_path / "copy.db")
     [imported] = [e for e in more if e["event"] == "store_imported"]
     assert imported["namespace"] == "default" and imported["rows"] > 0
+
+
+# --- serve: every stderr line is one JSON object off a terminal ---------------------------
+
+
+def _json_lines(err: str) -> list[dict]:
+    lines = err.splitlines()
+    assert lines, "nothing on stderr at --log-level info"
+    parsed = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise AssertionError(f"not one JSON object: {line!r}\n{err}") from None
+        assert isinstance(event, dict) and "event" in event and "level" in event, line
+        parsed.append(event)
+    return parsed
+
+
+def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(tmp_path):
+    db = tmp_path / "stdio.db"
+    with Memory.open(db) as memory:
+        memory.remember("Raft elects a leader.")
+    env = {**os.environ, "MEMORS_DB": str(db)}
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "logs", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "search", "arguments": {"query": "Raft"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "record_fact", "arguments": {"subject": "Raft"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {
+                "name": "record_fact",
+                "arguments": {"subject": "Raft", "predicate": "leader", "value": "n1"},
+            },
+        },
+    ]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memors_cli", "serve", "--log-level", "info"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    replies = {}
+    try:
+        for message in messages:
+            proc.stdin.write(json.dumps(message) + "\n")
+            proc.stdin.flush()
+            if "id" in message:
+                reply = json.loads(proc.stdout.readline())
+                replies[reply["id"]] = reply
+        proc.stdin.close()
+        out, err = proc.stdout.read(), proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    import importlib.metadata
+
+    # (the version the server announces is the constant, as pip installed it)
+    assert replies[0]["result"]["serverInfo"]["version"] == importlib.metadata.version("memors")
+    assert replies[2]["result"]["structuredContent"]["results"], replies[2]
+    assert replies[3]["result"]["isError"] is True
+    assert out == ""
+    events = _json_lines(err)
+    names = {e["event"] for e in events}
+    assert {"serving_stdio", "fact_recorded"} <= names, names
+    # The SDK's own lines (its request handling at INFO) arrive as JSON too.
+    foreign = [e for e in events if e.get("logger", "").startswith("mcp")]
+    assert foreign, err
+
+
+def test_serve_http_off_a_terminal_writes_only_json_lines_uvicorn_and_sdk_included(tmp_path):
+    import anyio
+    from mcp import Client
+
+    from mcp_clients.harness import ServerProcess
+
+    db = tmp_path / "http.db"
+    with Memory.open(db) as memory:
+        memory.remember("Raft elects a leader.")
+    with ServerProcess(db, "--log-level", "info") as server:
+
+        async def main():
+            async with Client(server.url) as client:
+                found = await client.call_tool("search", {"query": "leader"})
+                refused = await client.call_tool("get", {"address": "memo://nothing/1"})
+                await client.call_tool(
+                    "record_fact", {"subject": "Raft", "predicate": "leader", "value": "n1"}
+                )
+                return found, refused
+
+        found, refused = anyio.run(main)
+        assert found.structured_content["results"] and refused.is_error
+        urllib.request.urlopen(f"{server.base}/metrics", timeout=30).close()
+    events = _json_lines(server.stderr)
+    names = {e["event"] for e in events}
+    assert "serving_http" in names and "fact_recorded" in names, names
+    loggers = {e.get("logger", "").split(".")[0] for e in events}
+    assert {"uvicorn", "mcp"} <= loggers, loggers

@@ -314,7 +314,8 @@ def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "stop.db")
     started = time.monotonic()
     assert server.stop() == 0
-    assert time.monotonic() - started < 10
+    # Measured 0.6-1.1 s; stop() would kill it at 15 s (and the exit status is then not 0).
+    assert time.monotonic() - started < 14
     assert "Traceback" not in server.stderr
 
 

@@ -132,7 +132,14 @@ def test_remember_many_returns_counts_and_commits_once_per_batch(memory):
     memory.store.conn.set_commit_hook(lambda: commits.append(1) or False)
     docs = [{"text": f"Document {i} about [[Node {i % 7}]].", "uri": f"u{i}"} for i in range(1200)]
     result = to_json(memory.remember_many(docs, batch=500))
-    assert result == {"documents": 1200, "passages": 1200, "entities": 7}
+    assert result == {
+        "documents": 1200,
+        "passages": 1200,
+        "entities": 7,
+        "new": 1200,
+        "new_versions": 0,
+        "unchanged": 0,
+    }
     assert len(commits) == 3  # 500 + 500 + 200, not one per document
     memory.store.conn.set_commit_hook(None)
 

@@ -29,12 +29,14 @@ SHAPES = {
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_remembering_2_mb_of_any_shape_takes_seconds(cli, shape):
-    # Measured: 1.5-2.0 s each through the CLI (start-up included); the pile of
-    # headings took about 30 s before. The bound is more than ten times that.
+    # Measured: 1.5-2.6 s each through the CLI (start-up included) on a shared
+    # 2-core machine; the pile of headings took about 30 s before. The bound
+    # is more than ten times that (test_splitting_grows_linearly_not_quadratically
+    # is the test that tells linear from quadratic).
     body = SHAPES[shape](2 * MB)
     path = cli.tmp / "big.txt"
     path.write_text(body)
-    res = cli("remember", str(path), "--json", timeout=25)
+    res = cli("remember", str(path), "--json", timeout=40)
     assert res.code == 0, res
     passages = res.json["passages"]
     assert len(passages) >= len(body.split()) // MAX_PASSAGE_WORDS
@@ -45,14 +47,16 @@ def test_remembering_2_mb_of_any_shape_takes_seconds(cli, shape):
 
 
 def _split_seconds(body: str) -> float:
-    """The best of three timings of splitting ``body``, without the collector."""
+    """The best of three timings of splitting ``body``, without the collector:
+    CPU time of this process, which other work on a loaded machine moves
+    far less than wall time (measured ratios 3.3-6.6 here, against 16 if quadratic)."""
     best = float("inf")
     gc.disable()
     try:
         for _ in range(3):
-            start = time.perf_counter()
+            start = time.process_time()
             split_passages(body)
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.process_time() - start)
     finally:
         gc.enable()
     return best

@@ -3,9 +3,9 @@ the MCP SDK, the HTTP stack or the executor, nor structlog unless it logs."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
-import resource
 import subprocess
 import sys
 import textwrap
@@ -70,6 +70,9 @@ def test_commands_that_do_not_serve_import_no_sdk_http_stack_or_executor(cli, ar
     assert "memors_cli.executor" not in modules
     # A command that logs nothing does not pay for structlog (and rich) either.
     assert not any(m.split(".")[0] in ("structlog", "rich") for m in modules)
+    # Nor for the standard library's logging, nor for importlib.metadata.
+    assert "logging" not in modules
+    assert "importlib.metadata" not in modules
 
 
 def test_structlog_is_loaded_once_an_event_passes_the_level(cli):
@@ -78,27 +81,99 @@ def test_structlog_is_loaded_once_an_event_passes_the_level(cli):
     assert "structlog" in modules
 
 
-def _cpu_ms(args: list[str], env: dict[str, str], runs: int = 7) -> float:
-    """Median CPU time (user + system) of a child process, in milliseconds:
-    steadier than wall time on a shared machine."""
-    samples = []
-    for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(args, capture_output=True, env=env, check=False, timeout=60)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        samples.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000)
-    return sorted(samples)[len(samples) // 2]
+# No timing here: a bound a loaded machine can break fails CI one day. The
+# CPU cost of start-up is measured by benchmarks/startup.py (make bench-quick),
+# with its figures in docs/performance.md; these tests check what makes it
+# cheap: what a command imports.
+
+#: What ``--version`` may load beyond what Python itself loads at start.
+VERSION_MAY_LOAD = {"__future__", "memors_cli", "memors_cli.main", "memors_core"}
 
 
-def test_a_small_command_costs_little_more_than_python_itself(cli):
-    cli("remember", "-", input="Raft elects a leader.")
-    env = {**os.environ, "MEMORS_DB": str(cli.db)}
-    script = os.path.join(os.path.dirname(sys.executable), "memors-mcp")
-    python = _cpu_ms([sys.executable, "-c", "pass"], env)
-    version = _cpu_ms([script, "--version"], env)
-    search = _cpu_ms([script, "search", "leader"], env)
-    print(f"python -c pass {python:.0f} ms, --version {version:.0f} ms, search {search:.0f} ms")
-    # Generous bounds: these catch an eager import of the SDK (≈ +400 ms) or
-    # of structlog and rich (≈ +70 ms), not ordinary noise.
-    assert version < python + 150, (python, version)
-    assert search < python + 250, (python, search)
+def test_version_loads_nothing_but_its_constant(cli):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; base = set(sys.modules)\n"
+            "from memors_cli.main import main\n"
+            "main(['--version'])\n"
+            "print(sorted(set(sys.modules) - base))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    version, loaded = proc.stdout.splitlines()
+    assert version == f"memors-mcp {importlib.metadata.version('memors')}"
+    # No parser (argparse, re, enum), no logging, no importlib.metadata, no store.
+    assert set(json.loads(loaded.replace("'", '"'))) <= VERSION_MAY_LOAD, loaded
+
+
+def test_version_is_written_once_and_is_what_pip_installed(cli):
+    import memors_core
+
+    r = cli("--version")
+    assert r.code == 0 and r.out == f"memors-mcp {memors_core.__version__}\n"
+    assert memors_core.__version__ == importlib.metadata.version("memors")
+    assert cli("--help").out.startswith("usage: memors-mcp")
+    assert "show program's version number" in cli("--help").out
+
+
+@pytest.mark.parametrize(
+    "args", [("search", "x"), ("lint",), ("compact",), ("entity", "list")], ids=" ".join
+)
+def test_plugins_are_found_without_importlib_metadata(cli, args):
+    """importlib.metadata costs a small command more than all the rest of its
+    work: the plugin manager reads the entry points without it."""
+    cli("remember", "-", "--entity", "Raft", input="Raft elects a leader.")
+    code, modules = _modules(cli, *args)
+    assert code in (0, 1)
+    assert "importlib.metadata" not in modules
+    assert {"memors_kinds.page", "memors_kinds.conflict"} <= modules  # the kinds did load
+
+
+def test_importing_a_core_module_does_not_build_the_service():
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, memors_core, memors_core.store, memors_core.log\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('memors', 'attr', 'cattrs'))))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    loaded = set(json.loads(proc.stdout.replace("'", '"')))
+    assert not loaded & {"memors_core.memory", "memors_core.model", "memors_core.wire"}, loaded
+    assert not any(m.startswith(("attr", "cattrs")) for m in loaded), loaded
+
+
+def test_the_entry_point_scan_finds_what_importlib_metadata_finds():
+    from memors_core.plugins import entry_points
+
+    for group in ("memors.kinds", "console_scripts", "pytest11"):
+        ours = [(e.name, e.value, e.group) for e in entry_points(group=group)]
+        theirs = [(e.name, e.value, e.group) for e in importlib.metadata.entry_points(group=group)]
+        assert ours == theirs, group
+    [page] = [e for e in entry_points(group="memors.kinds") if e.name == "page"]
+    import memors_kinds.page
+
+    assert page.load() is memors_kinds.page
+
+
+def test_the_startup_benchmark_prints_each_figure_beside_its_reference():
+    """A small run of benchmarks/startup.py, so it cannot rot (no figure is checked)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.startup", "--runs", "1"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for figure in ("python -c pass", "memors-mcp --version", "memors-mcp search"):
+        assert figure in proc.stdout, proc.stdout
+    assert "<= 1.5x" in proc.stdout and "<= 3.0x" in proc.stdout

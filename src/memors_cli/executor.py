@@ -35,7 +35,7 @@ from memors_core import MemorsError, Memory
 from memors_core.log import get_logger
 from memors_core.wire import to_json
 
-from .output import emit_json, fail
+from .output import Progress, duration, emit_json, fail
 
 log = get_logger("memors.executor")
 
@@ -688,46 +688,51 @@ def parse_page(answer: str) -> tuple[str, str]:
 
 
 class ItemProgress:
-    """One line per item on stderr — only when stderr is a terminal."""
+    """A line per item on stderr: on a terminal (or when asked with
+    ``--progress``), rewritten while the model writes (elapsed seconds,
+    characters, the time left for all items), then left as the outcome."""
 
     def __init__(self, total: int, model: str) -> None:
         self.total = total
         self.model = model
-        self.enabled = sys.stderr.isatty()
+        self.bar = Progress("", self._line, sep="")
+        self.enabled = self.bar.enabled
         self.label = ""
+        self.text = ""
         self.started = 0.0
-        self.last = 0.0
+        self.first = 0.0  # when the first item started
+        self.finished = 0  # items done
 
     def start(self, n: int, label: str) -> None:
         self.label = f"[{n}/{self.total}] {label}"
         self.started = time.monotonic()
-        self._write(f"asking {self.model}…")
+        self.first = self.first or self.started
+        self.text = f"asking {self.model}…"
+        self.bar.update(n, now=True)
 
     def tick(self, chars: int) -> None:
-        now = time.monotonic()
-        if now - self.last >= 0.2:
-            self.last = now
-            self._write(f"writing… {chars} characters, {now - self.started:.0f} s")
+        self.text = f"writing… {chars} characters"
 
     def note(self, text: str) -> None:
-        self._write(text)
+        self.text = text
 
     def finish(self, outcome: str) -> None:
-        if self.enabled:
-            took = time.monotonic() - self.started
-            sys.stderr.write(f"\r\x1b[K{self.label}: {outcome} ({took:.1f} s)\n")
-            sys.stderr.flush()
+        took = time.monotonic() - self.started
+        self.finished += 1
+        self.text = f"{outcome} ({took:.1f} s)"
+        self.bar.state = "final"
+        self.bar.done()  # the outcome stays on its own line
 
-    def _write(self, text: str) -> None:
-        if self.enabled:
-            line = f"{self.label}: {text}"
-            try:
-                columns = os.get_terminal_size(sys.stderr.fileno()).columns
-            except OSError:
-                columns = 0
-            width = columns - 1 if columns > 20 else 200  # a pty may report 0
-            sys.stderr.write(f"\r\x1b[K{line[:width]}")
-            sys.stderr.flush()
+    def _line(self, state: Any) -> str:
+        if state == "final":
+            return f"{self.label}: {self.text}"
+        now = time.monotonic()
+        line = f"{self.label}: {self.text}, {now - self.started:.0f} s"
+        if self.finished:  # the items so far say how long the rest may take
+            each = (self.started - self.first) / self.finished
+            left = max(0.0, each * (self.total - self.finished) - (now - self.started))
+            line += f" · about {duration(left)} left for all items"
+        return line
 
 
 OUTCOME_TEXT = {
@@ -873,7 +878,13 @@ def run_executor(args: argparse.Namespace, kinds: list[str] | None) -> int:
     apply = bool(args.apply)
 
     with Memory.open(args.db) as memory:
-        compacted = to_json(memory.compact(kinds, args.limit, namespace=args.ns, full=args.full))
+        from .commands import compact_line
+
+        with Progress("compacting", compact_line, sep=" ") as scanning:
+            found = memory.compact(
+                kinds, args.limit, namespace=args.ns, full=args.full, progress=scanning.update
+            )
+        compacted = to_json(found)
         items = compacted["items"]
         reports: list[dict[str, Any]] = []
         stopped: ItemFailed | None = None

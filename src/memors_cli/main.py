@@ -4,15 +4,21 @@
 argparse-manpage can render it and ``--help`` stays instant; each
 subcommand has a handler in :mod:`memors_cli.commands` returning an exit
 status. The store, the MCP SDK and the executor are imported only by the
-commands that use them.
+commands that use them. Importing this module imports nothing beyond
+what Python itself has loaded (argparse, ``re`` and ``enum`` cost more
+than the interpreter's own start), so ``--version`` answers at once.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~5 ms
+
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+    from collections.abc import Sequence
 
 PROG = "memors-mcp"
 
@@ -25,51 +31,99 @@ DESCRIPTION = (
 
 EPILOG = (
     "Every subcommand takes --db PATH (default $MEMORS_DB, else "
-    "$XDG_DATA_HOME/memors/memors.db), --ns NAMESPACE (default 'default') and --json. "
+    "$XDG_DATA_HOME/memors/memors.db), --ns NAMESPACE (default 'default'), --json and "
+    "--log-level LEVEL, before or after its name (memors-mcp --db x.db search raft); "
+    "given in both places, the one after the subcommand wins. "
     "Exit status: 0 success; 1 done but negative (lint found problems, a submission was "
     "refused); 2 bad usage or bad input."
 )
 
 
-class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (and JSON with --json)."""
+SUBMIT_EXAMPLES = """\
+examples, one for each form (ADDR is an address from the item's payload):
+  a page or stale item: the page's Markdown, its title, the passages it cites
+    memors-mcp submit 3 --content-file raft.md --title Raft --cite memo://passage/ID --dry-run
+    memors-mcp submit 3 --content-file raft.md --title Raft
+  a conflict item: keep one fact, the others are superseded; or end one where the other begins
+    memors-mcp submit 1 --keep memo://fact/ID
+    memors-mcp submit 1 --bound memo://fact/ID --to 2024-03-01
+  a duplicate item: keep these passages, their near duplicates are forgotten
+    memors-mcp submit 2 --keep memo://passage/ID memo://passage/ID
+  a merge item: accept it, or reject it (never proposed again)
+    memors-mcp submit 4 --accept
+    memors-mcp submit 4 --reject
+  any item: skip it, with a reason
+    memors-mcp submit 5 --skip --reason "not worth a page"
+  any kind's resolution, field by field (VALUE read as JSON when it parses) or whole
+    memors-mcp submit 6 --set done="runbook in docs/rollback.md"
+    memors-mcp submit 6 --resolution-json '{"done": "runbook in docs/rollback.md"}'
+  refused, nothing stored, if the item was refreshed since its fingerprint was read
+    memors-mcp submit 1 --keep memo://fact/ID --fingerprint FP
+"""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        from .output import fail
+_PARSER_CLASS: type | None = None
 
-        fail(f"{self.prog}: {message} (see {self.prog} --help)", code="usage", exit_code=EXIT_USAGE)
+
+def Parser(**kwargs) -> argparse.ArgumentParser:  # a factory, used as parser_class=
+    """An ArgumentParser whose errors are one line (and JSON with --json).
+
+    A factory, so that argparse is imported when a parser is built, not
+    when this module is."""
+    global _PARSER_CLASS
+    if _PARSER_CLASS is None:
+        import argparse
+
+        class _Parser(argparse.ArgumentParser):
+            def error(self, message: str) -> None:  # type: ignore[override]
+                from .output import fail
+
+                fail(
+                    f"{self.prog}: {message} (see {self.prog} --help)",
+                    code="usage",
+                    exit_code=EXIT_USAGE,
+                )
+
+        _Parser.__name__ = _Parser.__qualname__ = "Parser"
+        _PARSER_CLASS = _Parser
+    return _PARSER_CLASS(**kwargs)
 
 
 def _common(nested: bool = False) -> argparse.ArgumentParser:
     """The store options. ``nested`` parsers (``fact add`` under ``fact``)
     take them too but default to nothing, so ``fact --ns X list`` keeps X
     instead of the sub-parser's default silently overwriting it."""
+    import argparse
+
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("store options")
+    store, store_true = _marking_actions()
 
     def default(value):
         return argparse.SUPPRESS if nested else value
 
     g.add_argument(
         "--db",
+        action=store,
         metavar="PATH",
         default=default(None),
         help="database file (default: $MEMORS_DB or the data dir)",
     )
     g.add_argument(
         "--ns",
+        action=store,
         metavar="NAMESPACE",
         default=default("default"),
         help="namespace (default: default)",
     )
     g.add_argument(
         "--json",
-        action="store_true",
+        action=store_true,
         default=default(False),
         help="print JSON instead of text (the same shapes as the MCP tools)",
     )
     g.add_argument(
         "--log-level",
+        action=store,
         metavar="LEVEL",
         default=default(os.environ.get("MEMORS_LOG_LEVEL", "warning")),
         choices=["debug", "info", "warning", "error"],
@@ -78,10 +132,86 @@ def _common(nested: bool = False) -> argparse.ArgumentParser:
     return p
 
 
+#: The store options, also accepted before the subcommand.
+GLOBAL_OPTIONS = ("db", "ns", "json", "log_level")
+
+
+def _marking_actions() -> tuple[type, type]:
+    """store and store_true actions that also note that the option was
+    given (``_given_<dest>``): a subcommand's own value then wins over the
+    same option given before the subcommand, even when it equals the default."""
+    import argparse
+
+    class Store(argparse.Action):
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, self.dest, values)
+            setattr(namespace, f"_given_{self.dest}", True)
+
+    class StoreTrue(argparse.Action):
+        def __init__(self, option_strings, dest, default=False, required=False, help=None):
+            super().__init__(
+                option_strings,
+                dest,
+                nargs=0,
+                const=True,
+                default=default,
+                required=required,
+                help=help,
+            )
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            setattr(namespace, self.dest, True)
+            setattr(namespace, f"_given_{self.dest}", True)
+
+    return Store, StoreTrue
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """The store options before the subcommand (``memors-mcp --db x.db search raft``).
+    They land under ``_top_<dest>``: a subparser's defaults would overwrite them."""
+    import argparse
+
+    g = parser.add_argument_group(
+        "store options", "also accepted after the subcommand, where they win if given twice"
+    )
+    for flags, extra in (
+        (
+            ("--db",),
+            {"metavar": "PATH", "help": "database file (default: $MEMORS_DB or the data dir)"},
+        ),
+        (("--ns",), {"metavar": "NAMESPACE", "help": "namespace (default: default)"}),
+        (("--json",), {"action": "store_true", "help": "print JSON instead of text"}),
+        (
+            ("--log-level",),
+            {
+                "metavar": "LEVEL",
+                "choices": ["debug", "info", "warning", "error"],
+                "help": "log level for the structured logs on stderr (default: warning)",
+            },
+        ),
+    ):
+        dest = "_top_" + flags[0][2:].replace("-", "_")
+        g.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **extra)
+
+
+def apply_global_options(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill the store options given before the subcommand in, unless the
+    subcommand was given its own; drop the bookkeeping attributes."""
+    for dest in GLOBAL_OPTIONS:
+        top = vars(args).pop(f"_top_{dest}", None)
+        given = vars(args).pop(f"_given_{dest}", False)
+        if top is not None and not given:
+            setattr(args, dest, top)
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import argparse  # here, not at module level (see the module docstring)
+
     common, nested = _common(), _common(nested=True)
     parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True
 
@@ -116,9 +246,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="an entity every passage mentions (repeatable)",
     )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal (also MEMORS_PROGRESS=1)",
+    )
 
     p = add("search", "full-text search over live rows (BM25; words are OR-ed)")
-    p.add_argument("query", metavar="QUERY")
+    p.add_argument(
+        "query",
+        metavar="QUERY",
+        help="any text: its words are OR-ed, stop words dropped (quote it as one argument)",
+    )
     p.add_argument(
         "--granularity", default="passage", choices=["passage", "page", "fact", "entity", "all"]
     )
@@ -128,43 +267,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as-of", metavar="T", help="facts valid at time T (ISO 8601)")
 
     p = add("get", "show one thing by address, with its links")
-    p.add_argument("address", metavar="ADDR")
+    p.add_argument(
+        "address",
+        metavar="ADDR",
+        help="an address, memo://TYPE/ID (document, passage, entity, fact, page, item); "
+        "a bare number is an item",
+    )
 
     p = add("forget", "tombstone a document, passage, fact or page")
-    p.add_argument("address", metavar="ADDR")
+    p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to forget")
     p.add_argument("--reason", metavar="R")
 
     p = add("fact", "record and list facts")
     fsub = p.add_subparsers(dest="fact_command", metavar="{add,list}", parser_class=Parser)
     fsub.required = True
-    q = fsub.add_parser("add", help="record a fact", parents=[nested])
-    q.add_argument("subject", metavar="SUBJECT")
-    q.add_argument("predicate", metavar="PREDICATE")
-    q.add_argument("value", metavar="VALUE")
+    help_ = "record a fact"
+    q = fsub.add_parser("add", help=help_, description=help_, parents=[nested])
+    q.add_argument(
+        "subject", metavar="SUBJECT", help="the entity it is about (a name; created if new)"
+    )
+    q.add_argument("predicate", metavar="PREDICATE", help="what is said of it (any text)")
+    q.add_argument("value", metavar="VALUE", help="the value (any text)")
     q.add_argument(
         "--from", dest="valid_from", metavar="T", help="valid from (ISO 8601, inclusive)"
     )
     q.add_argument("--to", dest="valid_to", metavar="T", help="valid until (ISO 8601, exclusive)")
     q.add_argument("--source", metavar="ADDR", help="the passage the fact comes from")
-    q = fsub.add_parser("list", help="list live facts", parents=[nested])
-    q.add_argument("subject", nargs="?", metavar="SUBJECT")
+    help_ = "list live facts"
+    q = fsub.add_parser("list", help=help_, description=help_, parents=[nested])
+    q.add_argument(
+        "subject", nargs="?", metavar="SUBJECT", help="only this entity's facts (default: all)"
+    )
 
     p = add("entity", "list, show and propose merging entities")
     esub = p.add_subparsers(
         dest="entity_command", metavar="{list,show,propose-merge}", parser_class=Parser
     )
     esub.required = True
-    esub.add_parser("list", help="list entities", parents=[nested])
-    q = esub.add_parser(
-        "show", help="show an entity with its passages, facts and page", parents=[nested]
+    esub.add_parser("list", help="list entities", description="list entities", parents=[nested])
+    help_ = "show an entity with its passages, facts and page"
+    q = esub.add_parser("show", help=help_, description=help_, parents=[nested])
+    q.add_argument(
+        "name", metavar="NAME", help="a name or alias (case-insensitive) or memo://entity/ID"
     )
-    q.add_argument("name", metavar="NAME")
-    q = esub.add_parser(
-        "propose-merge",
-        help="propose that two entities are one (the first survives)",
-        parents=[nested],
+    help_ = "propose that two entities are one (the first survives)"
+    q = esub.add_parser("propose-merge", help=help_, description=help_, parents=[nested])
+    q.add_argument(
+        "names",
+        nargs=2,
+        metavar="NAME",
+        help="two entity names: the first survives, the second becomes its alias",
     )
-    q.add_argument("names", nargs=2, metavar="NAME")
 
     p = add("compact", "scan for work items and list the open ones")
     p.add_argument(
@@ -183,16 +336,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-remote", action="store_true", help="with --executor: allow a non-loopback endpoint"
     )
+    p.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal (also MEMORS_PROGRESS=1)",
+    )
 
     p = add("items", "list work items (or: items show ID)")
     p.add_argument("--kind", metavar="K", help="only this kind")
     p.add_argument("--status", choices=["open", "done", "skipped", "obsolete"])
     isub = p.add_subparsers(dest="items_command", metavar="{show}", parser_class=Parser)
-    q = isub.add_parser("show", help="show one work item with its payload", parents=[nested])
-    q.add_argument("item", metavar="ID")
+    help_ = "show one work item with its payload"
+    q = isub.add_parser("show", help=help_, description=help_, parents=[nested])
+    q.add_argument("item", metavar="ID", help="the item's number (or memo://item/ID)")
 
-    p = add("submit", "complete a work item (the server checks it before storing)")
-    p.add_argument("item", metavar="ID")
+    p = add(
+        "submit",
+        "complete a work item (the server checks it before storing)",
+        epilog=SUBMIT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "item", metavar="ID", help="the item's number from compact or items (or memo://item/ID)"
+    )
     g = p.add_argument_group("page and stale items")
     g.add_argument("--content-file", metavar="F", help="the page's Markdown (- for stdin)")
     g.add_argument("--title", metavar="T", help="the page's title")
@@ -210,6 +376,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help="the fact (conflict) or passages (duplicate) to keep",
     )
+    g.add_argument(
+        "--bound",
+        metavar="ADDR",
+        help="conflict: supersede this fact by a copy with a new bound (--from T and/or --to T)",
+    )
+    g.add_argument(
+        "--from", dest="bound_from", metavar="T", help="with --bound: the copy's valid_from"
+    )
+    g.add_argument("--to", dest="bound_to", metavar="T", help="with --bound: the copy's valid_to")
     g = p.add_argument_group("merge items")
     g.add_argument("--accept", action="store_true", help="accept the merge")
     g.add_argument("--reject", action="store_true", help="reject the merge (never proposed again)")
@@ -242,7 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("metrics", "print the Prometheus metrics of the whole store")
 
     p = add("purge", "erase a document, passage, fact or page for good (audited)")
-    p.add_argument("address", metavar="ADDR")
+    p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to erase")
     p.add_argument("--yes", action="store_true", help="confirm: the content cannot be recovered")
 
     whole = _common()  # export without --ns writes every namespace
@@ -253,29 +428,31 @@ def build_parser() -> argparse.ArgumentParser:
     help_ = "write every row of the store (or of one namespace) as JSON lines to stdout"
     sub.add_parser("export", help=help_, description=help_, parents=[whole])
     p = add("import", "restore JSON lines written by export into an empty store")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="a file written by export (JSON lines)")
     p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
-    p.add_argument("path", metavar="PATH")
+    p.add_argument("path", metavar="PATH", help="a new file for the copy (refused if it exists)")
     return parser
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    # A constant (pyproject.toml reads it at build time): importlib.metadata
+    # costs more than the rest of a small command.
+    from memors_core import __version__
 
-        return version("memors")
-    except Exception:  # pragma: no cover - running from a source tree
-        return "unknown"
+    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv == ["--version"]:  # the quick path: no parser, no logging
+        sys.stdout.write(f"{PROG} {_version()}\n")
+        return EXIT_OK
     from . import output
 
     output.JSON_MODE = "--json" in argv
-    args = build_parser().parse_args(argv)
+    args = apply_global_options(build_parser().parse_args(argv))
     output.JSON_MODE = bool(getattr(args, "json", False))
-    output.configure_logging(args.log_level)
+    output.configure_logging(args.log_level, every_logger=args.command == "serve")
     from .commands import dispatch
 
     return dispatch(args)

@@ -2,11 +2,32 @@
 
 The public API is :class:`Memory`; plugin authors use :data:`hookimpl`,
 :class:`memors_core.kinds.Kind` and :mod:`memors_core.testing`.
+
+The names below are imported on first use (PEP 562), so importing one
+submodule (``memors_core.store``, ``memors_core.log``) or reading
+:data:`__version__` does not pay for the whole service, its attrs classes
+and its cattrs converter.
 """
 
-from .errors import BadAddress, BadInput, MemorsError, NotFound, PluginError, Refused
-from .hookspecs import hookimpl
-from .memory import Memory
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~5 ms
+
+# The one place the version is written: pyproject.toml reads it at build
+# time (``[tool.setuptools.dynamic]``), ``memors-mcp --version`` and the MCP
+# server print it without asking importlib.metadata.
+__version__ = "0.1.0"
+
+_LAZY = {
+    "BadAddress": "errors",
+    "BadInput": "errors",
+    "MemorsError": "errors",
+    "NotFound": "errors",
+    "PluginError": "errors",
+    "Refused": "errors",
+    "hookimpl": "hookspecs",
+    "Memory": "memory",
+}
 
 __all__ = [
     "BadAddress",
@@ -16,5 +37,26 @@ __all__ = [
     "NotFound",
     "PluginError",
     "Refused",
+    "__version__",
     "hookimpl",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .errors import BadAddress, BadInput, MemorsError, NotFound, PluginError, Refused
+    from .hookspecs import hookimpl
+    from .memory import Memory
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memors_core' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -19,6 +19,7 @@ from .kinds import Changes, CheckContext, Item, Kind, KindContext
 from .model import CheckResult, Compacted, ItemSummary, PageResolution, SkipResolution, SubmitReport
 from .ops import WORK_ITEMS_TOTAL
 from .plugins import call_each
+from .progress import Progress, Reporter
 from .store import Store, now
 from .wire import structure
 
@@ -121,7 +122,14 @@ def _changes_since(store: Store, namespace: str, mark: tuple[int, int, int]) -> 
     return Changes(entities=entities, passage_seq=mark[1], tombstone_seq=mark[2])
 
 
-def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
+def _scan_kind(
+    memory: Memory,
+    namespace: str,
+    kind: Kind,
+    full: bool,
+    report: Reporter | None = None,
+    base: int = 0,
+) -> int:
     """Bring one kind's open items in line with its scanner; returns how many were created.
 
     A kind that supports it scans only what changed since its last scan
@@ -140,6 +148,25 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
     )
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
     ctx = KindContext(store, namespace, memory.ops, not incremental)
+    said: dict[str, Any] = {"items": None, "step": None}  # from the kind's own reports
+    if report is not None:
+
+        def on_progress(step: str, done: int, total: int | None, unit: str) -> None:
+            if step == "items":
+                said["items"] = total
+            new_step, said["step"] = step != said["step"], step
+            report(
+                new_step,  # a step's first report always goes out, then ten a second
+                task="compact",
+                phase=kind.name,
+                step=step,
+                done=done,
+                total=total,
+                unit=unit,
+                created=base,
+            )
+
+        ctx.on_progress = on_progress
     if incremental:
         ctx.changes = _changes_since(store, namespace, mark)
     open_items = {
@@ -157,6 +184,16 @@ def _scan_kind(memory: Memory, namespace: str, kind: Kind, full: bool) -> int:
         if cand.key in seen:
             continue
         seen.add(cand.key)
+        if report is not None and not len(seen) & 31:
+            report(
+                task="compact",
+                phase=kind.name,
+                step="items",
+                done=len(seen),
+                total=said["items"],
+                unit="items",
+                created=base + created,
+            )
         existing = open_items.get(cand.key)
         if existing is not None:
             if existing[1] != cand.fingerprint:
@@ -244,8 +281,11 @@ def compact(
     limit: int | None = None,
     *,
     full: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    after: int | None = None,
 ) -> Compacted:
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int) or after < 0):
+        raise BadInput(f"after must be an item id (a whole number), got {after!r}")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise BadInput(f"limit must be a whole number (0 for counts only), got {limit!r}")
     if limit is not None and limit >= 2**62:
@@ -259,13 +299,14 @@ def compact(
             {"kind": name, "plugin": name, "error": f"plugin failed to load: {reason}"}
             for name, reason in sorted(memory.plugin_errors.items())
         )
+    report = Reporter(progress) if progress else None
     for kind in chosen:
-        if progress:
-            progress(kind.name)
+        if report is not None:
+            report(True, task="compact", phase=kind.name, step="scanning", created=created)
         try:
             with store.write():
                 store.touch_namespace(namespace)
-                created += _scan_kind(memory, namespace, kind, full)
+                created += _scan_kind(memory, namespace, kind, full, report, created)
         except StoreBusy:
             raise
         except Exception as exc:  # a broken plugin never takes the others down
@@ -297,14 +338,31 @@ def compact(
                 f"AND kind IN ({marks}) ORDER BY id"
             )
             params: tuple = (namespace, *names)
+            if after is not None:  # paging: the items after the last one seen
+                sql = sql.replace(" ORDER BY id", " AND id > ? ORDER BY id")
+                params += (after,)
             if limit is not None:
                 sql += " LIMIT ?"
                 params += (limit,)
             rows = store.all(sql, params)
+        more = None
+        if after is not None:  # how many open items follow the ones returned
+            last = rows[-1][0] if rows else after
+            more = (
+                store.scalar(
+                    f"SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
+                    f"AND kind IN ({marks}) AND id > ?",
+                    (namespace, *names, last),
+                )
+                if names
+                else 0
+            )
     items = [
         ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload) for i in map(_item, rows)
     ]
-    return Compacted(namespace=namespace, created=created, open=total, items=items, errors=errors)
+    return Compacted(
+        namespace=namespace, created=created, open=total, items=items, errors=errors, more=more
+    )
 
 
 # --- submit -----------------------------------------------------------------

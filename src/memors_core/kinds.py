@@ -94,6 +94,17 @@ class KindContext:
     #: On submit, fields ``validate`` or ``apply`` add to the report (what
     #: the resolution does or did, beyond the stored address).
     report: dict[str, Any] = attrs.Factory(dict)
+    #: Set by the engine during a scan: where :meth:`progress` goes.
+    on_progress: Callable[[str, int, int | None, str], None] | None = None
+
+    def progress(self, step: str, done: int = 0, total: int | None = None, unit: str = "") -> None:
+        """Say how far a long scan has got (``"reading passages"``, 4000 of
+        10000 ``"passages"``); shown on the terminal. Cheap: the engine
+        passes at most ten a second on, so calling it every few hundred rows
+        is fine. ``ctx.progress("items", total=n)`` before yielding ``n``
+        candidates lets the engine show items written of ``n``."""
+        if self.on_progress is not None:
+            self.on_progress(step, done, total, unit)
 
 
 @attrs.define

@@ -12,37 +12,54 @@ addresses or item ids involved.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+# The standard-library levels (logging.DEBUG …), without importing logging.
 _LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "warn": logging.WARNING,
-    "error": logging.ERROR,
-    "exception": logging.ERROR,
-    "critical": logging.CRITICAL,
-    "fatal": logging.CRITICAL,
+    "debug": 10,
+    "info": 20,
+    "warning": 30,
+    "warn": 30,
+    "error": 40,
+    "exception": 40,
+    "critical": 50,
+    "fatal": 50,
 }
 
 # structlog (with rich, which it pulls in when installed) costs more to
 # import than the rest of a small command: it is imported only when an
 # event passes the standard-library level check, and a frontend's structlog
 # set-up waits for that moment too (see :func:`configure_when_used`).
+# The standard library's ``logging`` (with threading, traceback …) is
+# imported only then too when a frontend declared its level: an event below
+# it is dropped before anything is imported.
 _deferred: list[Callable[[], None]] = []
 _in_use = False
+_floor: int | None = None
 
 
-def configure_when_used(configure: Callable[[], None]) -> None:
-    """Run ``configure`` (a frontend's ``structlog.configure(...)``) just
-    before the first event is emitted, or now if one already was."""
+def configure_when_used(configure: Callable[[], None], *, level: int | None = None) -> None:
+    """Run ``configure`` (a frontend's logging and ``structlog.configure(...)``
+    set-up) just before the first event is emitted, or now if one already was.
+
+    ``level`` is the level the frontend gives the ``memors`` loggers in
+    ``configure``: until then, events below it are dropped without
+    importing anything."""
+    global _floor
+    _floor = level
     if _in_use:
         configure()
     else:
         _deferred.append(configure)
+
+
+def _run_deferred() -> None:
+    global _in_use
+    _in_use = True
+    while _deferred:
+        _deferred.pop(0)()
 
 
 @cache
@@ -67,25 +84,35 @@ def _filtering_class() -> type:
 class _Logger:
     """A structlog logger built on first use, after a cheap level check."""
 
-    __slots__ = ("_bound", "_std")
+    __slots__ = ("_bound", "_name", "_std")
 
     def __init__(self, name: str) -> None:
-        self._std = logging.getLogger(name)
+        self._name = name
+        self._std: Any = None
         self._bound: Any = None
 
+    def _stdlib(self) -> Any:
+        if self._std is None:
+            import logging
+
+            self._std = logging.getLogger(self._name)
+        return self._std
+
     def _logger(self) -> Any:
-        global _in_use
         if self._bound is None:
             import structlog
 
-            _in_use = True
-            while _deferred:
-                _deferred.pop(0)()
-            self._bound = structlog.wrap_logger(self._std, wrapper_class=_filtering_class())
+            _run_deferred()
+            self._bound = structlog.wrap_logger(self._stdlib(), wrapper_class=_filtering_class())
         return self._bound
 
     def _emit(self, method: str, event: Any, args: tuple, kw: dict[str, Any]) -> Any:
-        if not self._std.isEnabledFor(_LEVELS[method]):
+        level = _LEVELS[method]
+        if _deferred and _floor is not None:  # the frontend's set-up waits for an event
+            if level < _floor:
+                return None
+            _run_deferred()  # (it sets the level the check below reads)
+        if not self._stdlib().isEnabledFor(level):
             return None
         return getattr(self._logger(), method)(event, *args, **kw)
 

@@ -42,6 +42,7 @@ from .model import (
 )
 from .ops import Operations, check_namespace, live
 from .plugins import build_plugin_manager, call_each, collect_kinds
+from .progress import Progress, Reporter
 from .store import Store, now
 
 log = get_logger("memors")
@@ -245,13 +246,19 @@ class Memory:
         entities: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         namespace: str = "default",
+        *,
+        progress: Callable[[Progress], None] | None = None,
     ) -> Remembered:
         """Store one document; returns its address, its passages and the
-        entities its passages mention."""
+        entities its passages mention. ``progress`` gets a
+        :class:`~memors_core.progress.Progress` now and then (passages
+        prepared, then stored)."""
         check_namespace(namespace)
         doc = self._check_document(text, uri, title, entities, metadata)
+        report = Reporter(progress)
+        prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
         with self._lock, self.store.write():
-            return self._remember_one(namespace, *doc)
+            return self._remember_one(namespace, *doc, prepared=prepared, report=report)
 
     def remember_many(
         self,
@@ -259,7 +266,7 @@ class Memory:
         namespace: str = "default",
         *,
         batch: int = 500,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
         where: Callable[[int], str] | None = None,
     ) -> RememberedMany:
         """Store many documents, one transaction per ``batch``.
@@ -268,11 +275,16 @@ class Memory:
         ``title``, ``entities``, ``metadata``. A bad document stops the load
         with an error naming it (``where(n)`` names the n-th, counting from
         1; default ``document n``); the batches before it stay stored.
+        ``progress`` gets a :class:`~memors_core.progress.Progress` now and
+        then: ``documents`` stored so far (phase ``storing``, or
+        ``preparing`` while a batch is split in this process), with a big
+        document's passages as ``done`` of ``total``.
         """
         check_namespace(namespace)
         name = where or (lambda n: f"document {n}")
         totals = Counter()
         pending: list[tuple] = []
+        report = Reporter(progress)
 
         # From the second batch on, a helper process splits and shingles the
         # next batch while this process stores the current one.
@@ -280,22 +292,46 @@ class Memory:
         ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
 
         def store_batch(docs: list[tuple], prepared: list[Any]) -> None:
-            passages = 0
+            passages, fared = 0, Counter()
             try:
                 with self._lock, self.store.write():
                     self.store.touch_namespace(namespace)
-                    for doc, prep in zip(docs, prepared, strict=True):
-                        passages += self._remember_one(
-                            namespace, *doc, counts_only=True, prepared=prep, touch=False
+                    for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
+                        stored = totals["documents"] + n
+                        report(
+                            task="remember",
+                            phase="storing",
+                            documents=stored,
+                            done=stored,
+                            unit="documents",
                         )
+                        pieces, outcome = self._remember_one(
+                            namespace,
+                            *doc,
+                            counts_only=True,
+                            prepared=prep,
+                            touch=False,
+                            report=report,
+                            documents=stored,
+                        )
+                        passages += pieces
+                        fared[outcome] += 1
             except BaseException:
                 ahead.clear()  # the load stops here: nothing after this batch is stored
                 pending.clear()
                 raise
             totals["passages"] += passages  # counted once the batch is committed
             totals["documents"] += len(docs)
-            if progress:
-                progress(totals["documents"])
+            totals.update(fared)
+            stored = totals["documents"]
+            report(
+                True,
+                task="remember",
+                phase="storing",
+                documents=stored,
+                done=stored,
+                unit="documents",
+            )
 
         def flush(more: bool = True) -> None:
             docs = list(pending)
@@ -310,7 +346,20 @@ class Memory:
             else:
                 if previous:
                     store_batch(previous[0], done)
-                store_batch(docs, [prepare_passages(d[0]) for d in docs])
+                ready = []
+                for n, d in enumerate(docs):  # in this process: say so while it runs
+                    stored = totals["documents"]
+                    report(
+                        n == 0,
+                        task="remember",
+                        phase="preparing",
+                        documents=stored,
+                        done=n,
+                        total=len(docs),
+                        unit="documents",
+                    )
+                    ready.append(prepare_passages(d[0]))
+                store_batch(docs, ready)
 
         def drain() -> None:
             if pending:
@@ -363,6 +412,9 @@ class Memory:
             documents=totals["documents"],
             passages=totals["passages"],
             entities=self._entity_count(namespace) - before,
+            new=totals["new"],
+            new_versions=totals["new_versions"],
+            unchanged=totals["unchanged"],
         )
 
     def _entity_count(self, namespace: str) -> int:
@@ -380,9 +432,12 @@ class Memory:
         counts_only: bool = False,
         prepared: Prepared | None = None,
         touch: bool = True,
-    ) -> Remembered | int:
+        report: Reporter | None = None,
+        documents: int = 0,
+    ) -> Remembered | tuple[int, str]:
         """Store one document; with ``counts_only`` return just how many
-        passages it has (bulk loads need no addresses back). ``prepared``
+        passages it has and how it fared (``new``, ``new_versions`` or
+        ``unchanged``: bulk loads need no addresses back). ``prepared``
         carries the passages, their shingles, hashes and links when a bulk load computed
         them ahead (see :func:`prepare_passages`)."""
         store, ops = self.store, self.ops
@@ -428,7 +483,7 @@ class Memory:
                         "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)",
                         [(p, entity) for p in ops.version_passages(doc_id, last)],
                     )
-                return len(pieces) if counts_only else self._remembered(doc_id, last)
+                return (len(pieces), "unchanged") if counts_only else self._remembered(doc_id, last)
             version = last + 1
             for passage in ops.version_passages(doc_id, last):
                 if ops.is_live(passage):
@@ -448,9 +503,19 @@ class Memory:
 
         doc_entities = [ops.ensure_entity(n, namespace)[0] for n in names]
         mentioned: dict[str, None] = dict.fromkeys(doc_entities)
+        big = report is not None and len(pieces) > 256
         for position, (piece, shingles, phash, named) in enumerate(
             zip(pieces, blobs, hashes, links, strict=True)
         ):
+            if big and not position & 127:  # a big document: say how far
+                report(
+                    task="remember",
+                    phase="storing",
+                    documents=documents,
+                    done=position,
+                    total=len(pieces),
+                    unit="passages",
+                )
             kept = reuse.get(phash)
             if kept:
                 passage = kept.pop(0)
@@ -487,6 +552,9 @@ class Memory:
                     "VALUES (?, ?, ?, ?)",
                     (doc_id, version, position, passage),
                 )
+        if big:
+            n = len(pieces)
+            report(True, task="remember", phase="storing", documents=documents, done=n, total=n)
         for leftovers in reuse.values():
             for passage in leftovers:
                 ops.tombstone(
@@ -500,10 +568,14 @@ class Memory:
             version=version,
             passages=len(pieces),
         )
-        return len(pieces) if counts_only else self._remembered(doc_id, version)
+        if counts_only:
+            return len(pieces), ("new" if version == 1 else "new_versions")
+        return self._remembered(doc_id, version)
 
     def _remembered(self, doc_id: str, version: int) -> Remembered:
-        passages = self.ops.version_passages(doc_id, version)
+        # The live passages only: remembering the same text again does not
+        # revive a passage forgotten since, so it is not listed as if it were.
+        passages = [p for p in self.ops.version_passages(doc_id, version) if self.ops.is_live(p)]
         entities: dict[str, None] = {}
         for passage in passages:
             for (canonical,) in self.store.all(
@@ -633,16 +705,33 @@ class Memory:
             (ident,),
         )
         passages = [(p,) for p in self.ops.version_passages(ident, version)]
+        versions = [
+            {"version": v, "created_at": at, "title": t, "passages": n}
+            for v, at, t, n in self.store.all(
+                """SELECT v.version, v.created_at, v.title,
+                          CASE WHEN v.version = 1
+                               THEN (SELECT COUNT(*) FROM passages p
+                                     WHERE p.document = v.document AND p.version = 1)
+                               ELSE (SELECT COUNT(*) FROM version_passages l
+                                     WHERE l.document = v.document AND l.version = v.version)
+                          END
+                   FROM document_versions v WHERE v.document = ? ORDER BY v.version""",
+                (ident,),
+            )
+        ]
+        state, record = self.ops.tombstone_record(ident) or ("live", None)
         return DocumentView(
             address=address("document", ident),
             type="document",
-            status=self.ops.state_of(ident),
+            status=state,
             uri=row[0],
             title=title,
             metadata=json.loads(meta),
             version=version,
             created_at=row[1],
             passages=[address("passage", p[0]) for p in passages],
+            versions=versions,
+            forgotten=record,
         )
 
     def _get_passage(self, ident: str, namespace: str) -> PassageView | None:
@@ -658,16 +747,18 @@ class Memory:
             "WHERE m.passage = ?",
             (ident,),
         )
+        state, record = self.ops.tombstone_record(ident) or ("live", None)
         return PassageView(
             address=address("passage", ident),
             type="passage",
-            status=self.ops.state_of(ident),
+            status=state,
             document=address("document", row[0]),
             position=row[1],
             text=row[2],
             hash=row[3],
             entities=[address("entity", e[0]) for e in entities],
             created_at=row[4],
+            **{state: record} if record else {},
         )
 
     def _get_fact(self, ident: str, namespace: str) -> FactView | None:
@@ -679,10 +770,11 @@ class Memory:
         )
         if row is None:
             return None
+        state, record = self.ops.tombstone_record(ident) or ("live", None)
         return FactView(
             address=address("fact", ident),
             type="fact",
-            status=self.ops.state_of(ident),
+            status=state,
             subject=address("entity", row[9]),
             subject_name=row[1],
             predicate=row[2],
@@ -692,6 +784,7 @@ class Memory:
             source=address("passage", row[6]) if row[6] else None,
             recorded_at=row[7],
             expired=row[8] is not None and row[8] <= dates.now_ts(),
+            **{state: record} if record else {},
         )
 
     def _get_entity(self, ident: str, namespace: str) -> EntityView | None:
@@ -724,7 +817,7 @@ class Memory:
         )
         if row is None:
             return None
-        status = self.ops.state_of(ident)
+        status, record = self.ops.tombstone_record(ident) or ("live", None)
         page_tuple = (ident, row[1], row[2], row[3], row[7], row[0])
         stale = status == "live" and self.ops.stale_reasons(page_tuple) is not None
         return PageView(
@@ -741,6 +834,7 @@ class Memory:
             stale=stale,
             flags=json.loads(row[5]),
             created_at=row[6],
+            **{status: record} if record else {},
         )
 
     def _get_item(self, ident: str, namespace: str) -> ItemView | None:
@@ -884,15 +978,20 @@ class Memory:
         namespace: str = "default",
         *,
         full: bool = False,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[Progress], None] | None = None,
+        after: int | None = None,
     ):
         """Scan the namespace with every registered kind (or those named),
-        create or refresh items, and return the open ones."""
+        create or refresh items, and return the open ones. ``progress``
+        gets a :class:`~memors_core.progress.Progress` now and then (each
+        kind's name, its step, items created). With ``after``
+        (an item id), only the open items after it are returned and
+        ``more`` counts those after the last one returned (for paging)."""
         from .compaction import compact
 
         check_namespace(namespace)
         with self._lock:
-            return compact(self, namespace, kinds, limit, full=full, progress=progress)
+            return compact(self, namespace, kinds, limit, full=full, progress=progress, after=after)
 
     def submit(
         self,
@@ -950,18 +1049,35 @@ class Memory:
 Prepared = tuple[list[str], list[bytes], list[str], list[list[str]]]
 
 
-def prepare_passages(body: str, limit: int | None = None) -> Prepared:
+def prepare_passages(body: str, limit: int | None = None, report: Any = None) -> Prepared:
     """A document's passages with each one's packed shingle hashes, content
     hash and ``[[wiki links]]``: the per-passage work that needs no store,
     which a bulk load's helper process does ahead. A document of more than
     ``limit`` passages gets only its passages (it is refused: no need to
-    shingle millions of them first)."""
+    shingle millions of them first). ``report`` (a
+    :class:`~memors_core.progress.Reporter`) hears how many are shingled."""
     pieces = text.split_passages(body)
     if limit is not None and len(pieces) > limit:
         return pieces, [], [], []
+    if report is None:
+        blobs = [text.pack_shingles(text.shingle_hashes(p)) for p in pieces]
+    else:
+        blobs = []
+        for n, p in enumerate(pieces):
+            if not n & 127:
+                report(
+                    n == 0,
+                    task="remember",
+                    phase="preparing",
+                    done=n,
+                    total=len(pieces),
+                    unit="passages",
+                )
+            blobs.append(text.pack_shingles(text.shingle_hashes(p)))
+        report(True, task="remember", phase="preparing", done=len(pieces), total=len(pieces))
     return (
         pieces,
-        [text.pack_shingles(text.shingle_hashes(p)) for p in pieces],
+        blobs,
         [text.content_hash(p) for p in pieces],
         [text.wiki_links(p) for p in pieces],
     )

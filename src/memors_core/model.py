@@ -59,9 +59,17 @@ class Remembered:
 
 @attrs.frozen
 class RememberedMany:
+    """What a bulk load did: ``documents`` = ``new`` + ``new_versions`` +
+    ``unchanged`` (first seen; a known uri with changed text; a known uri
+    with the same text, nothing stored). ``passages`` counts the documents'
+    passages, ``entities`` the entities the load created."""
+
     documents: int
     passages: int
     entities: int
+    new: int = 0
+    new_versions: int = 0
+    unchanged: int = 0
 
 
 @attrs.frozen
@@ -126,6 +134,8 @@ class Compacted:
     items: list[ItemSummary]
     #: Kinds whose scanner failed (``kind``, ``plugin``, ``error``); omitted when empty.
     errors: list[JSON] = attrs.field(factory=list)
+    #: When paging (``after``): open items after the last one returned; omitted otherwise.
+    more: int | None = None
 
 
 @attrs.frozen
@@ -165,6 +175,12 @@ class LintReport:
 
 # --- things by address (get) -------------------------------------------------
 
+#: A forgotten row's view carries ``forgotten`` = ``{"at", "reason", "item"?}``
+#: and a superseded one ``superseded`` = ``{"at", "reason", "by"?, "item"?}``
+#: (``by`` the newer row, ``item`` the work item that did it); a live row has
+#: neither key on the wire (:data:`TOMBSTONE_FIELDS`).
+TOMBSTONE_FIELDS = ("forgotten", "superseded")
+
 
 @attrs.frozen
 class DocumentView:
@@ -177,6 +193,9 @@ class DocumentView:
     version: int
     created_at: str
     passages: list[str]
+    #: Every version, oldest first: ``{"version", "created_at", "title", "passages": N}``.
+    versions: list[JSON] = attrs.field(factory=list)
+    forgotten: JSON | None = None
 
 
 @attrs.frozen
@@ -190,6 +209,8 @@ class PassageView:
     hash: str
     entities: list[str]
     created_at: str
+    forgotten: JSON | None = None
+    superseded: JSON | None = None
 
 
 @attrs.frozen
@@ -206,6 +227,8 @@ class FactView:
     source: str | None
     recorded_at: str
     expired: bool
+    forgotten: JSON | None = None
+    superseded: JSON | None = None
 
 
 @attrs.frozen
@@ -236,6 +259,8 @@ class PageView:
     stale: bool
     flags: JSON
     created_at: str
+    forgotten: JSON | None = None
+    superseded: JSON | None = None
 
 
 @attrs.frozen

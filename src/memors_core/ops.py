@@ -365,13 +365,16 @@ class Operations:
         state: str,
         reason: str | None = None,
         item: int | None = None,
+        at: str | None = None,
     ) -> bool:
-        """Forget or supersede one row; returns False if it already was."""
+        """Forget or supersede one row; returns False if it already was.
+        ``at`` is the tombstone's time (default now): a fact superseded by a
+        copy shares its copy's ``recorded_at``, which is how ``get`` finds it."""
         cur = self.store.conn.execute(
             "INSERT INTO tombstones(namespace, target, type, state, reason, item, created_at) "
             "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 "
             "WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ?2)",
-            (namespace, ident, kind, state, reason, item, now()),
+            (namespace, ident, kind, state, reason, item, at or now()),
         )
         changed = self.store.conn.changes() > 0
         del cur
@@ -389,6 +392,87 @@ class Operations:
                 item=item,
             )
         return changed
+
+    def tombstone_record(self, ident: str) -> tuple[str, dict[str, Any]] | None:
+        """``(state, record)`` of a forgotten or superseded row, None if live:
+        the record says when (``at``), why (``reason``, as given), by what
+        newer row (``by``, when there is one) and which work item did it
+        (``item``). Raw rows are never modified, so ``by`` is read off the
+        rows themselves: the next page version, the document version that
+        dropped a passage, the fact a conflict kept or the bounded copy."""
+        row = self.store.one(
+            "SELECT namespace, type, state, reason, item, created_at FROM tombstones "
+            "WHERE target = ?",
+            (ident,),
+        )
+        if row is None:
+            return None
+        namespace, kind, state, reason, item, at = row
+        record: dict[str, Any] = {"at": at, "reason": reason}
+        if state == "superseded":
+            by = self._superseded_by(namespace, kind, ident, item, at)
+            if by:
+                record.update(by)
+        if item is not None:
+            record["item"] = address("item", item)
+        return state, record
+
+    def _superseded_by(
+        self, namespace: str, kind: str, ident: str, item: int | None, at: str
+    ) -> dict[str, Any]:
+        if kind == "page":
+            newer = self.store.scalar("SELECT id FROM pages WHERE previous = ? LIMIT 1", (ident,))
+            return {"by": address("page", newer)} if newer else {}
+        if kind == "passage":
+            row = self.store.one(
+                """SELECT p.document, MIN(v.version) FROM passages p
+                   JOIN document_versions v ON v.document = p.document AND v.version > p.version
+                   WHERE p.id = ?1 AND NOT EXISTS (
+                       SELECT 1 FROM version_passages l WHERE l.document = p.document
+                       AND l.version = v.version AND l.passage = ?1)""",
+                (ident,),
+            )
+            if row is None or row[1] is None:
+                return {}
+            return {"by": address("document", row[0]), "version": row[1]}
+        if kind == "fact":
+            copy = self.store.scalar(
+                "SELECT c.id FROM facts f JOIN facts c ON c.subject = f.subject "
+                "AND c.predicate = f.predicate AND c.value = f.value "
+                "WHERE f.id = ? AND c.id <> f.id AND c.recorded_at = ? ORDER BY c.rowid LIMIT 1",
+                (ident, at),
+            )
+            if copy is not None:  # a bounded copy, recorded in the same instant
+                return {"by": address("fact", copy)}
+            if item is not None:
+                resolution = self.store.scalar(
+                    "SELECT resolution FROM work_items WHERE id = ? AND namespace = ?",
+                    (item, namespace),
+                )
+                keep = (json.loads(resolution) if resolution else {}).get("keep")
+                if isinstance(keep, str):
+                    keep = [keep]
+                if isinstance(keep, list) and len(keep) == 1 and isinstance(keep[0], str):
+                    return {"by": keep[0]}
+        return {}
+
+    def copy_fact(self, ident: str, valid_from: str | None, valid_to: str | None, at: str) -> str:
+        """A new fact row like ``ident`` (subject, predicate, value, source)
+        with other validity bounds, recorded at ``at``; returns its id. The
+        original row is untouched (the caller supersedes it)."""
+        from_ts = dates.normalise(valid_from, "valid_from")
+        to_ts = dates.normalise(valid_to, "valid_to")
+        if from_ts is not None and to_ts is not None and not from_ts < to_ts:
+            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
+        copy = uuid7()
+        self.store.conn.execute(
+            "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
+            "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
+            "SELECT ?, namespace, subject, predicate, value, predicate_folded, value_folded, "
+            "?, ?, ?, ?, source, ? FROM facts WHERE id = ?",
+            (copy, valid_from, valid_to, from_ts, to_ts, at, ident),
+        )
+        return copy
 
     # --- shared rules ----------------------------------------------------------------
 

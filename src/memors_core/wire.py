@@ -64,9 +64,25 @@ def make_converter() -> cattrs.Converter:
         out = base(value)
         if not out.get("errors"):
             out.pop("errors", None)  # SPEC §10's shape unless a plugin failed
+        if out.get("more") is None:
+            out.pop("more", None)  # only when paging
         return out
 
     conv.register_unstructure_hook(Compacted, unstructure_compacted)
+
+    from .model import TOMBSTONE_FIELDS, DocumentView, FactView, PageView, PassageView
+
+    for view in (DocumentView, PassageView, FactView, PageView):
+        base_view = conv.get_unstructure_hook(view)
+
+        def unstructure_view(value: Any, base_view: Any = base_view) -> dict[str, Any]:
+            out = base_view(value)
+            for key in TOMBSTONE_FIELDS:  # a live row has no tombstone to describe
+                if key in out and out[key] is None:
+                    del out[key]
+            return out
+
+        conv.register_unstructure_hook(view, unstructure_view)
 
     from .model import SubmitReport
 

@@ -23,7 +23,7 @@ import hashlib
 import json
 from array import array
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -76,6 +76,7 @@ def join(
     t: Fraction = THRESHOLD,
     labels: Any = None,
     stats: dict[str, int] | None = None,
+    progress: Callable[..., None] | None = None,
 ) -> list[tuple[int, int, int, int]]:
     """The exact set-similarity self-join over sets laid end to end.
 
@@ -209,7 +210,12 @@ def join(
             got = frozen[i] = frozenset(flat[offsets[i] : offsets[i + 1]].tolist())
         return got
 
-    for i, j in zip((candidates // n).tolist(), (candidates % n).tolist(), strict=True):
+    pairs = len(candidates)
+    for k, (i, j) in enumerate(
+        zip((candidates // n).tolist(), (candidates % n).tolist(), strict=True)
+    ):
+        if progress is not None and not k & 4095:
+            progress("verifying pairs", k, pairs, "pairs")
         inter = len(as_set(i) & as_set(j))
         union = size_list[i] + size_list[j] - inter
         if inter * den >= num * union:
@@ -254,6 +260,7 @@ def clusters(
     records: Iterable[tuple[str, str, bytes]],
     t: Fraction = THRESHOLD,
     stats: dict[str, int] | None = None,
+    progress: Callable[..., None] | None = None,
 ) -> list[dict[str, Any]]:
     """Group passages ``(id, document, shingle blob)`` into duplicate clusters.
 
@@ -263,7 +270,8 @@ def clusters(
     cluster: ``members`` (ids, sorted), ``jaccard`` (lowest qualifying),
     ``pairs`` (up to 1,000 ``(a, b, jaccard)``) and ``pair_count`` (all
     qualifying pairs of passages from different documents). ``stats``
-    counts the ``passages`` read and the join's ``candidates``.
+    counts the ``passages`` read and the join's ``candidates``;
+    ``progress(step, done, total, unit)`` hears the join's steps.
     """
     import numpy as np
 
@@ -306,7 +314,9 @@ def clusters(
     for gi, g in enumerate(members):
         if _inner_pairs(g):
             edges.append((gi, gi, Fraction(1)))
-    for i, j, inter, union in join(flat, offsets, t, labels, stats):
+    if progress is not None:
+        progress("comparing", 0, len(members), "sets")
+    for i, j, inter, union in join(flat, offsets, t, labels, stats, progress):
         if _cross_pairs(members[i], members[j]):
             edges.append((i, j, Fraction(inter, union)))
 
@@ -329,6 +339,8 @@ def clusters(
                     first = first or p
         witness.append(first)
 
+    if progress is not None:
+        progress("grouping", 0, len(edges), "pairs")
     comp_edges: dict[str, list[tuple[int, int, Fraction]]] = defaultdict(list)
     for edge, seen_by in zip(edges, witness, strict=True):
         comp_edges[uf.find(seen_by)].append(edge)
@@ -618,6 +630,7 @@ class DuplicateKind(Kind):
             found = self._full_scan(ctx, indexed or 0)
         else:
             found = self._incremental_scan(ctx, indexed)
+        ctx.progress("items", 0, len(found), "items")
         for cluster in found:
             yield self._candidate(ctx, cluster)
 
@@ -627,14 +640,25 @@ class DuplicateKind(Kind):
         store, ns = ctx.store, ctx.namespace
         _fold(store)  # the scan reads every passage anyway: one index after it
         fresh: list[tuple[int, int, bytes]] = []
+        # How many there are to read (for the progress line): passages with text.
+        total = store.scalar(
+            f"""SELECT COUNT(*) FROM passages p
+                WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}""",
+            (ns,),
+        )
+        ctx.progress("reading passages", 0, total, "passages")
 
         def records() -> Iterator[tuple[str, str, bytes]]:
-            for rowid, ident, doc, blob in store.conn.execute(
-                f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
-                    WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}
-                    ORDER BY p.rowid""",
-                (ns,),
+            for n, (rowid, ident, doc, blob) in enumerate(
+                store.conn.execute(
+                    f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                        WHERE p.namespace = ? AND length(p.shingles) > 0 AND {live("p")}
+                        ORDER BY p.rowid""",
+                    (ns,),
+                )
             ):
+                if not n & 1023:
+                    ctx.progress("reading passages", n, total, "passages")
                 if rowid > indexed:
                     fresh.append((rowid, *_prefix_piece(blob)))
                     if len(fresh) >= 100_000:  # index as we go: bounded memory
@@ -643,8 +667,9 @@ class DuplicateKind(Kind):
                 yield ident, doc, blob
 
         stats: dict[str, int] = {}
-        found = clusters(records(), stats=stats)
+        found = clusters(records(), stats=stats, progress=ctx.progress)
         log.debug("duplicates_scanned", namespace=ns, scan="full", clusters=len(found), **stats)
+        ctx.progress("indexing", 0, len(fresh), "passages")
         _index_prefixes(store, fresh, "dup_prefix")
         store.conn.execute("DELETE FROM dup_members WHERE namespace = ?", (ns,))
         _remember_clusters(store, ns, found)

@@ -22,6 +22,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import anyio
@@ -426,15 +427,14 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def _configure_http_logging(level: str) -> None:
-    # uvicorn's own loggers go to stderr through the root handler (no access log on stdout).
+    # uvicorn's own loggers go to the root handler that ``serve`` set up (one
+    # JSON object a line off a terminal; no access log on stdout).
     numeric = getattr(logging, level.upper(), logging.WARNING)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logger = logging.getLogger(name)
-        logger.handlers[:] = [handler] if name == "uvicorn" else []
+        logger.handlers[:] = []
         logger.setLevel(numeric)
-        logger.propagate = name != "uvicorn"
+        logger.propagate = True
 
 
 def _uvicorn_server(config: Any) -> Any:
@@ -492,13 +492,24 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
         )
         bound = sock.getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        print(
-            f"memors-mcp: serving MCP at http://{shown}:{bound[1]}/mcp "
-            f"(metrics at /metrics, namespace {args.ns}"
-            f"{', bearer token required' if token else ''})",
-            file=sys.stderr,
-            flush=True,
+        url = f"http://{shown}:{bound[1]}/mcp"
+        message = (
+            f"memors-mcp: serving MCP at {url} (metrics at /metrics, namespace {args.ns}"
+            f"{', bearer token required' if token else ''})"
         )
+        if not sys.stderr.isatty():  # off a terminal every stderr line is one JSON object
+            message = json.dumps(
+                {
+                    "event": "serving_http",
+                    "url": url,
+                    "namespace": args.ns,
+                    "token_required": bool(token),
+                    "message": message,
+                    "level": "info",
+                    "timestamp": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+                }
+            )
+        print(message, file=sys.stderr, flush=True)
         asyncio.run(_uvicorn_server(config).serve(sockets=[sock]))
     except KeyboardInterrupt:
         pass

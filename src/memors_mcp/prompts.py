@@ -21,7 +21,8 @@ result before storing it. {queue}
 
 1. Call the `compact` tool with {{"namespace": "{namespace}"{kinds_arg}, "limit": 5}}. It scans
    the namespace and returns `open` (how many items wait) and up to `limit` items, oldest
-   first, each with its `id`, `kind` and a complete `payload`.
+   first, each with its `id`, `kind` and a complete `payload`. An answer holds a few items at
+   most; `more` counts the rest, and `next` gives the `after` that fetches them.
 2. Pick one item. Everything you need is in its payload. Write from the payload only: no
    outside knowledge, no guesses, nothing the passages and facts do not say.
 3. Do it according to its kind:
@@ -30,7 +31,9 @@ result before storing it. {queue}
    - stale: the same, starting from the previous `payload.page` and what `payload.changes`
      says was forgotten, superseded or new.
    - conflict: the two facts in `payload.facts` disagree; `keep` the address of the one that
-     is right (the other is superseded).
+     is right (the other is superseded), or, when the value changed over time (compare their
+     `valid_from` and `recorded_at`), `bound` the older one where the newer begins:
+     {{"fact": ADDRESS, "valid_to": T}} (a copy with that bound replaces it; history stays).
    - merge: `accept` if the two entities in `payload.entities` are one subject, else `reject`.
    - duplicate: `keep` the address(es) of the passages to keep; the others are forgotten.
    - any kind: `skip: true` with a `reason` when the item is not worth doing.

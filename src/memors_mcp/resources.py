@@ -24,6 +24,23 @@ def _status(view: dict[str, Any]) -> str:
     return view.get("status", "live")
 
 
+def _record_lines(v: dict[str, Any]) -> list[str]:
+    """When, why and by what a forgotten or superseded row changed (none if live)."""
+    state = _status(v)
+    record = v.get(state) if state in ("forgotten", "superseded") else None
+    if not isinstance(record, dict):
+        return []
+    line = f"{state.capitalize()} at {record['at']}"
+    if record.get("by"):
+        version = f" (version {record['version']})" if record.get("version") else ""
+        line += f" by {record['by']}{version}"
+    if record.get("item"):
+        line += f", through {record['item']}"
+    if record.get("reason"):
+        line += f": {record['reason']}"
+    return [line]
+
+
 def _fact_line(f: dict[str, Any]) -> str:
     when = ""
     if f.get("valid_from") or f.get("valid_to"):
@@ -42,6 +59,7 @@ def render_page(v: dict[str, Any]) -> str:
         f"Page {v['address']} — title {v['title']!r}, version {v['version']}, {state}; "
         f"an inference about {v['entity']}.",
     ]
+    lines += _record_lines(v)
     if v.get("previous"):
         lines.append(f"Previous version: {v['previous']}")
     if v.get("sources"):
@@ -72,6 +90,7 @@ def render_passage(v: dict[str, Any]) -> str:
         "",
         "---",
         f"Passage {v['address']} ({_status(v)}), position {v['position']} of {v['document']}",
+        *_record_lines(v),
     ]
     if v.get("entities"):
         lines.append("Mentions: " + ", ".join(v["entities"]))
@@ -87,6 +106,7 @@ def render_fact(v: dict[str, Any]) -> str:
         f"Valid from: {v.get('valid_from') or 'always'}",
         f"Valid to: {v.get('valid_to') or 'still holds'}",
         f"Recorded at: {v['recorded_at']}",
+        *_record_lines(v),
     ]
     if v.get("source"):
         lines.append(f"Source: {v['source']}")
@@ -96,6 +116,15 @@ def render_fact(v: dict[str, Any]) -> str:
 def render_document(v: dict[str, Any], passages: list[dict[str, Any]]) -> str:
     lines = [f"# {v['title'] or v['uri'] or v['address']}", ""]
     lines.append(f"Document {v['address']} ({_status(v)}), version {v['version']}")
+    lines += _record_lines(v)
+    if len(v.get("versions") or []) > 1:
+        lines.append(
+            "Versions: "
+            + "; ".join(
+                f"{x['version']} ({x['created_at']}, {x['passages']} passages)"
+                for x in v["versions"]
+            )
+        )
     if v.get("uri"):
         lines.append(f"URI: {v['uri']}")
     if v.get("metadata"):

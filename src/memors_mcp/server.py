@@ -186,12 +186,9 @@ def build_server(
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from memors_core import __version__  # (not importlib.metadata: see memors_core)
 
-        return version("memors")
-    except Exception:  # pragma: no cover - running from a source tree
-        return "0"
+    return __version__
 
 
 @contextlib.contextmanager

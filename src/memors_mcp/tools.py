@@ -12,6 +12,7 @@ annotations must be real objects, not strings.
 """
 
 import json
+import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -20,7 +21,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from memors_core import MemorsError, Memory
+from memors_core import BadInput, MemorsError, Memory
 from memors_core.log import get_logger
 from memors_core.wire import to_json
 
@@ -29,6 +30,29 @@ log = get_logger("memors.mcp")
 #: How many items ``compact`` returns over MCP unless told otherwise, so an
 #: agent's context is not flooded by a large queue.
 COMPACT_DEFAULT_LIMIT = 20
+#: The byte budget of one ``compact`` answer's items (their JSON, UTF-8), set
+#: by this variable; the first item always comes whole, even if it alone is larger.
+COMPACT_BYTES_SETTING = "MEMORS_MCP_COMPACT_BYTES"
+COMPACT_DEFAULT_BYTES = 32 * 1024
+
+
+def compact_budget() -> int:
+    """The byte budget of a ``compact`` answer (``MEMORS_MCP_COMPACT_BYTES``)."""
+    raw = os.environ.get(COMPACT_BYTES_SETTING)
+    if raw is None:
+        return COMPACT_DEFAULT_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(f"{COMPACT_BYTES_SETTING} must be an integer, got {raw!r}") from None
+    if value < 1:
+        raise BadInput(f"{COMPACT_BYTES_SETTING} must be a positive integer, got {raw!r}")
+    return value
+
+
+def item_bytes(item: dict[str, Any]) -> int:
+    """An item's size in an answer: its JSON in UTF-8."""
+    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
 # --- output shapes (SPEC §10) ---------------------------------------------------------------
@@ -69,12 +93,23 @@ class SearchOutput(TypedDict):
     results: list[SearchHit]
 
 
+class TombstoneRecord(TypedDict):
+    at: str
+    reason: str | None
+    by: NotRequired[str]
+    version: NotRequired[int]
+    item: NotRequired[str]
+
+
 class GetOutput(TypedDict):
-    """The thing's own fields plus its links (they depend on its type)."""
+    """The thing's own fields plus its links (they depend on its type); a
+    forgotten or superseded row says when, why and by what."""
 
     address: str
     type: str
     status: str
+    forgotten: NotRequired[TombstoneRecord]
+    superseded: NotRequired[TombstoneRecord]
 
 
 class ForgetOutput(TypedDict):
@@ -93,13 +128,20 @@ class ItemOutput(TypedDict):
     payload: dict[str, Any]
 
 
+class NextPage(TypedDict):
+    after: int
+
+
 class CompactOutput(TypedDict):
-    """Open items after the scan, oldest first; ``open`` counts all of them."""
+    """Open items after the scan, oldest first; ``open`` counts all of them,
+    ``more`` those after the last item returned (``next`` asks for them)."""
 
     namespace: str
     created: int
     open: int
     items: list[ItemOutput]
+    more: int
+    next: NotRequired[NextPage]
     errors: NotRequired[list[dict[str, Any]]]
 
 
@@ -122,6 +164,8 @@ class SubmitOutput(TypedDict):
     kept: NotRequired[list[str]]
     forgotten: NotRequired[list[str]]
     left: NotRequired[list[str]]
+    superseded: NotRequired[list[str]]
+    bounded: NotRequired[str]
 
 
 class Finding(TypedDict):
@@ -141,26 +185,97 @@ class LintOutput(TypedDict):
 # --- plumbing -------------------------------------------------------------------------------
 
 
-def tool_result(data: Any) -> CallToolResult:
-    """A structured result: the JSON as text for old clients, and as ``structured_content``."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(data, ensure_ascii=False))],
-        structured_content=data,
-    )
+def tool_result(data: Any, summary: str) -> CallToolResult:
+    """A structured result: the data once, as ``structured_content``, and a
+    short summary as text (see docs/mcp.md, "Answers")."""
+    return CallToolResult(content=[TextContent(type="text", text=summary)], structured_content=data)
 
 
 def tool_error(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def run_tool(name: str, call: Callable[[], Any]) -> CallToolResult:
+def _addresses(addresses: list[str], most: int = 5) -> str:
+    shown = ", ".join(addresses[:most])
+    return shown + (f" and {len(addresses) - most} more" if len(addresses) > most else "")
+
+
+def summarise(name: str, data: dict[str, Any]) -> str:
+    """One or two lines saying what a tool's structured result holds."""
+    if name == "remember":
+        return (
+            f"remembered {data['document']}: {len(data['passages'])} passage(s), "
+            f"{len(data['entities'])} entit(ies)"
+        )
+    if name == "record_fact":
+        return f"recorded {data['fact']}"
+    if name == "propose_merge":
+        return f"merge candidate {data['candidate']} ({data['status']}): " + " + ".join(
+            data["entities"]
+        )
+    if name == "search":
+        hits = [h["address"] for h in data["results"]]
+        return f"{len(hits)} result(s)" + (f": {_addresses(hits)}" if hits else "")
+    if name == "get":
+        line = f"{data['address']} ({data['type']}, {data['status']})"
+        record = data.get(data["status"])
+        if isinstance(record, dict):
+            line += f" at {record['at']}" + (f" by {record['by']}" if record.get("by") else "")
+        return line
+    if name == "forget":
+        return f"{data['address']} is {data['status']}; forgot {len(data['forgotten'])} row(s)"
+    if name == "compact":
+        ids = [str(i["id"]) for i in data["items"]]
+        line = (
+            f"namespace {data['namespace']}: {data['open']} open item(s), {data['created']} new; "
+            f"{len(ids)} here" + (f" (ids {_addresses(ids, 20)})" if ids else "")
+        )
+        if "next" in data:
+            line += (
+                f"; {data['more']} more: call compact with after={data['next']['after']} "
+                "(or submit or skip these, then call compact again)"
+            )
+        return line
+    if name == "submit":
+        line = f"item {data['item']} ({data['kind']}): {data.get('message') or data['status']}"
+        if data.get("address"):
+            line += f"; stored {data['address']}"
+        flagged = [n for n, c in data["checks"].items() if not c["passed"]]
+        return line + (f"; flagged by {', '.join(flagged)}" if flagged else "")
+    if name == "lint":
+        return f"namespace {data['namespace']}: {len(data['findings'])} finding(s)"
+    return name
+
+
+def run_tool(
+    name: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None
+) -> CallToolResult:
     """Run one Memory call: its JSON as the result, or its error as a tool error."""
     try:
         data = to_json(call())
     except MemorsError as exc:
         log.info("tool_error", tool=name, code=exc.code, error=exc.message)
         return tool_error(exc.message)
-    return tool_result(data)
+    if shape is not None:
+        data = shape(data)
+    return tool_result(data, summarise(name, data) + " (the full result is structured content)")
+
+
+def fit_budget(data: dict[str, Any], budget: int, limit: int) -> dict[str, Any]:
+    """Cut a compact answer's items to ``budget`` bytes (always keeping the
+    first one whole), count the rest in ``more`` and say where to resume."""
+    items, kept, used = data["items"], [], 0
+    for item in items:
+        size = item_bytes(item)
+        if kept and used + size > budget:
+            break
+        kept.append(item)
+        used += size
+    data["more"] = data.get("more", 0) + len(items) - len(kept)
+    data["items"] = kept
+    if data["more"] and kept:
+        data["next"] = {"after": kept[-1]["id"]}
+    return data
 
 
 def _annotations(
@@ -183,6 +298,7 @@ def register_tools(
 ) -> dict[str, set[str]]:
     """Register the nine tools on ``server``; returns each tool's argument names."""
     limits = memory.limits
+    budget = compact_budget()
 
     # Each installed kind (plugins' too) tells the agent what it is and how it is resolved.
     def about(kind: Any) -> str:
@@ -211,6 +327,10 @@ def register_tools(
     def tool(fn: Callable[..., Any], description: str, annotations: ToolAnnotations) -> None:
         server.add_tool(fn, description=description, annotations=annotations)
         params[fn.__name__] = set(fn.__code__.co_varnames[: fn.__code__.co_argcount])
+        # Unknown arguments are refused (MemorsMCPServer.call_tool): say so in the schema.
+        registered = server._tool_manager.get_tool(fn.__name__)
+        if registered is not None:
+            registered.parameters["additionalProperties"] = False
 
     # --- remember ---------------------------------------------------------------------------
 
@@ -471,20 +591,38 @@ def register_tools(
                 strict=True,
             ),
         ] = COMPACT_DEFAULT_LIMIT,
+        after: Annotated[
+            int | None,
+            Field(
+                description=(
+                    "Only the open items after this item id: the `next.after` of the previous "
+                    "answer, to page through a queue larger than one answer."
+                ),
+                ge=0,
+                strict=True,
+            ),
+        ] = None,
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, CompactOutput]:
-        return run_tool("compact", lambda: memory.compact(kinds, limit, namespace=ns(namespace)))
+        return run_tool(
+            "compact",
+            lambda: memory.compact(kinds, limit, namespace=ns(namespace), after=after or 0),
+            lambda data: fit_budget(data, budget, limit),
+        )
 
     tool(
         compact,
         "Scan a namespace for compaction work and return the open work items, oldest first. "
         "Kinds: page (an entity with 3+ passages and no page: write one), stale (a page whose "
-        "sources changed: rewrite it), conflict (two facts disagree: keep one), merge (two "
+        "sources changed: rewrite it), conflict (two facts disagree: keep one, or bound one "
+        "where the other begins), merge (two "
         "entities may be one: accept or reject), duplicate (near-identical passages: keep some). "
         "Each item's payload holds everything needed to do it, so no other call is needed; do "
         "one with `submit`. Returns `created` (new items), `open` (all open items) and up to "
-        f"`limit` items (default {COMPACT_DEFAULT_LIMIT}, to keep your context small). Running "
-        "it again with nothing changed creates nothing. The server never writes prose.",
+        f"`limit` items (default {COMPACT_DEFAULT_LIMIT}) within about {budget:,} bytes, to "
+        "keep your context small (one larger item comes alone); `more` counts the open items "
+        "after these, and `next` gives the `after` that fetches them. Running it again with "
+        "nothing changed creates nothing. The server never writes prose.",
         _annotations("Compact: list work items", read_only=False, idempotent=True),
     )
 
@@ -521,6 +659,17 @@ def register_tools(
                 description=(
                     "conflict items: the one fact address to keep (the other is superseded). "
                     "duplicate items: the passage address(es) to keep (the others are forgotten)."
+                )
+            ),
+        ] = None,
+        bound: Annotated[
+            dict[str, Any] | None,
+            Field(
+                description=(
+                    'conflict items: {"fact": ADDR, "valid_from"?: T, "valid_to"?: T} — the '
+                    "named fact is superseded by a copy with this bound (end the older fact "
+                    "where the newer begins, keeping history); refused if the two would still "
+                    "overlap."
                 )
             ),
         ] = None,
@@ -589,6 +738,7 @@ def register_tools(
                 title=title,
                 cites=cites,
                 keep=keep,
+                bound=bound,
                 accept=accept,
                 reject=reject,
                 skip=skip,

@@ -234,7 +234,8 @@ async def full_scenario(client: Client) -> dict[str, Any]:
 
     # compact
     queue = await c.ok("compact")
-    assert set(queue) == {"namespace", "created", "open", "items"}
+    assert set(queue) == {"namespace", "created", "open", "items", "more"}
+    assert queue["more"] == 0  # all four fit in one answer
     kinds = {i["kind"]: i for i in queue["items"]}
     assert set(kinds) == {"page", "conflict", "merge", "duplicate"}, kinds.keys()
     assert queue["open"] == queue["created"] == 4
