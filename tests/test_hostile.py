@@ -27,6 +27,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from jsonrpc import initialize
 from memors_core import MemorsError, Memory, text
 from memors_core.memory import Limits, fts_query
 from memors_core.testing import passages_about
@@ -856,16 +857,7 @@ def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(tmp_path: Path):
     """What the SDK's client would never send: broken JSON, lone surrogates, odd numbers."""
     env = {**os.environ, "MEMORS_DB": str(tmp_path / "wire.db")}
     env.pop("MEMORS_DISABLE_PLUGINS", None)
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "hostile", "version": "0"},
-        },
-    }
+    init = initialize("hostile")
 
     def call(n: int, name: str, arguments: Any) -> str:
         return json.dumps(

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from jsonrpc import initialize
 from memors_core import Memory
 from memors_core.testing import passages_about
 
@@ -288,16 +289,7 @@ def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(tmp_path
         memory.remember("Raft elects a leader.")
     env = {**os.environ, "MEMORS_DB": str(db)}
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "logs", "version": "0"},
-            },
-        },
+        initialize("logs"),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
         {

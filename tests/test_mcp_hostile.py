@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from jsonrpc import initialize
 from mcp_clients.harness import ServerProcess, http_post, server_env
 from memors_core import BadInput, Memory
 from memors_mcp.http import HTTP_BODY_CEILING, body_limit
@@ -33,16 +34,7 @@ from memors_mcp.sessions import SessionRegistry
 #: Far above anything measured here (a reply takes milliseconds): only a hang reaches it.
 DEADLINE = 60.0
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "hostile", "version": "0"},
-    },
-}
+INITIALIZE = initialize("hostile")
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 HTTP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
