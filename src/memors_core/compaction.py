@@ -321,42 +321,28 @@ def compact(
         _prune_changes(store, namespace)
     names = [k.name for k in chosen]
     marks = ",".join("?" * len(names))
-    with store.read():
-        total = (
-            store.scalar(
-                f"SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
-                f"AND kind IN ({marks})",
-                (namespace, *names),
-            )
-            if names
-            else 0
+    open_after = f"namespace = ? AND status = 'open' AND kind IN ({marks}) AND id > ?"
+
+    def count_open(above: int) -> int:
+        if not names:
+            return 0
+        return store.scalar(
+            f"SELECT COUNT(*) FROM work_items WHERE {open_after}", (namespace, *names, above)
         )
+
+    with store.read():
+        total = count_open(0)
         rows = []
         if names and limit != 0:
-            sql = (
-                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
-                f"AND kind IN ({marks}) ORDER BY id"
-            )
-            params: tuple = (namespace, *names)
-            if after is not None:  # paging: the items after the last one seen
-                sql = sql.replace(" ORDER BY id", " AND id > ? ORDER BY id")
-                params += (after,)
+            # paging: the items after the last one seen (item ids start at 1)
+            sql = f"SELECT {_ITEM_COLS} FROM work_items WHERE {open_after} ORDER BY id"
+            params: tuple = (namespace, *names, after or 0)
             if limit is not None:
                 sql += " LIMIT ?"
                 params += (limit,)
             rows = store.all(sql, params)
-        more = None
-        if after is not None:  # how many open items follow the ones returned
-            last = rows[-1][0] if rows else after
-            more = (
-                store.scalar(
-                    f"SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
-                    f"AND kind IN ({marks}) AND id > ?",
-                    (namespace, *names, last),
-                )
-                if names
-                else 0
-            )
+        # how many open items follow the ones returned
+        more = None if after is None else count_open(rows[-1][0] if rows else after)
     items = [
         ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload) for i in map(_item, rows)
     ]
