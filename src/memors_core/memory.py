@@ -132,8 +132,12 @@ class Memory:
 
     def __init__(self, store: Store, pm: Any = None) -> None:
         self.store = store
-        self.pm = pm if pm is not None else build_plugin_manager()
-        self.kinds = collect_kinds(self.pm)
+        if pm is None:  # the kinds were collected (and checked) while it was built
+            self.pm = build_plugin_manager()
+            self.kinds = self.pm.kinds
+        else:  # a caller's manager may have gained plugins since
+            self.pm = pm
+            self.kinds = collect_kinds(pm)
         #: Installed plugins that failed to load and were set aside: entry-point
         #: name -> what went wrong, one line. Everything else works; their kinds
         #: (a kind is named like its plugin) cannot be compacted or submitted.

@@ -135,6 +135,9 @@ class PluginManager(pluggy.PluginManager):
         self.plugin_errors: dict[str, str] = {}
         #: Entry-point name -> its target (``module:attribute``), for messages.
         self.entry_points: dict[str, str] = {}
+        #: The kinds collected when the manager was built (plugins registered
+        #: later are not in it: :func:`collect_kinds` asks again).
+        self.kinds = KindRegistry()
 
     def set_aside(self, name: str, reason: str) -> None:
         """Unregister the installed plugin ``name`` and warn, once, why."""
@@ -208,7 +211,9 @@ def build_plugin_manager(
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         raise _invalid(pm.get_name(exc.plugin) or "?", exc) from exc
-    collect_kinds(pm)  # sets aside an installed plugin whose kinds cannot be registered
+    # Sets aside an installed plugin whose kinds cannot be registered; the
+    # registry is kept, so a Memory built on this manager asks only once.
+    pm.kinds = collect_kinds(pm)
     return pm
 
 
