@@ -40,6 +40,16 @@ def normalise(text: str | None, field: str) -> str | None:
     return parse_instant(text, field).strftime(TS_FORMAT)
 
 
+def interval(valid_from: str | None, valid_to: str | None) -> tuple[str | None, str | None]:
+    """The normalised bounds of a fact's validity ``[valid_from, valid_to)``;
+    bad input unless ``valid_from`` comes before ``valid_to``."""
+    from_ts = normalise(valid_from, "valid_from")
+    to_ts = normalise(valid_to, "valid_to")
+    if from_ts is not None and to_ts is not None and not from_ts < to_ts:
+        raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
+    return from_ts, to_ts
+
+
 def now_ts() -> str:
     return datetime.now(UTC).strftime(TS_FORMAT)
 

@@ -320,10 +320,7 @@ class Operations:
         returns the fact's id. Dates are ISO 8601 (``valid_from`` before
         ``valid_to``); ``source`` is a passage address in ``namespace``.
         Facts are append-only: this is the one way a kind adds one."""
-        from_ts = dates.normalise(valid_from, "valid_from")
-        to_ts = dates.normalise(valid_to, "valid_to")
-        if from_ts is not None and to_ts is not None and not from_ts < to_ts:
-            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
+        from_ts, to_ts = dates.interval(valid_from, valid_to)
         source_id = None
         if source is not None:
             _, source_id = parse_address(source, expect=("passage",))
@@ -460,10 +457,7 @@ class Operations:
         """A new fact row like ``ident`` (subject, predicate, value, source)
         with other validity bounds, recorded at ``at``; returns its id. The
         original row is untouched (the caller supersedes it)."""
-        from_ts = dates.normalise(valid_from, "valid_from")
-        to_ts = dates.normalise(valid_to, "valid_to")
-        if from_ts is not None and to_ts is not None and not from_ts < to_ts:
-            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
+        from_ts, to_ts = dates.interval(valid_from, valid_to)
         copy = uuid7()
         self.store.conn.execute(
             "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from memors_core import hookimpl
-from memors_core.dates import normalise, overlaps
+from memors_core.dates import interval, normalise, overlaps
 from memors_core.errors import BadInput
 from memors_core.ids import address, parse_address
 from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
@@ -138,10 +138,7 @@ class ConflictKind(Kind):
         other = next(f for f in item.payload["facts"] if f["address"] != bound.fact)
         valid_from = bound.valid_from if bound.valid_from is not None else named["valid_from"]
         valid_to = bound.valid_to if bound.valid_to is not None else named["valid_to"]
-        new = (normalise(valid_from, "valid_from"), normalise(valid_to, "valid_to"))
-        if new[0] is not None and new[1] is not None and not new[0] < new[1]:
-            raise BadInput(f"valid_from ({valid_from}) must be before valid_to ({valid_to})")
-        if overlaps(*new, *_interval(other)):
+        if overlaps(*interval(valid_from, valid_to), *_interval(other)):
             raise BadInput(
                 f"refused: {bound.fact} bounded to {_shown(valid_from, valid_to)} would still "
                 f"overlap {other['address']} {_shown(other['valid_from'], other['valid_to'])}; "
