@@ -134,10 +134,8 @@ class ConflictKind(Kind):
         self._member(item, bound.fact)
         if bound.valid_from is None and bound.valid_to is None:
             raise BadInput("bound needs valid_from or valid_to (--from T or --to T)")
-        named = next(f for f in item.payload["facts"] if f["address"] == bound.fact)
         other = next(f for f in item.payload["facts"] if f["address"] != bound.fact)
-        valid_from = bound.valid_from if bound.valid_from is not None else named["valid_from"]
-        valid_to = bound.valid_to if bound.valid_to is not None else named["valid_to"]
+        valid_from, valid_to = _new_bounds(item, bound)
         if overlaps(*interval(valid_from, valid_to), *_interval(other)):
             raise BadInput(
                 f"refused: {bound.fact} bounded to {_shown(valid_from, valid_to)} would still "
@@ -164,9 +162,7 @@ class ConflictKind(Kind):
         return kept
 
     def _apply_bound(self, ctx: KindContext, item: Item, bound: FactBound) -> str:
-        named = next(f for f in item.payload["facts"] if f["address"] == bound.fact)
-        valid_from = bound.valid_from if bound.valid_from is not None else named["valid_from"]
-        valid_to = bound.valid_to if bound.valid_to is not None else named["valid_to"]
+        valid_from, valid_to = _new_bounds(item, bound)
         _, ident = parse_address(bound.fact)
         at = now()  # the copy and the tombstone share it: `get` links them by it
         copy = address(
@@ -190,6 +186,14 @@ class ConflictKind(Kind):
         )
         ctx.report["bounded"] = copy
         return copy
+
+
+def _new_bounds(item: Item, bound: FactBound) -> tuple[str | None, str | None]:
+    """The bounded fact's new validity: each bound given, else the fact's own."""
+    named = next(f for f in item.payload["facts"] if f["address"] == bound.fact)
+    valid_from = bound.valid_from if bound.valid_from is not None else named["valid_from"]
+    valid_to = bound.valid_to if bound.valid_to is not None else named["valid_to"]
+    return valid_from, valid_to
 
 
 @hookimpl
