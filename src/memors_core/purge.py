@@ -100,15 +100,15 @@ def purge(memory: Memory, namespace: str, kind: str, ident: str) -> Purged:
             raise Interrupted(
                 "interrupted; nothing was purged (the erasure is one transaction, rolled back)"
             ) from None
-        try:
-            _reached("committed")
-            left = finish_pending(store, wait=True)
-        except KeyboardInterrupt:
-            raise Interrupted(
-                f"interrupted: {target} was erased (audit record {audit}), but the file may "
-                f"still hold its text until the purge finishes: run `memors-mcp purge {target} "
-                "--yes` again (any command that opens the store also finishes it)"
-            ) from None
+    try:
+        _reached("committed")
+        left = finish_pending(store, wait=True)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted: {target} was erased (audit record {audit}), but the file may "
+            f"still hold its text until the purge finishes: run `memors-mcp purge {target} "
+            "--yes` again (any command that opens the store also finishes it)"
+        ) from None
     finished = audit not in left
     log.info(
         "purged" if not earlier else "purge_finished",
@@ -191,7 +191,7 @@ def finish_pending(store: Store, *, wait: bool) -> set[int]:
                     if not any(step in s for _a, _t, s in pending_purges(store)):
                         continue  # another process finished it meanwhile
                     if not wait:
-                        return {a for a, _t, _s in pending_purges(store)}
+                        return _unfinished(store)
                     audits = ", ".join(str(a) for a in sorted(todo))
                     raise StoreBusy(
                         f"erased (audit record {audits}), but another process kept the store "
@@ -204,7 +204,7 @@ def finish_pending(store: Store, *, wait: bool) -> set[int]:
                 # The checkpoint copies the pages back from the WAL and truncates
                 # it: the WAL held the old pages.
                 if not _checkpoint(store, wait=wait):
-                    return {a for a, _t, _s in pending_purges(store)}
+                    return _unfinished(store)
                 _reached("done")
                 with store.write():
                     store.conn.execute(
@@ -212,7 +212,11 @@ def finish_pending(store: Store, *, wait: bool) -> set[int]:
                         (json.dumps(sorted(todo)),),
                     )
                 _checkpoint(store, wait=False)  # (those frames hold no text)
-    return {a for a, _t, _s in pending_purges(store)}
+    return _unfinished(store)
+
+
+def _unfinished(store: Store) -> set[int]:
+    return {audit for audit, _target, _steps in pending_purges(store)}
 
 
 def _step_done(store: Store, step: str) -> None:
