@@ -595,6 +595,11 @@ def _fact_text(f: dict[str, Any], recorded: bool = True) -> str:
     return text
 
 
+def _entity_name(entity: dict[str, Any]) -> str:
+    aliases = entity.get("aliases") or []
+    return f"{entity.get('name')}" + (f" (also {', '.join(aliases)})" if aliases else "")
+
+
 def _indented(text: str, pad: str = "      ") -> list[str]:
     return [pad + line for line in str(text).splitlines()] or [pad]
 
@@ -607,18 +612,13 @@ def _payload_lines(payload: dict[str, Any]) -> list[str]:
         if key == "summary" and isinstance(value, str):
             lines.append(f"summary: {value}")
         elif key == "entity" and isinstance(value, dict):
-            aliases = value.get("aliases") or []
-            also = f" (also {', '.join(aliases)})" if aliases else ""
-            lines.append(f"entity: {value.get('name')}{also}  {value.get('address')}")
+            lines.append(f"entity: {_entity_name(value)}  {value.get('address')}")
         elif key == "entities" and isinstance(value, list):
             lines.append(f"entities ({len(value)}):")
-            for e in value:
-                if isinstance(e, dict):
-                    aliases = e.get("aliases") or []
-                    also = f" (also {', '.join(aliases)})" if aliases else ""
-                    lines.append(f"  {e.get('address')}  {e.get('name')}{also}")
-                else:
-                    lines.append(f"  {e}")
+            lines.extend(
+                f"  {e.get('address')}  {_entity_name(e)}" if isinstance(e, dict) else f"  {e}"
+                for e in value
+            )
         elif key == "passages" and isinstance(value, list):
             lines.append(f"passages ({len(value)}):" if value else "passages: none")
             for n, ps in enumerate(value, 1):
@@ -916,24 +916,11 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
     with _open(args) as memory:
         data = backup(memory, args.path)
-    size = Path(data["path"]).stat().st_size
+    copied = size(Path(data["path"]).stat().st_size)
     _print(
-        args,
-        data,
-        f"backed up to {data['path']}: copied {_size_text(size)} ({data['pages']} SQLite pages)",
+        args, data, f"backed up to {data['path']}: copied {copied} ({data['pages']} SQLite pages)"
     )
     return 0
-
-
-def _size_text(size: int) -> str:
-    """Bytes for people: 512 bytes, 1.4 MB (decimal units, as ls -h --si)."""
-    if size < 1000:
-        return f"{size} bytes"
-    for unit in ("kB", "MB", "GB", "TB"):
-        size /= 1000
-        if size < 1000 or unit == "TB":
-            return f"{size:.1f} {unit}"
-    return f"{size} bytes"  # pragma: no cover
 
 
 HANDLERS = {
