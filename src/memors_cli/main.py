@@ -97,39 +97,51 @@ def _common(nested: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("store options")
     store, store_true = _marking_actions()
-
-    def default(value):
-        return argparse.SUPPRESS if nested else value
-
-    g.add_argument(
-        "--db",
-        action=store,
-        metavar="PATH",
-        default=default(None),
-        help="database file (default: $MEMORS_DB or the data dir)",
-    )
-    g.add_argument(
-        "--ns",
-        action=store,
-        metavar="NAMESPACE",
-        default=default("default"),
-        help="namespace (default: default)",
-    )
-    g.add_argument(
-        "--json",
-        action=store_true,
-        default=default(False),
-        help="print JSON instead of text (the same shapes as the MCP tools)",
-    )
-    g.add_argument(
-        "--log-level",
-        action=store,
-        metavar="LEVEL",
-        default=default(os.environ.get("MEMORS_LOG_LEVEL", "warning")),
-        choices=["debug", "info", "warning", "error"],
-        help="log level for the structured logs on stderr (default: warning)",
-    )
+    for flag, spec in _STORE_OPTIONS:
+        spec = dict(spec)
+        value = spec.pop("default")
+        g.add_argument(
+            flag,
+            action=store_true if spec.pop("flag", False) else store,
+            default=argparse.SUPPRESS if nested else value() if callable(value) else value,
+            **spec,
+        )
     return p
+
+
+#: The store options (``--db``, ``--ns``, ``--json``, ``--log-level``): taken
+#: by every subcommand, and before it (:func:`_add_global_options`).
+_STORE_OPTIONS: tuple[tuple[str, dict], ...] = (
+    (
+        "--db",
+        {
+            "metavar": "PATH",
+            "default": None,
+            "help": "database file (default: $MEMORS_DB or the data dir)",
+        },
+    ),
+    (
+        "--ns",
+        {"metavar": "NAMESPACE", "default": "default", "help": "namespace (default: default)"},
+    ),
+    (
+        "--json",
+        {
+            "flag": True,
+            "default": False,
+            "help": "print JSON instead of text (the same shapes as the MCP tools)",
+        },
+    ),
+    (
+        "--log-level",
+        {
+            "metavar": "LEVEL",
+            "default": lambda: os.environ.get("MEMORS_LOG_LEVEL", "warning"),
+            "choices": ["debug", "info", "warning", "error"],
+            "help": "log level for the structured logs on stderr (default: warning)",
+        },
+    ),
+)
 
 
 #: The store options, also accepted before the subcommand.
@@ -174,24 +186,20 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group(
         "store options", "also accepted after the subcommand, where they win if given twice"
     )
-    for flags, extra in (
-        (
-            ("--db",),
-            {"metavar": "PATH", "help": "database file (default: $MEMORS_DB or the data dir)"},
-        ),
-        (("--ns",), {"metavar": "NAMESPACE", "help": "namespace (default: default)"}),
-        (("--json",), {"action": "store_true", "help": "print JSON instead of text"}),
-        (
-            ("--log-level",),
-            {
-                "metavar": "LEVEL",
-                "choices": ["debug", "info", "warning", "error"],
-                "help": "log level for the structured logs on stderr (default: warning)",
-            },
-        ),
-    ):
-        dest = "_top_" + flags[0][2:].replace("-", "_")
-        g.add_argument(*flags, dest=dest, default=argparse.SUPPRESS, **extra)
+    for flag, spec in _STORE_OPTIONS:
+        extra = {k: v for k, v in spec.items() if k not in ("default", "flag")}
+        if spec.get("flag"):
+            extra["action"] = "store_true"
+        dest = "_top_" + flag[2:].replace("-", "_")
+        g.add_argument(flag, dest=dest, default=argparse.SUPPRESS, **extra)
+
+
+def _progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="show progress on stderr even when it is not a terminal (also MEMORS_PROGRESS=1)",
+    )
 
 
 def apply_global_options(args: argparse.Namespace) -> argparse.Namespace:
@@ -246,11 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="an entity every passage mentions (repeatable)",
     )
-    p.add_argument(
-        "--progress",
-        action="store_true",
-        help="show progress on stderr even when it is not a terminal (also MEMORS_PROGRESS=1)",
-    )
+    _progress_option(p)
 
     p = add("search", "full-text search over live rows (BM25; words are OR-ed)")
     p.add_argument(
@@ -336,11 +340,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-remote", action="store_true", help="with --executor: allow a non-loopback endpoint"
     )
-    p.add_argument(
-        "--progress",
-        action="store_true",
-        help="show progress on stderr even when it is not a terminal (also MEMORS_PROGRESS=1)",
-    )
+    _progress_option(p)
 
     p = add("items", "list work items (or: items show ID)")
     p.add_argument("--kind", metavar="K", help="only this kind")
