@@ -50,7 +50,8 @@ log = get_logger("memors")
 GRANULARITIES = ("passage", "page", "fact", "entity", "all")
 
 
-def _limit_from_env(name: str, default: int) -> int:
+def limit_from_env(name: str, default: int) -> int:
+    """A positive whole-number setting from the environment, ``default`` when unset."""
     raw = os.environ.get(name)
     if raw is None:
         return default
@@ -89,11 +90,11 @@ class Limits:
     """Explicit limits on input, each overridable by an environment variable."""
 
     def __init__(self) -> None:
-        self.document_bytes = _limit_from_env("MEMORS_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024)
-        self.passages_per_document = _limit_from_env("MEMORS_MAX_PASSAGES", 100_000)
-        self.page_bytes = _limit_from_env("MEMORS_MAX_PAGE_BYTES", 1024 * 1024)
-        self.query_chars = _limit_from_env("MEMORS_MAX_QUERY_CHARS", 10_000)
-        self.field_chars = _limit_from_env("MEMORS_MAX_FIELD_CHARS", 10_000)
+        self.document_bytes = limit_from_env("MEMORS_MAX_DOCUMENT_BYTES", 10 * 1024 * 1024)
+        self.passages_per_document = limit_from_env("MEMORS_MAX_PASSAGES", 100_000)
+        self.page_bytes = limit_from_env("MEMORS_MAX_PAGE_BYTES", 1024 * 1024)
+        self.query_chars = limit_from_env("MEMORS_MAX_QUERY_CHARS", 10_000)
+        self.field_chars = limit_from_env("MEMORS_MAX_FIELD_CHARS", 10_000)
 
 
 def _opt_str(value: Any, field: str, limit: int, setting: str = "") -> str | None:

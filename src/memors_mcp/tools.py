@@ -12,7 +12,6 @@ annotations must be real objects, not strings.
 """
 
 import json
-import os
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -21,8 +20,9 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from memors_core import BadInput, MemorsError, Memory
+from memors_core import MemorsError, Memory
 from memors_core.log import get_logger
+from memors_core.memory import limit_from_env
 from memors_core.wire import to_json
 
 log = get_logger("memors.mcp")
@@ -38,16 +38,7 @@ COMPACT_DEFAULT_BYTES = 32 * 1024
 
 def compact_budget() -> int:
     """The byte budget of a ``compact`` answer (``MEMORS_MCP_COMPACT_BYTES``)."""
-    raw = os.environ.get(COMPACT_BYTES_SETTING)
-    if raw is None:
-        return COMPACT_DEFAULT_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadInput(f"{COMPACT_BYTES_SETTING} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise BadInput(f"{COMPACT_BYTES_SETTING} must be a positive integer, got {raw!r}")
-    return value
+    return limit_from_env(COMPACT_BYTES_SETTING, COMPACT_DEFAULT_BYTES)
 
 
 def item_bytes(item: dict[str, Any]) -> int:
