@@ -45,6 +45,7 @@ from .sessions import (
     idle_timeout_from_env,
     max_sessions_from_env,
 )
+from .stdio import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
 
 log = get_logger("memors.mcp")
 
@@ -112,11 +113,7 @@ class BearerTokenAuth:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = b""
-        for key, value in scope.get("headers", ()):
-            if key.lower() == b"authorization":
-                given = value
-                break
+        given = (_header(scope, b"authorization") or "").encode("latin-1")
         scheme, _, token = given.partition(b" ")
         if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self.expected):
             client = scope.get("client") or ("?", 0)
@@ -227,7 +224,7 @@ class McpGate:
         if too_large:
             log.warning("http_body_too_large", path=scope.get("path"), limit=self.max_body)
             refusal = _jsonrpc_error(
-                413, -32600, f"request body too large (more than {self.max_body:,} bytes)"
+                413, INVALID_REQUEST, f"request body too large (more than {self.max_body:,} bytes)"
             )
             await refusal(scope, receive, send)
             return None
@@ -238,7 +235,7 @@ class McpGate:
             log.warning("http_request_refused", path=scope.get("path"), reason="not UTF-8")
             refusal = _jsonrpc_error(
                 400,
-                -32700,
+                PARSE_ERROR,
                 f"request body is not UTF-8 text (bad byte at offset {exc.start}); "
                 "nothing was done",
             )
@@ -253,7 +250,7 @@ class McpGate:
             await self._end_in_server(session_id, scope)
             refusal = _jsonrpc_error(
                 404,
-                -32600,
+                INVALID_REQUEST,
                 f"session not found: it expired after {self.registry.idle_s:g} s idle; "
                 "initialize a new session",
             )
@@ -281,7 +278,7 @@ class McpGate:
             )
             refusal = _jsonrpc_error(
                 503,
-                -32603,
+                INTERNAL_ERROR,
                 f"too many open sessions ({self.registry.max_sessions}, all busy; "
                 f"{MAX_SESSIONS_ENV} sets the limit): try again later",
             )

@@ -30,6 +30,7 @@ log = get_logger("memors.mcp")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 # How the SDK serialises a response: `{"jsonrpc":"2.0","id":…,"result"|"error"…`.
 _RESPONSE_HEAD = re.compile(
