@@ -440,17 +440,15 @@ def test_a_model_gone_mid_run_stops_the_run(cli, run, ollama):
 def test_a_timeout_fails_the_item_and_the_run_goes_on(cli, run, ollama):
     seed(cli.db, ("Raft", "Paxos"))
     ollama.modes = {"raft": "stall"}  # one chunk, then silence
-    started = time.monotonic()
+    # Silence for longer than the run may take (60 s): a timeout that never
+    # fires makes the run itself time out and fail here, whatever the speed.
+    ollama.delay = 600.0
     r = run("--apply", "--json", env={"MEMORS_OLLAMA_TIMEOUT": "1"})
-    took = time.monotonic() - started
     assert r.code == 1, r
     raft, paxos = r.json["items"]
     assert raft["outcome"] == "failed" and "timed out after 1 s" in raft["error"]
     assert raft["content"] is None
     assert paxos["outcome"] == "written"
-    # Measured 1.7 s; the bound is more than ten times that, and below the
-    # stand-in's 30 s stall, so a timeout that never fires still fails here.
-    assert took < 20
     assert state(cli.db)["open"] == [("page", "Raft")]
 
 

@@ -13,7 +13,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -312,10 +311,9 @@ def test_dns_rebinding_protection_stays_on(tmp_path: Path) -> None:
 
 def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     server = ServerProcess(tmp_path / "stop.db")
-    started = time.monotonic()
+    # Exit status 0: it ended on SIGTERM by itself. Had it not, stop() would
+    # have killed it (status -9), whatever the machine's speed.
     assert server.stop() == 0
-    # Measured 0.6-1.1 s; stop() would kill it at 15 s (and the exit status is then not 0).
-    assert time.monotonic() - started < 14
     assert "Traceback" not in server.stderr
 
 
