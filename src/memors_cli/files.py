@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memors_core import BadInput
+from memors_core.jsonl import decode_line
 
 BOM = b"\xef\xbb\xbf"
 MIB = 1024 * 1024
@@ -179,9 +180,4 @@ def decoded_lines(lines: Iterator[bytearray], name: str) -> Iterator[str]:
     """Each line as UTF-8 text (a BOM at the start dropped), or bad input
     naming ``name`` and the line."""
     for n, line in enumerate(lines, 1):
-        try:
-            yield line.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadInput(
-                f"{name}:{n}: not UTF-8 text (bad byte at offset {exc.start} of the line)"
-            ) from None
+        yield decode_line(line, n, name)

@@ -9,6 +9,17 @@ from typing import Any
 from .errors import BadInput
 
 
+def decode_line(line: bytes | bytearray, n: int, source: str) -> str:
+    """Line ``n`` as UTF-8 text (a BOM at the start of the first dropped),
+    or bad input naming ``source`` and the line."""
+    try:
+        return line.decode("utf-8-sig" if n == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"{source}:{n}: not UTF-8 text (bad byte at offset {exc.start} of the line)"
+        ) from None
+
+
 def parse_line(line: str, n: int, source: str) -> Any:
     """``json.loads(line)``, with malformed, too deeply nested or oversized
     input reported as ``SOURCE:N: …``."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from .errors import BadInput
-from .jsonl import parse_line
+from .jsonl import decode_line, parse_line
 from .log import get_logger
 from .schema import SCHEMA_VERSION
 
@@ -152,12 +152,7 @@ def _parse_line(line: str | bytes | bytearray, n: int, source: str) -> Any:
     if isinstance(line, bytes | bytearray):
         if b"\x00" in line:
             raise BadInput(f"{source}:{n}: looks binary (it contains NUL bytes), not JSON lines")
-        try:
-            line = line.decode("utf-8-sig" if n == 1 else "utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadInput(
-                f"{source}:{n}: not UTF-8 text (bad byte at offset {exc.start} of the line)"
-            ) from None
+        line = decode_line(line, n, source)
     if not line.strip():
         return None
     return parse_line(line, n, source)
