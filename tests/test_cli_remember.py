@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ from pathlib import Path
 import apsw
 
 from test_cli import one_line_error
+from test_progress import run_on_a_terminal
 
 
 def count(cli, table: str) -> int:
@@ -226,37 +225,9 @@ def test_jsonl_from_stdin_and_entities_added_to_each(cli):
 # --- progress on a terminal ------------------------------------------------------------------
 
 
-def _run_on_a_pty(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str]:
-    """Run with stderr (and stdin/stdout) on a pseudo-terminal; return (status, terminal text)."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        args, stdin=follower, stdout=follower, stderr=follower, env=env, cwd=cwd, close_fds=True
-    )
-    os.close(follower)
-    chunks = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    os.close(leader)
-    return proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace")
-
-
 def test_a_bulk_load_shows_progress_on_a_terminal_and_none_otherwise(cli):
     _jsonl(cli.tmp / "big.jsonl", 1500)
-    env = {**os.environ, "MEMORS_DB": str(cli.db)}
-    status, screen = _run_on_a_pty(
-        [sys.executable, "-m", "memors_cli", "remember", "--jsonl", "big.jsonl"], env, cli.tmp
-    )
+    status, _frames, screen, _out = run_on_a_terminal(cli, "remember", "--jsonl", "big.jsonl")
     assert status == 0, screen
     assert "\rremembering: " in screen, screen  # rewritten in place (tests/test_progress.py)
     assert "remembering: 1,500 documents" in screen, screen
