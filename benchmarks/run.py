@@ -115,7 +115,7 @@ def bare_search_p50(path: Path, queries: list[str]) -> float:
 
 
 def linear_pass(rows: list[dict[str, str]]) -> float:
-    from memors_core import text
+    from memors_core.domain import text
 
     start = time.perf_counter()
     for row in rows:
@@ -125,7 +125,7 @@ def linear_pass(rows: list[dict[str, str]]) -> float:
 
 def store_scan(memory: Any) -> tuple[float, list[dict[str, Any]]]:
     """The duplicate kind's full scan as compaction runs it: from the store."""
-    from memors_core.ops import live
+    from memors_core.storage.sqlite.ops import live
     from memors_kinds.duplicate import clusters
 
     def run() -> list[dict[str, Any]]:
@@ -145,7 +145,7 @@ def minhash_lsh(rows: list[dict[str, str]]) -> tuple[float, set[tuple[int, int]]
     candidate pair is verified exactly, as a real scan would have to."""
     from datasketch import MinHash, MinHashLSH
 
-    from memors_core import text
+    from memors_core.domain import text
 
     start = time.perf_counter()
     lsh = MinHashLSH(threshold=0.75, num_perm=128)
@@ -173,7 +173,7 @@ def minhash_lsh(rows: list[dict[str, str]]) -> tuple[float, set[tuple[int, int]]
 
 def exact_pairs(rows: list[dict[str, str]]) -> set[tuple[int, int]]:
     """An independent exact reference: an inverted index over every shingle."""
-    from memors_core import text
+    from memors_core.domain import text
 
     sets = [set(text.shingle_hashes(r["text"])) for r in rows]
     postings: dict[int, list[int]] = {}
@@ -238,7 +238,8 @@ def look_alike_document(passages: int, seed: int = 13) -> str:
 def run_shapes(mb: float, passages: int, seed: int) -> None:
     """9 MB documents in ``make bench`` (3 MB with ``--quick``, 1 MB in the
     harness's small smoke run), each remembered into a fresh store."""
-    from memors_core import Memory, text
+    from memors_core import Memory
+    from memors_core.domain import text
 
     work = Path(tempfile.mkdtemp(prefix="memors-shapes-"))
 

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memors_core.checks import corruption, omission
+from memors_core.domain.text import content_words, page_sentences, stop_words
+from memors_core.engine.checks import corruption, omission
 from memors_core.errors import BadInput
-from memors_core.text import content_words, page_sentences, stop_words
 from memors_core.wire import to_json
 
 # Content words that are certainly not stop words, and words that must never

@@ -9,9 +9,9 @@ import attrs
 import pytest
 
 from memors_core import hookimpl
-from memors_core.compaction import load_item
+from memors_core.engine.compaction import load_item
 from memors_core.errors import BadInput, NotFound, PluginError, Refused
-from memors_core.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
 

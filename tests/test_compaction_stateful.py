@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memors_core.errors import BadInput, Refused
-from memors_core.kinds import KindContext
+from memors_core.plugins.kinds import KindContext
 from memors_core.testing import temporary_memory
 from memors_core.wire import to_json
 
@@ -155,7 +155,7 @@ class Queue(RuleBasedStateMachine):
         assert full["created"] == 0
         assert full["items"] == incremental["items"]
         ctx = KindContext(memory.store, "default", memory.ops, True)
-        from memors_core.compaction import list_items
+        from memors_core.engine.compaction import list_items
 
         with memory.store.read():
             for item in list_items(memory.store, "default", status="open"):

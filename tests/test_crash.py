@@ -25,7 +25,7 @@ import apsw
 import pytest
 
 from memors_core import Memory
-from memors_core.text import split_passages
+from memors_core.domain.text import split_passages
 from store_checks import connect, corpus, counters, store_problems, write_jsonl
 
 SEED = int(os.environ.get("MEMORS_CRASH_SEED", str(random.randrange(1 << 30))))

@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memors_core.domain.text import pack_shingles, shingle_hashes, words
 from memors_core.testing import temporary_memory
-from memors_core.text import pack_shingles, shingle_hashes, words
 from memors_core.wire import to_json
 from memors_kinds import duplicate
 from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs

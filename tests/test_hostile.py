@@ -28,7 +28,8 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from jsonrpc import initialize
-from memors_core import MemorsError, Memory, text
+from memors_core import MemorsError, Memory
+from memors_core.domain import text
 from memors_core.memory import Limits, fts_query
 from memors_core.testing import passages_about
 from memors_mcp.server import build_server

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memors_core import BadAddress, BadInput, dates
-from memors_core.ids import TYPES, parse_address, uuid7
+from memors_core import BadAddress, BadInput
+from memors_core.domain import dates
+from memors_core.domain.ids import TYPES, parse_address, uuid7
 
 # --- UUIDv7 ---------------------------------------------------------------------
 

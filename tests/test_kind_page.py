@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from memors_core.domain.ids import parse_address
+from memors_core.domain.text import content_hash
 from memors_core.errors import BadInput
-from memors_core.ids import parse_address
-from memors_core.text import content_hash
 from memors_core.wire import to_json
 
 RAFT = [

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from memors_core import Memory, hookimpl
-from memors_core.dates import normalise
+from memors_core.domain.dates import normalise
+from memors_core.domain.model import Finding
+from memors_core.domain.text import fold_value
+from memors_core.engine.lint import BUILTIN_RULES, run_lint
 from memors_core.errors import MemorsError
-from memors_core.lint import BUILTIN_RULES, run_lint
-from memors_core.model import Finding
-from memors_core.plugins import build_plugin_manager
+from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import passages_about
-from memors_core.text import fold_value
 from memors_core.wire import to_json
 
 
@@ -514,7 +514,7 @@ def test_the_scenarios_reach_every_rule():
 
 def test_module_docstring_lists_the_rules():
     """The hook's reference text names every built-in rule."""
-    from memors_core import hookspecs
+    from memors_core.plugins import hookspecs
 
     doc = textwrap.dedent(hookspecs.memors_lint_rules.__doc__ or "")
     for rule in BUILTIN_RULES:

@@ -251,7 +251,7 @@ def test_operations_doc_lists_every_event(memory, info_level):
 
 
 def test_import_and_backup_are_logged(tmp_path, info_level):
-    from memors_core.transfer import backup, export_rows, import_rows
+    from memors_core.engine.transfer import backup, export_rows, import_rows
 
     with Memory.open(tmp_path / "a.db") as source:
         source.remember("[[Raft]] keeps a replicated log.")

@@ -8,8 +8,8 @@ import importlib.metadata
 import pytest
 
 from memors_core import BadInput, Memory, NotFound, PluginError, Refused, hookimpl
-from memors_core.ids import uuid7
-from memors_core.plugins import ENTRY_POINT_GROUP, build_plugin_manager, collect_kinds
+from memors_core.domain.ids import uuid7
+from memors_core.plugins.manager import ENTRY_POINT_GROUP, build_plugin_manager, collect_kinds
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
 
@@ -81,7 +81,7 @@ def _broken_entry_point(tmp_path, monkeypatch):
         found = list(real(**kw))
         return [*found, broken] if kw.get("group") == ENTRY_POINT_GROUP else found
 
-    monkeypatch.setattr("memors_core.plugins.entry_points", entry_points)
+    monkeypatch.setattr("memors_core.plugins.manager.entry_points", entry_points)
 
 
 def test_a_plugin_that_fails_to_load_is_set_aside_and_named(tmp_path, monkeypatch):

@@ -16,9 +16,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memors_core import Memory, hookimpl
-from memors_core.compaction import EVENTS
-from memors_core.kinds import Candidate, Kind, fingerprint
-from memors_core.plugins import build_plugin_manager
+from memors_core.engine.compaction import EVENTS
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import passages_about
 
 KINDS = ["conflict", "duplicate", "merge", "page", "stale"]

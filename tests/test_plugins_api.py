@@ -20,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from memors_core import BadInput, PluginError, hookimpl
-from memors_core.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import (
     open_items,
     passages_about,
@@ -38,7 +38,7 @@ PLUGINS = '''
 import attrs
 
 from memors_core import BadInput, hookimpl
-from memors_core.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 
 
 @attrs.frozen

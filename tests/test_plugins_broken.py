@@ -27,7 +27,7 @@ from memors_core.testing import passages_about, plugin_env, run_cli
 
 WORKING = """
 from memors_core import hookimpl
-from memors_core.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 
 
 class BrokenKind(Kind):
@@ -64,7 +64,7 @@ plugin = Wrong()
 
 NAMELESS = """
 from memors_core import hookimpl
-from memors_core.kinds import Kind
+from memors_core.plugins.kinds import Kind
 
 
 class Nameless:

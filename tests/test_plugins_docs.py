@@ -1,6 +1,6 @@
 """docs/plugins.md cannot drift from the code (issue 9).
 
-- The hook reference is generated from ``memors_core.hookspecs``: a hook
+- The hook reference is generated from ``memors_core.plugins.hookspecs``: a hook
   added without a complete docstring (Called, Args naming every argument,
   Returns), or without a test that implements it, fails here.
 - The ``Kind`` contract tables name every field of the classes they
@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "plugins.md"
-BEGIN = "<!-- hook-reference: generated from memors_core.hookspecs; regenerate with `python tests/test_plugins_docs.py` -->"
+BEGIN = "<!-- hook-reference: generated from memors_core.plugins.hookspecs; regenerate with `python tests/test_plugins_docs.py` -->"
 END = "<!-- /hook-reference -->"
 SECTIONS = ("Called", "Args", "Returns")
 
@@ -36,7 +36,7 @@ SECTIONS = ("Called", "Args", "Returns")
 
 
 def hooks() -> dict[str, object]:
-    from memors_core import hookspecs
+    from memors_core.plugins import hookspecs
 
     return {
         name: fn
@@ -181,7 +181,7 @@ def first_column(body: str) -> list[str]:
 
 
 def test_the_kind_class_is_documented_attribute_by_attribute():
-    from memors_core.kinds import Kind
+    from memors_core.plugins.kinds import Kind
 
     public = {n for n in vars(Kind) if not n.startswith("_")}
     documented = {c.split("(")[0] for c in first_column(section("### `Kind`\n"))}
@@ -192,14 +192,14 @@ def test_the_kind_class_is_documented_attribute_by_attribute():
     "name", ["Candidate", "Item", "KindContext", "Changes", "CheckContext", "LintContext"]
 )
 def test_each_contract_class_is_documented_field_by_field(name):
-    from memors_core import kinds
+    from memors_core.plugins import kinds
 
     fields = [f.name for f in attrs.fields(getattr(kinds, name))]
     assert first_column(section(f"### `{name}`\n")) == fields
 
 
 def test_the_ops_table_names_real_methods_and_arguments():
-    from memors_core.ops import Operations
+    from memors_core.storage.sqlite.ops import Operations
 
     rows = first_column(section("### `ctx.ops`\n"))
     assert len(rows) >= 15
@@ -235,8 +235,8 @@ def first_column_any() -> list[str]:
 
 def test_the_kind_contract_matches_the_built_in_kinds():
     # What the doc promises a kind is, every installed kind is.
-    from memors_core.kinds import Kind
-    from memors_core.plugins import build_plugin_manager, collect_kinds
+    from memors_core.plugins.kinds import Kind
+    from memors_core.plugins.manager import build_plugin_manager, collect_kinds
 
     for kind in collect_kinds(build_plugin_manager()):
         assert isinstance(kind, Kind)

@@ -19,7 +19,7 @@ import apsw
 import pytest
 
 from memors_core import MemorsError, Memory, hookimpl
-from memors_core.kinds import Kind
+from memors_core.plugins.kinds import Kind
 from memors_core.testing import CLIResult, passages_about, run_cli, temporary_memory
 from store_checks import connect
 

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from memors_core import Memory, text
-from memors_core.ids import parse_address
+from memors_core import Memory
+from memors_core.domain import text
+from memors_core.domain.ids import parse_address
 from memors_core.wire import to_json
 
 COPY = (

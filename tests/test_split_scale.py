@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from memors_core.text import MAX_PASSAGE_WORDS, split_passages
+from memors_core.domain.text import MAX_PASSAGE_WORDS, split_passages
 
 MB = 2**20
 

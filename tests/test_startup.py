@@ -138,7 +138,7 @@ def test_importing_a_core_module_does_not_build_the_service():
         [
             sys.executable,
             "-c",
-            "import sys, memors_core, memors_core.store, memors_core.log\n"
+            "import sys, memors_core, memors_core.storage.sqlite.connection, memors_core.log\n"
             "print(sorted(m for m in sys.modules if m.startswith(('memors', 'attr', 'cattrs'))))",
         ],
         capture_output=True,
@@ -146,12 +146,14 @@ def test_importing_a_core_module_does_not_build_the_service():
         timeout=60,
     )
     loaded = set(json.loads(proc.stdout.replace("'", '"')))
-    assert not loaded & {"memors_core.memory", "memors_core.model", "memors_core.wire"}, loaded
+    assert not loaded & {"memors_core.memory", "memors_core.domain.model", "memors_core.wire"}, (
+        loaded
+    )
     assert not any(m.startswith(("attr", "cattrs")) for m in loaded), loaded
 
 
 def test_the_entry_point_scan_finds_what_importlib_metadata_finds():
-    from memors_core.plugins import entry_points
+    from memors_core.plugins.manager import entry_points
 
     for group in ("memors.kinds", "console_scripts", "pytest11"):
         ours = [(e.name, e.value, e.group) for e in entry_points(group=group)]

@@ -15,8 +15,8 @@ import apsw
 import pytest
 
 from memors_core import MemorsError, Memory
-from memors_core.schema import MIGRATIONS, SCHEMA_VERSION
-from memors_core.store import DEFAULT_BUSY_TIMEOUT_MS, Store
+from memors_core.storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Store
+from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 # --- opening ------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def test_six_cli_processes_submit_one_item_and_exactly_one_wins(tmp_path):
     # the six submits really start together.
     starter = (
         "import os, sys, time\n"
-        "import memors_cli.commands, memors_core.compaction, memors_kinds.page\n"
+        "import memors_cli.commands, memors_core.engine.compaction, memors_kinds.page\n"
         "from memors_cli.main import main\n"
         f"while not os.path.exists({str(gate)!r}): time.sleep(0.001)\n"
         "sys.exit(main(sys.argv[1:]))\n"

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memors_core import text
-from memors_core.text import MAX_PASSAGE_WORDS, split_passages
+from memors_core.domain import text
+from memors_core.domain.text import MAX_PASSAGE_WORDS, split_passages
 
 # --- words, names, links ---------------------------------------------------------
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memors_core.text import first_heading
+from memors_core.domain.text import first_heading
 
 
 @pytest.mark.parametrize(

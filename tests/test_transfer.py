@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from memors_core import Memory
-from memors_core.schema import SCHEMA_VERSION
+from memors_core.storage.sqlite.schema import SCHEMA_VERSION
 from memors_core.testing import CLIResult, passages_about, run_cli
 from memors_core.wire import to_json
 from store_checks import connect, store_problems
@@ -31,7 +31,7 @@ DUPLICATE = (
     "The quick brown fox jumps over the lazy dog near the river bank while the farmer "
     "watches from the old wooden fence."
 )
-#: Derived state that is rebuilt rather than carried (see memors_core.transfer).
+#: Derived state that is rebuilt rather than carried (see memors_core.engine.transfer).
 NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "dup_prefix", "dup_recent",
                "dup_folded", "dup_members", "dup_indexed"}  # fmt: skip
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]

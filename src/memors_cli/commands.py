@@ -65,7 +65,7 @@ def _open(args: argparse.Namespace, *, reading: bool = False) -> Any:
 
 @contextlib.contextmanager
 def _open_existing(args: argparse.Namespace) -> Iterator[Memory]:
-    from memors_core.store import default_path
+    from memors_core.storage.sqlite.connection import default_path
 
     path = Path(os.path.expanduser(args.db)) if args.db else default_path()
     if os.path.lexists(path):
@@ -837,10 +837,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
-    from memors_core.lint import run_lint
-    from memors_core.ops import check_namespace
-    from memors_core.plugins import build_plugin_manager
-    from memors_core.store import default_path
+    from memors_core.engine.lint import run_lint
+    from memors_core.plugins.manager import build_plugin_manager
+    from memors_core.storage.sqlite.connection import default_path
+    from memors_core.storage.sqlite.ops import check_namespace
 
     check_namespace(args.ns)
     path = Path(os.path.expanduser(args.db)) if args.db else default_path()
@@ -885,7 +885,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from memors_core.transfer import export_rows
+    from memors_core.engine.transfer import export_rows
 
     with _open(args, reading=True) as memory:
         for row in export_rows(memory, args.ns):
@@ -894,7 +894,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from memors_core.transfer import import_rows
+    from memors_core.engine.transfer import import_rows
 
     path = Path(args.file)
     handle, _size = files.open_regular(path)  # never a FIFO or a device
@@ -912,7 +912,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_backup(args: argparse.Namespace) -> int:
-    from memors_core.transfer import backup
+    from memors_core.engine.transfer import backup
 
     with _open(args) as memory:
         data = backup(memory, args.path)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from memors_core import BadInput
-from memors_core.jsonl import decode_line
+from memors_core.domain.jsonl import decode_line
 
 BOM = b"\xef\xbb\xbf"
 MIB = 1024 * 1024

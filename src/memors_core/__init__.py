@@ -1,10 +1,10 @@
 """memors core: the store, the domain model, the compaction engine.
 
 The public API is :class:`Memory`; plugin authors use :data:`hookimpl`,
-:class:`memors_core.kinds.Kind` and :mod:`memors_core.testing`.
+:class:`memors_core.plugins.kinds.Kind` and :mod:`memors_core.testing`.
 
 The names below are imported on first use (PEP 562), so importing one
-submodule (``memors_core.store``, ``memors_core.log``) or reading
+submodule (``memors_core.storage.sqlite.connection``, ``memors_core.log``) or reading
 :data:`__version__` does not pay for the whole service, its attrs classes
 and its cattrs converter.
 """
@@ -25,7 +25,7 @@ _LAZY = {
     "NotFound": "errors",
     "PluginError": "errors",
     "Refused": "errors",
-    "hookimpl": "hookspecs",
+    "hookimpl": "plugins.hookspecs",
     "Memory": "memory",
 }
 
@@ -42,9 +42,9 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .errors import BadAddress, BadInput, MemorsError, NotFound, PluginError, Refused
-    from .hookspecs import hookimpl
-    from .memory import Memory
+    from memors_core.errors import BadAddress, BadInput, MemorsError, NotFound, PluginError, Refused
+    from memors_core.memory import Memory
+    from memors_core.plugins.hookspecs import hookimpl
 
 
 def __getattr__(name: str) -> object:

@@ -14,12 +14,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from . import dates, text
-from .errors import BadInput, MemorsError, NotFound, Refused
-from .ids import address, parse_address, uuid7
-from .jsonl import parse_line
-from .log import get_logger
-from .model import (
+from memors_core.domain import dates, text
+from memors_core.domain.ids import address, parse_address, uuid7
+from memors_core.domain.jsonl import parse_line
+from memors_core.domain.model import (
     DocumentView,
     EntityList,
     EntitySummary,
@@ -40,10 +38,12 @@ from .model import (
     RememberedMany,
     SearchResults,
 )
-from .ops import Operations, check_namespace, live
-from .plugins import build_plugin_manager, call_each, collect_kinds
-from .progress import Progress, Reporter
-from .store import Store, now
+from memors_core.engine.progress import Progress, Reporter
+from memors_core.errors import BadInput, MemorsError, NotFound, Refused
+from memors_core.log import get_logger
+from memors_core.plugins.manager import build_plugin_manager, call_each, collect_kinds
+from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.ops import Operations, check_namespace, live
 
 log = get_logger("memors")
 
@@ -127,7 +127,7 @@ class Memory:
     """A memors store: open one with :meth:`Memory.open`.
 
     Methods take ``namespace="default"`` and return attrs objects (see
-    :mod:`memors_core.model`); :func:`memors_core.wire.to_json` gives their
+    :mod:`memors_core.domain.model`); :func:`memors_core.wire.to_json` gives their
     JSON. A Memory may be shared by threads: calls are serialised.
     """
 
@@ -156,7 +156,7 @@ class Memory:
         A purge that was killed after its erasure committed is finished here
         (its FTS merges, VACUUM and WAL checkpoint), unless the store is busy.
         """
-        from .purge import finish_pending
+        from memors_core.engine.purge import finish_pending
 
         store = Store.open(path)
         try:
@@ -256,7 +256,7 @@ class Memory:
     ) -> Remembered:
         """Store one document; returns its address, its passages and the
         entities its passages mention. ``progress`` gets a
-        :class:`~memors_core.progress.Progress` now and then (passages
+        :class:`~memors_core.engine.progress.Progress` now and then (passages
         prepared, then stored)."""
         check_namespace(namespace)
         doc = self._check_document(text, uri, title, entities, metadata)
@@ -280,7 +280,7 @@ class Memory:
         ``title``, ``entities``, ``metadata``. A bad document stops the load
         with an error naming it (``where(n)`` names the n-th, counting from
         1; default ``document n``); the batches before it stay stored.
-        ``progress`` gets a :class:`~memors_core.progress.Progress` now and
+        ``progress`` gets a :class:`~memors_core.engine.progress.Progress` now and
         then: ``documents`` stored so far (phase ``storing``, or
         ``preparing`` while a batch is split in this process), with a big
         document's passages as ``done`` of ``total``.
@@ -678,7 +678,7 @@ class Memory:
         match = fts_query(query)
         if match is None:
             return SearchResults(results=[])
-        from . import search as search_mod
+        from memors_core.engine import search as search_mod
 
         with self._lock, self.store.read():
             hits = search_mod.run(self.store, namespace, match, granularity, limit, as_of_ts)
@@ -843,7 +843,7 @@ class Memory:
         )
 
     def _get_item(self, ident: str, namespace: str) -> ItemView | None:
-        from .compaction import load_item
+        from memors_core.engine.compaction import load_item
 
         item = load_item(self.store, int(ident), namespace)
         if item is None:
@@ -898,7 +898,7 @@ class Memory:
     def purge(self, address_: str, namespace: str = "default") -> Purged:
         """Erase a document, passage, fact or page for good (and the pages
         that cite erased passages), leaving an audit row without content."""
-        from .purge import purge
+        from memors_core.engine.purge import purge
 
         check_namespace(namespace)
         kind, ident = parse_address(address_)
@@ -956,7 +956,7 @@ class Memory:
     def items(
         self, kind: str | None = None, status: str | None = None, namespace: str = "default"
     ) -> ItemList:
-        from .compaction import ITEM_STATUSES, list_items
+        from memors_core.engine.compaction import ITEM_STATUSES, list_items
 
         check_namespace(namespace)
         # Listing stored items needs no plugin: a kind whose plugin failed to load is known.
@@ -988,11 +988,11 @@ class Memory:
     ):
         """Scan the namespace with every registered kind (or those named),
         create or refresh items, and return the open ones. ``progress``
-        gets a :class:`~memors_core.progress.Progress` now and then (each
+        gets a :class:`~memors_core.engine.progress.Progress` now and then (each
         kind's name, its step, items created). With ``after``
         (an item id), only the open items after it are returned and
         ``more`` counts those after the last one returned (for paging)."""
-        from .compaction import compact
+        from memors_core.engine.compaction import compact
 
         check_namespace(namespace)
         with self._lock:
@@ -1015,7 +1015,7 @@ class Memory:
         into it, so both spellings work. ``fingerprint``, the item's as
         handed out with its payload, refuses the submission if the item was
         refreshed since."""
-        from .compaction import submit
+        from memors_core.engine.compaction import submit
 
         check_namespace(namespace)
         with self._lock:
@@ -1032,14 +1032,14 @@ class Memory:
 
     def lint(self, namespace: str = "default"):
         """A read-only report of problems (opens the file read-only)."""
-        from .lint import run_lint
+        from memors_core.engine.lint import run_lint
 
         check_namespace(namespace)
         return run_lint(self.path, namespace, self.pm)
 
     def metrics(self) -> str:
         """The Prometheus text exposition for the whole store."""
-        from .metrics import exposition
+        from memors_core.engine.metrics import exposition
 
         with self._lock:
             return exposition(self)
@@ -1060,7 +1060,7 @@ def prepare_passages(body: str, limit: int | None = None, report: Any = None) ->
     which a bulk load's helper process does ahead. A document of more than
     ``limit`` passages gets only its passages (it is refused: no need to
     shingle millions of them first). ``report`` (a
-    :class:`~memors_core.progress.Reporter`) hears how many are shingled."""
+    :class:`~memors_core.engine.progress.Reporter`) hears how many are shingled."""
     pieces = text.split_passages(body)
     if limit is not None and len(pieces) > limit:
         return pieces, [], [], []
@@ -1089,7 +1089,7 @@ def prepare_passages(body: str, limit: int | None = None, report: Any = None) ->
 
 
 class _ShingleWorker:
-    """The helper process of a bulk load (``memors_core._shingle_worker``).
+    """The helper process of a bulk load (``memors_core.engine._shingle_worker``).
 
     Started on first use; at most one batch is out at a time. If it cannot
     start or fails, the batch is prepared in this process and the load goes
@@ -1114,14 +1114,14 @@ class _ShingleWorker:
                 import sys
 
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "memors_core._shingle_worker"],
+                    [sys.executable, "-m", "memors_core.engine._shingle_worker"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                 )
             import pickle
 
-            from ._shingle_worker import write_frame
+            from memors_core.engine._shingle_worker import write_frame
 
             write_frame(self.proc.stdin, pickle.dumps(texts, protocol=5))
             return True
@@ -1135,7 +1135,7 @@ class _ShingleWorker:
             try:
                 import pickle
 
-                from ._shingle_worker import read_frame
+                from memors_core.engine._shingle_worker import read_frame
 
                 frame = read_frame(self.proc.stdout)
                 if frame is not None:

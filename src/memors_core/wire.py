@@ -14,7 +14,7 @@ import cattrs
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError
 from cattrs.v import format_exception
 
-from .errors import BadInput
+from memors_core.errors import BadInput
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(int, structure_int)
     conv.register_structure_hook_func(lambda t: t == list[str], structure_str_list)
 
-    from .model import Compacted
+    from memors_core.domain.model import Compacted
 
     base = conv.get_unstructure_hook(Compacted)
 
@@ -70,7 +70,13 @@ def make_converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook(Compacted, unstructure_compacted)
 
-    from .model import TOMBSTONE_FIELDS, DocumentView, FactView, PageView, PassageView
+    from memors_core.domain.model import (
+        TOMBSTONE_FIELDS,
+        DocumentView,
+        FactView,
+        PageView,
+        PassageView,
+    )
 
     for view in (DocumentView, PassageView, FactView, PageView):
         base_view = conv.get_unstructure_hook(view)
@@ -84,7 +90,7 @@ def make_converter() -> cattrs.Converter:
 
         conv.register_unstructure_hook(view, unstructure_view)
 
-    from .model import SubmitReport
+    from memors_core.domain.model import SubmitReport
 
     base_report = conv.get_unstructure_hook(SubmitReport)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from memors_core.errors import BadInput
-from memors_core.kinds import Item, KindContext, fingerprint
+from memors_core.plugins.kinds import Item, KindContext, fingerprint
 from memors_core.wire import to_json
 
 

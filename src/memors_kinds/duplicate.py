@@ -30,11 +30,11 @@ from typing import Any
 import attrs
 
 from memors_core import hookimpl
+from memors_core.domain.ids import address, parse_address
 from memors_core.errors import BadInput
-from memors_core.ids import address, parse_address
-from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
 from memors_core.log import get_logger
-from memors_core.ops import live
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
+from memors_core.storage.sqlite.ops import live
 
 log = get_logger("memors.duplicate")
 
@@ -408,7 +408,7 @@ CREATE TABLE IF NOT EXISTS dup_indexed(
 
 ``dup_prefix`` and ``dup_recent`` — each passage's prefix under the *fixed*
 token order (token value: content-word 3-grams first, see
-:func:`memors_core.text.shingle_hashes`), keyed by token and size, so a new
+:func:`memors_core.domain.text.shingle_hashes`), keyed by token and size, so a new
 passage finds every passage it can reach Jaccard >= 0.75 with by a few
 index range look-ups. A full scan indexes into ``dup_prefix``; an
 incremental one into the small ``dup_recent``, whose inserts touch few

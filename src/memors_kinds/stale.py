@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from memors_core import hookimpl
-from memors_core.kinds import Candidate, Item, Kind, KindContext
-from memors_core.model import PageResolution
+from memors_core.domain.model import PageResolution
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext
 from memors_core.wire import to_json
 
 from . import _pages

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from memors_core import BadInput, Memory
 from memors_core.log import get_logger
-from memors_core.ops import check_namespace
+from memors_core.storage.sqlite.ops import check_namespace
 
 from .prompts import register_prompts
 from .resources import AddressReader, register_resources

@@ -13,7 +13,7 @@ A sentence may mention an expired value when it says when it ended (the
 year of its ``valid_to``): "Raft's leader was node 3 until 2024."
 
 Everything here goes through the public plugin API: ``memors_core.hookimpl``,
-:class:`memors_core.kinds.Kind` and the ``ctx.ops`` helpers.
+:class:`memors_core.plugins.kinds.Kind` and the ``ctx.ops`` helpers.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from typing import Any
 
 import attrs
 from memors_core import BadInput, hookimpl
-from memors_core.dates import normalise, now_ts
-from memors_core.ids import address, parse_address
-from memors_core.kinds import Candidate, Item, Kind, KindContext, fingerprint
-from memors_core.model import CheckResult, Finding, PageResolution
-from memors_core.text import content_words, fold_value, page_sentences, words
+from memors_core.domain.dates import normalise, now_ts
+from memors_core.domain.ids import address, parse_address
+from memors_core.domain.model import CheckResult, Finding, PageResolution
+from memors_core.domain.text import content_words, fold_value, page_sentences, words
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
 from memors_core.wire import to_json
 
 KIND = "expired"

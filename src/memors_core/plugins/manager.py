@@ -9,10 +9,10 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
-from .errors import PluginError
-from .kinds import KindConflict, KindRegistry, MalformedKind
-from .log import get_logger
+from memors_core.errors import PluginError
+from memors_core.log import get_logger
+from memors_core.plugins import hookspecs
+from memors_core.plugins.kinds import KindConflict, KindRegistry, MalformedKind
 
 log = get_logger("memors.plugins")
 
@@ -173,7 +173,8 @@ def build_plugin_manager(
     :class:`PluginError` naming it. So does a kind name registered twice,
     as the right one cannot be guessed.
     """
-    from . import checks, lint  # core's built-in hook implementations
+    from memors_core.engine import lint  # core's built-in hook implementations
+    from memors_core.engine import checks
 
     pm = PluginManager()
     pm.add_hookspecs(hookspecs)

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .memory import Memory
-from .plugins import build_plugin_manager
-from .wire import to_json
+from memors_core.memory import Memory
+from memors_core.plugins.manager import build_plugin_manager
+from memors_core.wire import to_json
 
 
 @contextlib.contextmanager

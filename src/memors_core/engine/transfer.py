@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from .errors import BadInput
-from .jsonl import decode_line, parse_line
-from .log import get_logger
-from .schema import SCHEMA_VERSION
+from memors_core.domain.jsonl import decode_line, parse_line
+from memors_core.errors import BadInput
+from memors_core.log import get_logger
+from memors_core.storage.sqlite.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from memors_core.memory import Memory
 
 log = get_logger("memors")
 
@@ -119,7 +119,7 @@ def _decode(value: Any) -> Any:
 def export_rows(memory: Memory, namespace: str | None = None) -> Iterator[dict[str, Any]]:
     """Every row of the store (or of ``namespace``) as ``{"table", "row"}``
     objects, after a header; one read transaction, so one consistent state."""
-    from .ops import check_namespace
+    from memors_core.storage.sqlite.ops import check_namespace
 
     if namespace is not None:
         check_namespace(namespace)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import BadInput
+from memors_core.errors import BadInput
 
 
 def decode_line(line: bytes | bytearray, n: int, source: str) -> str:

@@ -24,17 +24,17 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from .errors import BadInput, Interrupted, MemorsError, NotFound, PluginError, StoreBusy
-from .ids import address
-from .kinds import KindContext
-from .model import Purged
-from .schema import PURGEABLE, no_delete_triggers
-from .store import Store, now
+from memors_core.domain.ids import address
+from memors_core.domain.model import Purged
+from memors_core.errors import BadInput, Interrupted, MemorsError, NotFound, PluginError, StoreBusy
+from memors_core.plugins.kinds import KindContext
+from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.schema import PURGEABLE, no_delete_triggers
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from memors_core.memory import Memory
 
-from .log import get_logger
+from memors_core.log import get_logger
 
 log = get_logger("memors")
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from .compaction import EVENTS
-from .ops import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL, live
+from memors_core.engine.compaction import EVENTS
+from memors_core.storage.sqlite.ops import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL, live
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from memors_core.memory import Memory
 
 
 class StoreCollector:

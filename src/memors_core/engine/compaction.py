@@ -13,20 +13,27 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
-from .ids import parse_address
-from .kinds import Changes, CheckContext, Item, Kind, KindContext
-from .model import CheckResult, Compacted, ItemSummary, PageResolution, SkipResolution, SubmitReport
-from .ops import WORK_ITEMS_TOTAL
-from .plugins import call_each
-from .progress import Progress, Reporter
-from .store import Store, now
-from .wire import structure
+from memors_core.domain.ids import parse_address
+from memors_core.domain.model import (
+    CheckResult,
+    Compacted,
+    ItemSummary,
+    PageResolution,
+    SkipResolution,
+    SubmitReport,
+)
+from memors_core.engine.progress import Progress, Reporter
+from memors_core.errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
+from memors_core.plugins.kinds import Changes, CheckContext, Item, Kind, KindContext
+from memors_core.plugins.manager import call_each
+from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.ops import WORK_ITEMS_TOTAL
+from memors_core.wire import structure
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from memors_core.memory import Memory
 
-from .log import get_logger
+from memors_core.log import get_logger
 
 log = get_logger("memors.compaction")
 

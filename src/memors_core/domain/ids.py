@@ -11,7 +11,7 @@ import re
 import threading
 import time
 
-from .errors import BadAddress
+from memors_core.errors import BadAddress
 
 TYPES = ("document", "passage", "entity", "fact", "page", "item")
 

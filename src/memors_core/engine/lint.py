@@ -1,7 +1,7 @@
 """Lint: a read-only report of problems, with addresses.
 
 The built-in rules use the same definitions as the kinds that act on them
-(:mod:`memors_core.ops`), so lint and compaction never disagree: one
+(:mod:`memors_core.storage.sqlite.ops`), so lint and compaction never disagree: one
 function each decides which facts disagree (``contradiction`` and the
 ``conflict`` kind), which entities need a page (``missing-page`` and the
 ``page`` kind) and which pages are stale (``stale-page``, the ``stale``
@@ -27,17 +27,17 @@ from urllib.parse import quote
 
 import apsw
 
-from .errors import BadInput, MemorsError
-from .hookspecs import hookimpl
-from .ids import address
-from .kinds import LintContext
-from .log import get_logger
-from .model import Finding, LintReport
-from .ops import Operations
-from .plugins import call_each
-from .purge import pending_purges
-from .schema import SCHEMA_VERSION
-from .store import Store
+from memors_core.domain.ids import address
+from memors_core.domain.model import Finding, LintReport
+from memors_core.engine.purge import pending_purges
+from memors_core.errors import BadInput, MemorsError
+from memors_core.log import get_logger
+from memors_core.plugins.hookspecs import hookimpl
+from memors_core.plugins.kinds import LintContext
+from memors_core.plugins.manager import call_each
+from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.ops import Operations
+from memors_core.storage.sqlite.schema import SCHEMA_VERSION
 
 log = get_logger("memors.lint")
 

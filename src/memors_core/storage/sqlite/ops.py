@@ -13,12 +13,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from . import dates, text
-from .errors import BadInput, NotFound
-from .ids import address, parse_address, uuid7
-from .log import get_logger
-from .model import EntityRef, FactRef, PageRef, PassageRef
-from .store import Store, now
+from memors_core.domain import dates, text
+from memors_core.domain.ids import address, parse_address, uuid7
+from memors_core.domain.model import EntityRef, FactRef, PageRef, PassageRef
+from memors_core.errors import BadInput, NotFound
+from memors_core.log import get_logger
+from memors_core.storage.sqlite.connection import Store, now
 
 log = get_logger("memors")
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .kinds import CheckContext, KindRegistry, LintContext
-    from .model import CheckResult, Finding
+    from memors_core.domain.model import CheckResult, Finding
+    from memors_core.plugins.kinds import CheckContext, KindRegistry, LintContext
 
 hookspec = pluggy.HookspecMarker("memors")
 hookimpl = pluggy.HookimplMarker("memors")
@@ -29,9 +29,9 @@ def memors_register_kinds(registry: KindRegistry) -> None:
         the MCP server at start-up, ``Memory.open`` in a program).
 
     Args:
-        registry: a :class:`memors_core.kinds.KindRegistry`; call
+        registry: a :class:`memors_core.plugins.kinds.KindRegistry`; call
             ``registry.add(kind)`` with an instance of each
-            :class:`memors_core.kinds.Kind` the plugin provides. A kind whose
+            :class:`memors_core.plugins.kinds.Kind` the plugin provides. A kind whose
             name is already registered is refused with a
             :class:`memors_core.PluginError` naming both plugins.
 
@@ -79,16 +79,16 @@ def memors_check_submission(
         stored, for items of every kind.
 
     Args:
-        context: a :class:`memors_core.kinds.CheckContext` (``store``,
+        context: a :class:`memors_core.plugins.kinds.CheckContext` (``store``,
             ``namespace``, ``ops``, and ``kind``, the item's kind).
-        item: the :class:`memors_core.kinds.Item` being completed.
+        item: the :class:`memors_core.plugins.kinds.Item` being completed.
         resolution: the structured resolution, an instance of the kind's
             ``resolution`` class (page submissions are
-            :class:`memors_core.model.PageResolution`).
+            :class:`memors_core.domain.model.PageResolution`).
         payload: the item's payload, exactly as it was handed out.
 
     Returns:
-        A mapping of check name to :class:`memors_core.model.CheckResult`
+        A mapping of check name to :class:`memors_core.domain.model.CheckResult`
         (``passed`` and ``flagged``, a list of JSON objects saying what is
         wrong), or ``None`` when none of the plugin's checks apply. Every
         result appears in the submit report under its name; any flagged one
@@ -109,11 +109,11 @@ def memors_lint_rules(context: LintContext) -> list[Finding] | None:
         the store opened read-only: an implementation cannot write.
 
     Args:
-        context: a :class:`memors_core.kinds.LintContext` (``store``,
+        context: a :class:`memors_core.plugins.kinds.LintContext` (``store``,
             ``namespace`` and ``ops``).
 
     Returns:
-        A list of :class:`memors_core.model.Finding` (``rule``,
+        A list of :class:`memors_core.domain.model.Finding` (``rule``,
         ``address``, ``message``, ``related``), or ``None``. An
         implementation that raises, or returns anything else, is reported
         as a ``plugin-error`` finding at ``plugin:NAME`` with the error;

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .ids import address
-from .model import SearchHit
-from .ops import live
-from .store import Store
+from memors_core.domain.ids import address
+from memors_core.domain.model import SearchHit
+from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.ops import live
 
 SNIPPET_TOKENS = 40
 

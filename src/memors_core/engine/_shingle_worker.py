@@ -1,7 +1,7 @@
 """A helper process for bulk loads: splits documents into passages and
 shingles them while the loading process runs its SQL.
 
-Run as ``python -m memors_core._shingle_worker``; it reads length-prefixed
+Run as ``python -m memors_core.engine._shingle_worker``; it reads length-prefixed
 pickled lists of document texts on stdin and answers each with the pickled
 ``prepare_passages`` results on stdout, until stdin closes. It is a plain
 subprocess, not ``multiprocessing``, so it never re-imports the caller's

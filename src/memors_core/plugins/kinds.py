@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from .errors import PluginError
+from memors_core.errors import PluginError
 
 if TYPE_CHECKING:
-    from .store import Store
+    from memors_core.storage.sqlite.connection import Store
 
 JSON = dict[str, Any]
 
@@ -85,7 +85,7 @@ class KindContext:
 
     store: Store
     namespace: str
-    ops: Any  # memors_core.ops.Operations: shared queries and state changes
+    ops: Any  # memors_core.storage.sqlite.ops.Operations: shared queries and state changes
     full: bool = True
     #: On a forced submission, the flags the checks raised (check -> flagged).
     flags: dict[str, Any] = attrs.Factory(dict)

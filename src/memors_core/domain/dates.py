@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
-from .errors import BadInput
+from memors_core.errors import BadInput
 
 TS_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 

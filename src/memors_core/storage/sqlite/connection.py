@@ -11,9 +11,9 @@ from pathlib import Path
 
 import apsw
 
-from .errors import BadInput, MemorsError, StoreBusy
-from .log import get_logger
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from memors_core.errors import BadInput, MemorsError, StoreBusy
+from memors_core.log import get_logger
+from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
 

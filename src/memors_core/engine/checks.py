@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .hookspecs import hookimpl
-from .model import CheckResult, PageResolution
-from .text import content_words, page_sentences
+from memors_core.domain.model import CheckResult, PageResolution
+from memors_core.domain.text import content_words, page_sentences
+from memors_core.plugins.hookspecs import hookimpl
 
 OMISSION_THRESHOLD = 0.75
 CORRUPTION_THRESHOLD = 0.5
