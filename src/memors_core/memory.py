@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from memors_core.domain import dates, text
+from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.jsonl import parse_line
 from memors_core.domain.model import (
@@ -38,11 +39,12 @@ from memors_core.domain.model import (
     RememberedMany,
     SearchResults,
 )
+from memors_core.domain.rows import NewPassage
 from memors_core.engine.progress import Progress, Reporter
 from memors_core.errors import BadInput, MemorsError, NotFound, Refused
 from memors_core.log import get_logger
 from memors_core.plugins.manager import build_plugin_manager, call_each, collect_kinds
-from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.connection import Store
 from memors_core.storage.sqlite.ops import Operations, check_namespace, live
 
 log = get_logger("memors")
@@ -526,20 +528,10 @@ class Memory:
                 passage = kept.pop(0)
             else:
                 passage = uuid7()
-                store.conn.execute(
-                    "INSERT INTO passages(id, namespace, document, version, position, text, hash, "
-                    "shingles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        passage,
-                        namespace,
-                        doc_id,
-                        version,
-                        position,
-                        piece,
-                        phash,
-                        shingles,
-                        stamp,
-                    ),
+                store.tx.passages.insert(
+                    namespace,
+                    NewPassage(passage, doc_id, version, position, piece, phash, shingles),
+                    stamp,
                 )
                 linked = list(doc_entities)
                 extracted = self._extract_entities(piece, namespace) if extract else []

@@ -17,11 +17,10 @@ from typing import Any
 import attrs
 
 from memors_core import hookimpl
-from memors_core.domain.dates import interval, normalise, overlaps
+from memors_core.domain.dates import interval, normalise, now, overlaps
 from memors_core.domain.ids import address, parse_address
 from memors_core.errors import BadInput
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
-from memors_core.storage.sqlite.connection import now
 from memors_core.wire import structure, to_json
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import attrs
 
 from memors_core import hookimpl
+from memors_core.domain.dates import now
 from memors_core.domain.ids import address
 from memors_core.errors import BadInput
 from memors_core.log import get_logger
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
-from memors_core.storage.sqlite.connection import now
 from memors_core.wire import to_json
 
 log = get_logger("memors")

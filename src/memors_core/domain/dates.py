@@ -50,6 +50,11 @@ def interval(valid_from: str | None, valid_to: str | None) -> tuple[str | None, 
     return from_ts, to_ts
 
 
+def now() -> str:
+    """The current time as an ISO 8601 UTC timestamp with microseconds (when a row was stored)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def now_ts() -> str:
     return datetime.now(UTC).strftime(TS_FORMAT)
 

@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from memors_core.domain.dates import now
 from memors_core.domain.ids import parse_address
 from memors_core.domain.model import (
     CheckResult,
@@ -26,7 +27,7 @@ from memors_core.engine.progress import Progress, Reporter
 from memors_core.errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
 from memors_core.plugins.kinds import Changes, CheckContext, Item, Kind, KindContext
 from memors_core.plugins.manager import call_each
-from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.connection import Store
 from memors_core.storage.sqlite.ops import WORK_ITEMS_TOTAL
 from memors_core.wire import structure
 

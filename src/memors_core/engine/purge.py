@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from memors_core.domain.dates import now
 from memors_core.domain.ids import address
 from memors_core.domain.model import Purged
 from memors_core.errors import BadInput, Interrupted, MemorsError, NotFound, PluginError, StoreBusy
 from memors_core.plugins.kinds import KindContext
-from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.connection import Store
 from memors_core.storage.sqlite.schema import PURGEABLE, no_delete_triggers
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ def _erase_committed(memory: Memory, namespace: str, kind: str, ident: str) -> t
     """Inside the caller's write transaction: erase, audit, and record what is left to do."""
     store = memory.store
     conn = store.conn
+    store.tx.hold_clocks()  # the erased rows' numbers are never handed out again
     for t in PURGEABLE:
         conn.execute(no_delete_triggers(t)[0])
     erased = _erase(memory, namespace, kind, ident)
@@ -133,12 +135,6 @@ def _erase_committed(memory: Memory, namespace: str, kind: str, ident: str) -> t
     # Erased rows leave no tombstones behind for incremental scans to
     # see: the next compact of this namespace rescans everything.
     conn.execute("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
-    # SQLite hands the row ids above the highest that remains out
-    # again: every namespace's marks come down to it, so that the
-    # rows that get them count as new.
-    for column, rows in (("passage_seq", "passages"), ("tombstone_seq", "tombstones")):
-        top = store.scalar(f"SELECT COALESCE(MAX(rowid), 0) FROM {rows}")
-        conn.execute(f"UPDATE compact_marks SET {column} = ? WHERE {column} > ?", (top, top))
     cur = conn.execute(
         "INSERT INTO purges(namespace, target, erased, created_at) VALUES (?, ?, ?, ?) "
         "RETURNING id",

@@ -96,12 +96,14 @@ TABLES: list[tuple[str, str]] = [
     # Counters describe the whole store (every namespace's work): only a
     # whole-store export carries them.
     ("counters", "SELECT * FROM counters WHERE :ns IS NULL ORDER BY name, kind, event"),
+    # The clocks' high-water marks across purges: a store's, not a namespace's.
+    ("clock", "SELECT * FROM clock WHERE :ns IS NULL ORDER BY name"),
 ]
 TABLE_NAMES = {name for name, _sql in TABLES}
 #: Derived state, rebuilt after an import rather than carried: the FTS
 #: indexes (by triggers as rows arrive), compaction's change log and marks
 #: and the kinds' own tables (by the next compact, a full scan).
-NOT_EXPORTED = ("changes", "compact_marks", "purge_pending")
+NOT_EXPORTED = ("changes", "compact_marks", "purge_pending", "kind_schema")
 
 
 def _encode(value: Any) -> Any:

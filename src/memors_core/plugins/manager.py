@@ -173,8 +173,10 @@ def build_plugin_manager(
     :class:`PluginError` naming it. So does a kind name registered twice,
     as the right one cannot be guessed.
     """
-    from memors_core.engine import lint  # core's built-in hook implementations
-    from memors_core.engine import checks
+    from memors_core.engine import (
+        checks,
+        lint,  # core's built-in hook implementations
+    )
 
     pm = PluginManager()
     pm.add_hookspecs(hookspecs)

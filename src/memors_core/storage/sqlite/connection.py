@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import apsw
 
+from memors_core.domain.dates import now
 from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
+from memors_core.storage.api import Capabilities
+from memors_core.storage.sqlite.engine import SqliteTx
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -28,11 +31,6 @@ def default_path() -> Path:
     xdg = os.environ.get("XDG_DATA_HOME")
     base = Path(os.path.expanduser(xdg)) if xdg else Path.home() / ".local" / "share"
     return base / "memors" / "memors.db"
-
-
-def now() -> str:
-    """The current time as an ISO 8601 UTC timestamp with microseconds."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _busy_timeout_ms() -> int:
@@ -54,10 +52,19 @@ class Store:
     Nested calls become savepoints.
     """
 
+    capabilities = Capabilities(secure_erase=True, online_backup=True, immutable_read=True)
+
     def __init__(self, conn: apsw.Connection, path: Path, readonly: bool) -> None:
         self.conn = conn
         self.path = path
+        self.location = str(path)
         self.readonly = readonly
+        #: The repositories (:class:`memors_core.storage.api.Tx`) every
+        #: transaction of this connection yields.
+        self.tx = SqliteTx(self)
+        # One connection, one transaction at a time: threads sharing this
+        # store queue here for the whole of each outermost transaction.
+        self._lock = threading.RLock()
         self._depth = 0
         # Callbacks (log events) to run once the current write commits.
         self._after_commit: list[tuple] = []
@@ -141,18 +148,23 @@ class Store:
     # --- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[apsw.Connection]:
+    def write(self) -> Iterator[SqliteTx]:
         """A write transaction (or a savepoint inside one)."""
         if self.readonly:
             raise MemorsError("this store was opened read-only")
+        with self._lock:
+            yield from self._write()
+
+    def _write(self) -> Iterator[SqliteTx]:
         if self._depth:
             self._depth += 1
             mark = len(self._after_commit)
             try:
                 with self.conn:
-                    yield self.conn
+                    yield self.tx
             except BaseException:
                 del self._after_commit[mark:]  # the savepoint was rolled back
+                self.tx.reset_clocks()
                 raise
             finally:
                 self._depth -= 1
@@ -161,17 +173,20 @@ class Store:
         self._depth = 1
         self._after_commit = []
         self._in_write = True
+        self.tx.reset_clocks()
         try:
-            yield self.conn
+            yield self.tx
         except BaseException:
             self._depth = 0
             self._in_write = False
             self._after_commit = []
+            self.tx.reset_clocks()
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise
         self._depth = 0
         self._in_write = False
+        self.tx.reset_clocks()
         pending, self._after_commit = self._after_commit, []
         try:
             self.conn.execute("COMMIT")
@@ -192,15 +207,19 @@ class Store:
             fn(*args, **kwargs)
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[apsw.Connection]:
+    def read(self) -> Iterator[SqliteTx]:
         """A read transaction: one consistent snapshot for several queries."""
+        with self._lock:
+            yield from self._read()
+
+    def _read(self) -> Iterator[SqliteTx]:
         if self._depth:
-            yield self.conn
+            yield self.tx
             return
         self._begin("BEGIN")
         self._depth = 1
         try:
-            yield self.conn
+            yield self.tx
         finally:
             self._depth = 0
             with contextlib.suppress(apsw.Error):

@@ -14,11 +14,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from memors_core.domain import dates, text
+from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.model import EntityRef, FactRef, PageRef, PassageRef
 from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
-from memors_core.storage.sqlite.connection import Store, now
+from memors_core.storage.sqlite.connection import Store
 
 log = get_logger("memors")
 
@@ -367,28 +368,7 @@ class Operations:
         """Forget or supersede one row; returns False if it already was.
         ``at`` is the tombstone's time (default now): a fact superseded by a
         copy shares its copy's ``recorded_at``, which is how ``get`` finds it."""
-        cur = self.store.conn.execute(
-            "INSERT INTO tombstones(namespace, target, type, state, reason, item, created_at) "
-            "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 "
-            "WHERE NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ?2)",
-            (namespace, ident, kind, state, reason, item, at or now()),
-        )
-        changed = self.store.conn.changes() > 0
-        del cur
-        if changed and kind == "passage":
-            self.mark_pages_citing(ident, state)
-        if changed:
-            self.store.after_commit(
-                log.info,
-                "fact_superseded"
-                if (kind == "fact" and state == "superseded")
-                else f"{kind}_{state}",
-                namespace=namespace,
-                address=address(kind, ident),
-                reason=reason,
-                item=item,
-            )
-        return changed
+        return self.store.tx.tombstones.add(namespace, kind, ident, state, reason, item, at)
 
     def tombstone_record(self, ident: str) -> tuple[str, dict[str, Any]] | None:
         """``(state, record)`` of a forgotten or superseded row, None if live:

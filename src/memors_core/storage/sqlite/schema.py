@@ -410,5 +410,21 @@ CREATE TABLE purge_pending(
 """
 )
 
-MIGRATIONS: list[str] = [V1, V2, V3]
+# Version 4: the storage boundary. `clock` holds the high-water mark of the
+# passage and tombstone clocks across purges (SQLite would hand out the row
+# ids above the highest remaining row again); `kind_schema` records which
+# migrations of each kind's own state were applied.
+V4 = """
+CREATE TABLE clock(
+    name TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE kind_schema(
+    kind TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    applied_at TEXT NOT NULL
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,194 @@
+"""Typed rows: what crosses the storage boundary, in and out.
+
+Frozen attrs classes, one per stored thing, named by the domain and not by
+a table. ``seq`` is the engine's logical clock for rows that are ordered by
+arrival (passages, tombstones, entities, facts, pages): it only grows, and
+a number is never handed out twice, not even after a purge erased the row
+that had it. Ids are the uuid7 strings of SPEC §2 (work items and merge
+candidates: whole numbers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+JSON = dict[str, Any]
+
+
+@attrs.frozen
+class Document:
+    id: str
+    namespace: str
+    uri: str | None
+    created_at: str
+
+
+@attrs.frozen
+class DocumentVersion:
+    document: str
+    version: int
+    text_hash: str
+    title: str | None
+    metadata: JSON
+    created_at: str
+
+
+@attrs.frozen
+class NewPassage:
+    """A passage to store (``passages.insert_many``)."""
+
+    id: str
+    document: str
+    version: int
+    position: int
+    text: str
+    hash: str
+    shingles: bytes
+
+
+@attrs.frozen
+class Passage:
+    seq: int
+    id: str
+    namespace: str
+    document: str
+    version: int
+    position: int
+    text: str
+    hash: str
+    created_at: str
+
+
+@attrs.frozen
+class PassageShingles:
+    """A live passage with its packed shingle hashes (for near-duplicate scans)."""
+
+    seq: int
+    id: str
+    document: str
+    shingles: bytes
+
+
+@attrs.frozen
+class Entity:
+    seq: int
+    id: str
+    namespace: str
+    name: str
+    #: The entity this one was merged into (its own id when it was not).
+    canonical: str
+    created_at: str
+
+
+@attrs.frozen
+class Fact:
+    seq: int
+    id: str
+    namespace: str
+    #: The entity the fact was recorded about, and its canonical entity now.
+    subject: str
+    canonical: str
+    #: The canonical entity's name.
+    subject_name: str
+    predicate: str
+    value: str
+    valid_from: str | None
+    valid_to: str | None
+    #: ``valid_from`` / ``valid_to`` as sortable UTC timestamps (None: open).
+    from_ts: str | None
+    to_ts: str | None
+    source: str | None
+    recorded_at: str
+
+
+@attrs.frozen
+class Page:
+    seq: int
+    id: str
+    namespace: str
+    entity: str
+    title: str
+    content: str
+    version: int
+    previous: str | None
+    item: int | None
+    flags: JSON
+    #: The passage clock (``passages.head()``) when the page was stored.
+    built_at: int
+    created_at: str
+
+
+@attrs.frozen
+class PageSource:
+    passage: str
+    #: The passage's content hash when the page was built.
+    hash: str
+
+
+@attrs.frozen
+class Tombstone:
+    seq: int
+    namespace: str
+    target: str
+    type: str
+    state: str
+    reason: str | None
+    item: int | None
+    created_at: str
+
+
+@attrs.frozen
+class MergeCandidate:
+    id: int
+    namespace: str
+    first: str
+    second: str
+    origin: str
+    status: str
+    created_at: str
+
+
+@attrs.frozen
+class Item:
+    """A stored work item."""
+
+    id: int
+    namespace: str
+    kind: str
+    key: str
+    status: str
+    fingerprint: str
+    payload: JSON
+    resolution: JSON | None
+    created_at: str
+    updated_at: str
+
+
+@attrs.frozen
+class ScanMark:
+    """How far a kind's last scan of a namespace read: the change log, the
+    passage clock and the tombstone clock."""
+
+    changes: int
+    passages: int
+    tombstones: int
+
+
+@attrs.frozen
+class PurgeRecord:
+    id: int
+    namespace: str
+    target: str
+    erased: list[str]
+    created_at: str
+
+
+@attrs.frozen
+class PendingPurge:
+    """A purge whose erasure committed, with the steps still to run."""
+
+    purge: int
+    target: str
+    steps: list[str]

@@ -1,0 +1,213 @@
+"""Pages on SQLite: versions, their sources, stale marks and the stale rule."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from memors_core.domain.dates import now
+from memors_core.domain.ids import address, parse_address, uuid7
+from memors_core.domain.rows import Page, PageSource
+from memors_core.domain.rules import STALE_NEW_PASSAGES
+from memors_core.errors import NotFound
+from memors_core.log import get_logger
+from memors_core.storage.sqlite.records import Repo, dumps, live, restrict_to
+
+log = get_logger("memors")
+
+PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
+
+#: SQL over ``pages pg JOIN entities e ON e.id = pg.entity``: the page is
+#: stale — it was marked stale (a cited passage changed, a merge), a passage
+#: it cites is forgotten or superseded, or its entity gained
+#: STALE_NEW_PASSAGES or more live passages since it was built. The ``stale``
+#: kind, lint's ``stale-page`` and the ``memors_kb_pages_stale`` gauge all
+#: use this one definition.
+STALE_PAGE = f"""(
+    EXISTS (SELECT 1 FROM page_stale s WHERE s.page = pg.id)
+    OR EXISTS (SELECT 1 FROM page_sources ps JOIN tombstones t ON t.target = ps.passage
+               WHERE ps.page = pg.id)
+    OR (SELECT COUNT(*) FROM (
+            SELECT DISTINCT p.rowid FROM entities x JOIN mentions m ON m.entity = x.id
+            JOIN passages p ON p.id = m.passage
+            WHERE x.canonical = e.canonical AND p.rowid > pg.built_seq AND {live("p")}
+            LIMIT {STALE_NEW_PASSAGES})) >= {STALE_NEW_PASSAGES}
+)"""
+
+_COLS = (
+    "pg.rowid, pg.id, pg.namespace, pg.entity, pg.title, pg.content, pg.version, pg.previous, "
+    "pg.item, pg.flags, pg.built_seq, pg.created_at"
+)
+_FROM = "pages pg JOIN entities e ON e.id = pg.entity"
+
+
+def _page(row: tuple) -> Page:
+    return Page(*row[:9], json.loads(row[9]), row[10], row[11])
+
+
+class SqlitePages(Repo):
+    def current(self, canonical: str) -> Page | None:
+        row = self.one(
+            f"""SELECT {_COLS} FROM {_FROM}
+                WHERE e.canonical = ? AND {live("pg")} ORDER BY pg.rowid DESC LIMIT 1""",
+            (canonical,),
+        )
+        return None if row is None else _page(row)
+
+    def get(self, ident: str, namespace: str | None = None) -> Page | None:
+        row = self.one(
+            f"SELECT {_COLS} FROM pages pg WHERE pg.id = ?1 AND (?2 IS NULL OR pg.namespace = ?2)",
+            (ident, namespace),
+        )
+        return None if row is None else _page(row)
+
+    def write(
+        self,
+        namespace: str,
+        canonical: str,
+        title: str,
+        content: str,
+        cites: list[str],
+        previous: Page | None,
+        item: int | None,
+        flags: dict[str, Any],
+    ) -> str:
+        ident = uuid7()
+        version = previous.version + 1 if previous else 1
+        self.run(
+            "INSERT INTO pages(id, namespace, entity, title, content, version, previous, item, "
+            "flags, built_seq, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ident,
+                namespace,
+                canonical,
+                title,
+                content,
+                version,
+                previous.id if previous else None,
+                item,
+                dumps(flags),
+                self.tx.passages.head(),
+                now(),
+            ),
+        )
+        for cite in dict.fromkeys(cites):
+            _, passage = parse_address(cite, expect=("passage",))
+            phash = self.tx.passages.hash_of(passage)
+            if phash is None:
+                raise NotFound(f"no passage {cite}")
+            self.run(
+                "INSERT INTO page_sources(page, passage, hash) VALUES (?, ?, ?)",
+                (ident, passage, phash),
+            )
+        if previous:
+            self.tx.tombstones.add(
+                namespace, "page", previous.id, "superseded", f"page version {version}", item
+            )
+        self.tx.after_commit(
+            log.info,
+            "page_stored",
+            namespace=namespace,
+            page=address("page", ident),
+            version=version,
+            item=item,
+            forced=bool(flags),
+        )
+        return address("page", ident)
+
+    def sources(self, page: str) -> list[PageSource]:
+        return [
+            PageSource(*r)
+            for r in self.all(
+                "SELECT passage, hash FROM page_sources WHERE page = ? ORDER BY passage", (page,)
+            )
+        ]
+
+    def newer(self, page: str) -> str | None:
+        return self.scalar("SELECT id FROM pages WHERE previous = ? LIMIT 1", (page,))
+
+    def mark_stale(self, page: str, cause: str, target: str | None = None) -> bool:
+        already = self.one("SELECT 1 FROM page_stale WHERE page = ? LIMIT 1", (page,))
+        self.run(
+            "INSERT INTO page_stale(page, cause, target, created_at) VALUES (?, ?, ?, ?)",
+            (page, cause, target, now()),
+        )
+        if already is not None:
+            return False
+        self.tx.counters.bump(PAGES_MARKED_STALE)
+        self.tx.after_commit(
+            log.info,
+            "page_marked_stale",
+            namespace=self.scalar("SELECT namespace FROM pages WHERE id = ?", (page,)),
+            page=address("page", page),
+            cause=cause,
+            target=target,
+        )
+        return True
+
+    def mark_citing(self, passage: str, cause: str) -> int:
+        rows = self.all(
+            f"""SELECT pg.id FROM page_sources s JOIN pages pg ON pg.id = s.page
+                WHERE s.passage = ? AND {live("pg")}""",
+            (passage,),
+        )
+        return sum(self.mark_stale(r[0], cause, address("passage", passage)) for r in rows)
+
+    def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]:
+        restrict, params = restrict_to("e.canonical", only)
+        return [
+            _page(r)
+            for r in self.all(
+                f"""SELECT {_COLS} FROM {_FROM}
+                    WHERE pg.namespace = ? AND {live("pg")} {restrict} ORDER BY pg.rowid""",
+                (namespace, *params),
+            )
+        ]
+
+    def is_stale(self, page: str) -> bool:
+        return (
+            self.one(f"SELECT 1 FROM {_FROM} WHERE pg.id = ? AND {STALE_PAGE}", (page,)) is not None
+        )
+
+    def changes(self, page: Page) -> list[dict[str, str]]:
+        canonical = self.tx.entities.require(page.entity).canonical
+        changes = []
+        for source in self.sources(page.id):
+            state = self.tx.tombstones.state(source.passage)
+            if state != "live":
+                changes.append({"address": address("passage", source.passage), "change": state})
+        for passage in self.tx.entities.live_passages(canonical):
+            if passage.seq > page.built_at:
+                changes.append({"address": address("passage", passage.id), "change": "new"})
+        return changes
+
+    def stale(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[Page, list[dict[str, str]]]]:
+        restrict, params = restrict_to("e.canonical", only)
+        pages = [
+            _page(r)
+            for r in self.all(
+                f"""SELECT {_COLS} FROM {_FROM}
+                    WHERE pg.namespace = ? AND {live("pg")} AND {STALE_PAGE} {restrict}
+                    ORDER BY pg.rowid""",
+                (namespace, *params),
+            )
+        ]
+        return [(page, self.changes(page)) for page in pages]
+
+    def live_counts(self) -> dict[str, int]:
+        return dict(
+            self.all(
+                f"SELECT namespace, COUNT(*) FROM pages pg WHERE {live('pg')} GROUP BY namespace"
+            )
+        )
+
+    def stale_counts(self) -> dict[str, int]:
+        return dict(
+            self.all(
+                f"""SELECT pg.namespace, COUNT(*) FROM {_FROM}
+                    WHERE {live("pg")} AND {STALE_PAGE} GROUP BY pg.namespace"""
+            )
+        )

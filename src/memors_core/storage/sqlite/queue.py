@@ -1,0 +1,244 @@
+"""The work queue on SQLite: work items, merge candidates, the change log
+and scan marks of incremental compaction, and the persisted counters."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memors_core.domain.dates import now
+from memors_core.domain.ids import address
+from memors_core.domain.rows import Item, MergeCandidate, ScanMark
+from memors_core.log import get_logger
+from memors_core.storage.sqlite.records import Repo, dumps
+
+log = get_logger("memors")
+
+_ITEM_COLS = (
+    "id, namespace, kind, key, status, fingerprint, payload, resolution, created_at, updated_at"
+)
+
+
+def _item(row: tuple) -> Item:
+    return Item(
+        *row[:6],
+        payload=json.loads(row[6]),
+        resolution=json.loads(row[7]) if row[7] else None,
+        created_at=row[8],
+        updated_at=row[9],
+    )
+
+
+class SqliteItems(Repo):
+    def get(self, ident: int, namespace: str) -> Item | None:
+        row = self.one(
+            f"SELECT {_ITEM_COLS} FROM work_items WHERE id = ? AND namespace = ?",
+            (ident, namespace),
+        )
+        return None if row is None else _item(row)
+
+    def list(
+        self, namespace: str, kind: str | None = None, status: str | None = None
+    ) -> list[Item]:
+        return [
+            _item(r)
+            for r in self.all(
+                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?1 "
+                "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) ORDER BY id",
+                (namespace, kind, status),
+            )
+        ]
+
+    def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
+        return {
+            key: (ident, fp)
+            for ident, key, fp in self.all(
+                "SELECT id, key, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
+                "AND status = 'open'",
+                (namespace, kind),
+            )
+        }
+
+    def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None:
+        row = self.one(
+            f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND kind = ? AND key = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (namespace, kind, key),
+        )
+        return None if row is None else _item(row)
+
+    def create(
+        self, namespace: str, kind: str, key: str, fingerprint: str, payload: Any, at: str
+    ) -> int:
+        cur = self.db.conn.execute(
+            "INSERT INTO work_items(namespace, kind, key, status, fingerprint, payload, "
+            "created_at, updated_at) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING id",
+            (namespace, kind, key, fingerprint, dumps(payload), at, at),
+        )
+        return cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
+
+    def refresh(self, ident: int, fingerprint: str, payload: Any, at: str) -> None:
+        self.run(
+            "UPDATE work_items SET fingerprint = ?, payload = ?, updated_at = ? WHERE id = ?",
+            (fingerprint, dumps(payload), at, ident),
+        )
+
+    def obsolete(self, ident: int, at: str) -> None:
+        self.run(
+            "UPDATE work_items SET status = 'obsolete', updated_at = ? WHERE id = ?", (at, ident)
+        )
+
+    def finish(self, ident: int, status: str, resolution: Any, at: str) -> bool:
+        return (
+            self.run(
+                "UPDATE work_items SET status = ?, resolution = ?, updated_at = ? "
+                "WHERE id = ? AND status = 'open'",
+                (status, dumps(resolution), at, ident),
+            )
+            == 1
+        )
+
+    def count_open(self, namespace: str, kinds: list[str], after: int = 0) -> int:
+        return self.scalar(
+            "SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
+            "AND kind IN (SELECT value FROM json_each(?)) AND id > ?",
+            (namespace, json.dumps(kinds), after),
+        )
+
+    def open_after(
+        self, namespace: str, kinds: list[str], after: int, limit: int | None
+    ) -> list[Item]:
+        return [
+            _item(r)
+            for r in self.all(
+                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
+                "AND kind IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY id LIMIT ?",
+                (namespace, json.dumps(kinds), after, -1 if limit is None else limit),
+            )
+        ]
+
+    def open_counts(self) -> dict[tuple[str, str], int]:
+        return {
+            (ns, kind): n
+            for ns, kind, n in self.all(
+                "SELECT namespace, kind, COUNT(*) FROM work_items WHERE status = 'open' "
+                "GROUP BY namespace, kind"
+            )
+        }
+
+    def resolution(self, ident: int, namespace: str) -> Any:
+        raw = self.scalar(
+            "SELECT resolution FROM work_items WHERE id = ? AND namespace = ?", (ident, namespace)
+        )
+        return json.loads(raw) if raw else None
+
+
+_CANDIDATE_COLS = "id, namespace, first, second, origin, status, created_at"
+
+
+class SqliteMergeCandidates(Repo):
+    def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]:
+        pair = "|".join(sorted((first, second)))
+        opened = self.run(
+            "INSERT OR IGNORE INTO merge_candidates(namespace, first, second, pair, origin, "
+            "status, created_at) VALUES (?, ?, ?, ?, ?, 'open', ?)",
+            (namespace, first, second, pair, origin, now()),
+        )
+        ident, status = self.one(
+            "SELECT id, status FROM merge_candidates WHERE namespace = ? AND pair = ?",
+            (namespace, pair),
+        )
+        if opened:
+            self.tx.after_commit(
+                log.info,
+                "merge_proposed",
+                namespace=namespace,
+                candidate=ident,
+                entities=[address("entity", first), address("entity", second)],
+                origin=origin,
+            )
+        return ident, status
+
+    def get(self, ident: int) -> MergeCandidate | None:
+        row = self.one(f"SELECT {_CANDIDATE_COLS} FROM merge_candidates WHERE id = ?", (ident,))
+        return None if row is None else MergeCandidate(*row)
+
+    def set_status(self, ident: int, status: str) -> None:
+        self.run(
+            "UPDATE merge_candidates SET status = ?, decided_at = ? WHERE id = ?",
+            (status, now(), ident),
+        )
+
+    def in_namespace(self, namespace: str, status: str | None = None) -> list[MergeCandidate]:
+        return [
+            MergeCandidate(*r)
+            for r in self.all(
+                f"SELECT {_CANDIDATE_COLS} FROM merge_candidates WHERE namespace = ?1 "
+                "AND (?2 IS NULL OR status = ?2) ORDER BY id",
+                (namespace, status),
+            )
+        ]
+
+
+class SqliteChangeLog(Repo):
+    def head(self) -> int:
+        # AUTOINCREMENT: the log's numbers are never reused after pruning.
+        return self.scalar(
+            "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'changes'"
+        )
+
+    def entities_since(self, namespace: str, after: int) -> set[str]:
+        touched = {
+            r[0]
+            for r in self.all(
+                "SELECT DISTINCT entity FROM changes WHERE namespace = ? AND seq > ?",
+                (namespace, after),
+            )
+        }
+        return touched | self.tx.entities.canonical_of(touched)
+
+    def mark(self, namespace: str, kind: str) -> ScanMark | None:
+        row = self.one(
+            "SELECT change_seq, passage_seq, tombstone_seq FROM compact_marks "
+            "WHERE namespace = ? AND kind = ?",
+            (namespace, kind),
+        )
+        return None if row is None else ScanMark(*row)
+
+    def set_mark(self, namespace: str, kind: str, mark: ScanMark) -> None:
+        self.run(
+            "INSERT INTO compact_marks(namespace, kind, change_seq, passage_seq, tombstone_seq) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT(namespace, kind) DO UPDATE SET "
+            "change_seq = excluded.change_seq, passage_seq = excluded.passage_seq, "
+            "tombstone_seq = excluded.tombstone_seq",
+            (namespace, kind, mark.changes, mark.passages, mark.tombstones),
+        )
+
+    def forget_marks(self, namespace: str) -> None:
+        """The next compact of ``namespace`` rescans everything (after a purge)."""
+        self.run("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
+
+    def prune(self, namespace: str) -> None:
+        low = self.scalar(
+            "SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?", (namespace,)
+        )
+        if low is not None:
+            self.run("DELETE FROM changes WHERE namespace = ? AND seq <= ?", (namespace, low))
+
+
+class SqliteCounters(Repo):
+    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
+        if by:
+            self.run(
+                "INSERT INTO counters(name, kind, event, value) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(name, kind, event) DO UPDATE SET value = value + excluded.value",
+                (name, kind, event, by),
+            )
+
+    def read(self, name: str) -> dict[tuple[str, str], int]:
+        return {
+            (kind, event): value
+            for kind, event, value in self.all(
+                "SELECT kind, event, value FROM counters WHERE name = ?", (name,)
+            )
+        }

@@ -1,0 +1,651 @@
+"""The raw records on SQLite: namespaces, documents, passages, entities,
+facts and tombstones (the append-only tables of schema.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from memors_core.domain import dates, text
+from memors_core.domain.dates import now
+from memors_core.domain.ids import address, parse_address, uuid7
+from memors_core.domain.rows import (
+    Document,
+    DocumentVersion,
+    Entity,
+    Fact,
+    NewPassage,
+    Passage,
+    PassageShingles,
+    Tombstone,
+)
+from memors_core.errors import BadInput, NotFound
+from memors_core.log import get_logger
+
+if TYPE_CHECKING:
+    from memors_core.storage.sqlite.engine import SqliteTx
+
+log = get_logger("memors")
+
+
+def live(alias: str) -> str:
+    """SQL: the row ``alias`` (with an ``id`` column) has no tombstone."""
+    return f"NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {alias}.id)"
+
+
+def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple]:
+    """An SQL restriction of ``column`` to ``ids`` (None: no restriction)."""
+    if ids is None:
+        return "", ()
+    return f"AND {column} IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Repo:
+    """A repository: the transaction's connection and its sibling repositories."""
+
+    def __init__(self, tx: SqliteTx) -> None:
+        self.tx = tx
+        self.db = tx.db  # one(), all(), scalar(), conn
+
+    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+        return self.db.conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        return self.db.conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: tuple | dict = ()) -> Any:
+        row = self.db.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def run(self, sql: str, params: tuple | dict = ()) -> int:
+        """Execute a statement; returns how many rows it changed."""
+        self.db.conn.execute(sql, params)
+        return self.db.conn.changes()
+
+
+class SqliteNamespaces(Repo):
+    def touch(self, namespace: str) -> None:
+        self.run(
+            "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, now())
+        )
+
+    def names(self) -> list[str]:
+        return [r[0] for r in self.all("SELECT name FROM namespaces ORDER BY name")]
+
+
+def _version(row: tuple) -> DocumentVersion:
+    return DocumentVersion(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
+
+
+_VERSION_COLS = "document, version, text_hash, title, metadata, created_at"
+
+
+class SqliteDocuments(Repo):
+    def get(self, ident: str, namespace: str) -> Document | None:
+        row = self.one(
+            "SELECT id, namespace, uri, created_at FROM documents WHERE id = ? AND namespace = ?",
+            (ident, namespace),
+        )
+        return None if row is None else Document(*row)
+
+    def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
+        row = self.one(
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at,
+                       (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
+                FROM documents d WHERE d.namespace = ? AND d.uri = ? AND {live("d")}
+                ORDER BY d.rowid DESC LIMIT 1""",
+            (namespace, uri),
+        )
+        return None if row is None else (Document(*row[:4]), row[4])
+
+    def insert(self, document: Document) -> None:
+        self.run(
+            "INSERT INTO documents(id, namespace, uri, created_at) VALUES (?, ?, ?, ?)",
+            (document.id, document.namespace, document.uri, document.created_at),
+        )
+
+    def version(self, document: str, version: int) -> DocumentVersion | None:
+        row = self.one(
+            f"SELECT {_VERSION_COLS} FROM document_versions WHERE document = ? AND version = ?",
+            (document, version),
+        )
+        return None if row is None else _version(row)
+
+    def latest_version(self, document: str) -> DocumentVersion:
+        row = self.one(
+            f"SELECT {_VERSION_COLS} FROM document_versions WHERE document = ? "
+            "ORDER BY version DESC LIMIT 1",
+            (document,),
+        )
+        if row is None:
+            raise NotFound(f"no document {address('document', document)}")
+        return _version(row)
+
+    def add_version(self, version: DocumentVersion) -> None:
+        self.run(
+            f"INSERT INTO document_versions({_VERSION_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                version.document,
+                version.version,
+                version.text_hash,
+                version.title,
+                dumps(version.metadata),
+                version.created_at,
+            ),
+        )
+
+    def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
+        rows = self.all(
+            f"""SELECT {_VERSION_COLS},
+                      CASE WHEN v.version = 1
+                           THEN (SELECT COUNT(*) FROM passages p
+                                 WHERE p.document = v.document AND p.version = 1)
+                           ELSE (SELECT COUNT(*) FROM version_passages l
+                                 WHERE l.document = v.document AND l.version = v.version)
+                      END
+               FROM document_versions v WHERE v.document = ? ORDER BY v.version""",
+            (document,),
+        )
+        return [(_version(r[:6]), r[6]) for r in rows]
+
+    def version_passages(self, document: str, version: int) -> list[str]:
+        # Version 1 is the passages' own order (no link rows are written for
+        # it, which keeps bulk loads lean); later versions are link rows.
+        if version == 1:
+            sql = "SELECT id FROM passages WHERE document = ? AND version = ? ORDER BY position"
+        else:
+            sql = (
+                "SELECT passage FROM version_passages WHERE document = ? AND version = ? "
+                "ORDER BY position"
+            )
+        return [r[0] for r in self.all(sql, (document, version))]
+
+    def link_passage(self, document: str, version: int, position: int, passage: str) -> None:
+        self.run(
+            "INSERT INTO version_passages(document, version, position, passage) "
+            "VALUES (?, ?, ?, ?)",
+            (document, version, position, passage),
+        )
+
+    def version_dropping(self, passage: str) -> tuple[str, int] | None:
+        row = self.one(
+            """SELECT p.document, MIN(v.version) FROM passages p
+               JOIN document_versions v ON v.document = p.document AND v.version > p.version
+               WHERE p.id = ?1 AND NOT EXISTS (
+                   SELECT 1 FROM version_passages l WHERE l.document = p.document
+                   AND l.version = v.version AND l.passage = ?1)""",
+            (passage,),
+        )
+        return None if row is None or row[1] is None else (row[0], row[1])
+
+
+_PASSAGE_COLS = (
+    "p.rowid, p.id, p.namespace, p.document, p.version, p.position, p.text, p.hash, p.created_at"
+)
+
+
+class SqlitePassages(Repo):
+    def head(self) -> int:
+        return self.tx.clock("passages")
+
+    def insert(self, namespace: str, passage: NewPassage, created_at: str) -> int:
+        seq = self.tx.tick("passages")
+        self.db.conn.execute(
+            "INSERT INTO passages(rowid, id, namespace, document, version, position, text, hash, "
+            "shingles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                seq,
+                passage.id,
+                namespace,
+                passage.document,
+                passage.version,
+                passage.position,
+                passage.text,
+                passage.hash,
+                passage.shingles,
+                created_at,
+            ),
+        )
+        return seq
+
+    def get(self, ident: str, namespace: str | None = None) -> Passage | None:
+        row = self.one(
+            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.id = ?1 "
+            "AND (?2 IS NULL OR p.namespace = ?2)",
+            (ident, namespace),
+        )
+        return None if row is None else Passage(*row)
+
+    def hash_of(self, ident: str) -> str | None:
+        return self.scalar("SELECT hash FROM passages WHERE id = ?", (ident,))
+
+    def by_ids(self, ids: Iterable[str]) -> list[Passage]:
+        ids = list(ids)
+        rows = {
+            r[1]: Passage(*r)
+            for r in self.all(
+                f"SELECT {_PASSAGE_COLS} FROM passages p "
+                "WHERE p.id IN (SELECT value FROM json_each(?))",
+                (json.dumps(ids),),
+            )
+        }
+        return [rows[i] for i in ids if i in rows]
+
+    def live_of_document(self, document: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.all(
+                f"SELECT p.id FROM passages p WHERE p.document = ? AND {live('p')} ORDER BY p.rowid",
+                (document,),
+            )
+        ]
+
+    def mention(self, passage: str, entities: Iterable[str]) -> None:
+        self.db.conn.executemany(
+            "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)",
+            [(passage, e) for e in entities],
+        )
+
+    def entities_of(self, passage: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.all(
+                "SELECT DISTINCT e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
+                "WHERE m.passage = ? ORDER BY e.rowid",
+                (passage,),
+            )
+        ]
+
+    def live_shingles(
+        self, namespace: str, after: int = 0, seqs: Iterable[int] | None = None
+    ) -> Iterator[PassageShingles]:
+        if seqs is None:
+            cur = self.db.conn.execute(
+                f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                    WHERE p.namespace = ? AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
+                (namespace, after),
+            )
+        else:
+            cur = self.db.conn.execute(
+                f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
+                    WHERE p.rowid IN (SELECT value FROM json_each(?)) AND p.namespace = ?
+                    AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
+                (json.dumps(sorted(seqs)), namespace, after),
+            )
+        for row in cur:
+            yield PassageShingles(*row)
+
+    def live_count(self, namespace: str) -> int:
+        return self.scalar(
+            f"SELECT COUNT(*) FROM passages p WHERE p.namespace = ? AND {live('p')}", (namespace,)
+        )
+
+
+_ENTITY_COLS = "e.rowid, e.id, e.namespace, e.name, e.canonical, e.created_at"
+
+
+class SqliteEntities(Repo):
+    def find(self, name: str, namespace: str) -> str | None:
+        key = text.match_key(name)
+        row = self.one(
+            "SELECT canonical FROM entities WHERE namespace = ? AND key = ?", (namespace, key)
+        )
+        if row is None:
+            row = self.one(
+                "SELECT e.canonical FROM aliases a JOIN entities e ON e.id = a.entity "
+                "WHERE a.namespace = ? AND a.key = ? LIMIT 1",
+                (namespace, key),
+            )
+        return None if row is None else row[0]
+
+    def resolve(self, name_or_address: str, namespace: str) -> str:
+        if name_or_address.startswith("memo://"):
+            _, ident = parse_address(name_or_address, expect=("entity",))
+            entity = self.get(ident, namespace)
+            if entity is None:
+                raise NotFound(f"no entity {name_or_address} in namespace {namespace!r}")
+            return entity.canonical
+        found = self.find(name_or_address, namespace)
+        if found is None:
+            raise NotFound(f"no entity named {name_or_address!r} in namespace {namespace!r}")
+        return found
+
+    def ensure(self, name: str, namespace: str) -> tuple[str, bool]:
+        clean = " ".join(name.split())
+        if not clean:
+            raise BadInput("an entity name must not be empty")
+        if len(clean) > 200:
+            raise BadInput(f"entity name too long ({len(clean)} characters; at most 200)")
+        found = self.find(clean, namespace)
+        if found is not None:
+            return found, False
+        ident = uuid7()
+        self.run(
+            "INSERT INTO entities(id, namespace, name, key, folded, canonical, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ident, namespace, clean, text.match_key(clean), text.fold_name(clean), ident, now()),
+        )
+        self.tx.after_commit(
+            log.info, "entity_created", namespace=namespace, entity=address("entity", ident)
+        )
+        return ident, True
+
+    def get(self, ident: str, namespace: str | None = None) -> Entity | None:
+        row = self.one(
+            f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id = ?1 "
+            "AND (?2 IS NULL OR e.namespace = ?2)",
+            (ident, namespace),
+        )
+        return None if row is None else Entity(*row)
+
+    def require(self, ident: str) -> Entity:
+        entity = self.get(ident)
+        if entity is None:
+            raise NotFound(f"no entity {address('entity', ident)}")
+        return entity
+
+    def canonical_of(self, ids: Iterable[str]) -> set[str]:
+        return {
+            r[0]
+            for r in self.all(
+                "SELECT DISTINCT canonical FROM entities "
+                "WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(ids)),),
+            )
+        }
+
+    def canonical_list(self, namespace: str) -> list[Entity]:
+        return [
+            Entity(*r)
+            for r in self.all(
+                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.namespace = ? "
+                "AND e.canonical = e.id ORDER BY e.name",
+                (namespace,),
+            )
+        ]
+
+    def count(self, namespace: str) -> int:
+        return self.scalar("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
+
+    def aliases(self, canonical: str) -> list[str]:
+        names = [
+            r[0]
+            for r in self.all(
+                "SELECT alias FROM aliases WHERE entity = ? ORDER BY created_at, alias",
+                (canonical,),
+            )
+        ]
+        seen = {text.match_key(self.require(canonical).name)}
+        out = []
+        for n in names:
+            k = text.match_key(n)
+            if k not in seen:
+                seen.add(k)
+                out.append(n)
+        return out
+
+    def add_alias(self, entity: str, namespace: str, alias: str) -> None:
+        self.run(
+            "INSERT OR IGNORE INTO aliases(entity, namespace, alias, key, folded, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (entity, namespace, alias, text.match_key(alias), text.fold_name(alias), now()),
+        )
+
+    def live_passages(self, canonical: str) -> list[Passage]:
+        return [
+            Passage(*r)
+            for r in self.all(
+                f"""SELECT DISTINCT {_PASSAGE_COLS}
+                    FROM entities e JOIN mentions m ON m.entity = e.id
+                    JOIN passages p ON p.id = m.passage
+                    WHERE e.canonical = ? AND {live("p")} ORDER BY p.rowid""",
+                (canonical,),
+            )
+        ]
+
+    def needing_page(
+        self, namespace: str, min_passages: int, only: Iterable[str] | None = None
+    ) -> list[tuple[str, int]]:
+        restrict, params = restrict_to("e.canonical", only)
+        return self.all(
+            f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
+                FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.namespace = ? AND {live("p")} {restrict}
+                GROUP BY e.canonical
+                HAVING n >= ? AND NOT EXISTS (
+                    SELECT 1 FROM pages pg JOIN entities pe ON pe.id = pg.entity
+                    WHERE pe.canonical = e.canonical AND {live("pg")})
+                ORDER BY MIN(e.rowid)""",
+            (namespace, *params, min_passages),
+        )
+
+    def orphans(self, namespace: str) -> list[str]:
+        rows = self.all(
+            f"""SELECT e.id FROM entities e WHERE e.namespace = ? AND e.canonical = e.id
+                AND NOT EXISTS (
+                    SELECT 1 FROM entities x JOIN mentions m ON m.entity = x.id
+                    JOIN passages p ON p.id = m.passage
+                    WHERE x.canonical = e.id AND {live("p")})
+                AND NOT EXISTS (
+                    SELECT 1 FROM entities x JOIN facts f ON f.subject = x.id
+                    WHERE x.canonical = e.id AND {live("f")})
+                ORDER BY e.rowid""",
+            (namespace,),
+        )
+        return [r[0] for r in rows]
+
+    def merge(self, survivor: str, absorbed: str, namespace: str) -> None:
+        self.run(
+            "UPDATE entities SET canonical = ? WHERE canonical = ? AND namespace = ?",
+            (survivor, absorbed, namespace),
+        )
+
+
+_FACT_COLS = (
+    "f.rowid, f.id, f.namespace, f.subject, ce.id, ce.name, f.predicate, f.value, "
+    "f.valid_from, f.valid_to, f.from_ts, f.to_ts, f.source, f.recorded_at"
+)
+_FACT_FROM = "facts f JOIN entities e ON e.id = f.subject JOIN entities ce ON ce.id = e.canonical"
+#: Two facts ``a`` and ``b`` disagree (both live): one subject after merges,
+#: predicates fold equal, values do not, half-open validity overlaps.
+_DISAGREE = f"""a.predicate_folded = b.predicate_folded AND a.value_folded <> b.value_folded
+    AND (a.from_ts IS NULL OR b.to_ts IS NULL OR a.from_ts < b.to_ts)
+    AND (b.from_ts IS NULL OR a.to_ts IS NULL OR b.from_ts < a.to_ts)
+    AND {live("a")} AND {live("b")}"""
+
+
+class SqliteFacts(Repo):
+    def record(
+        self,
+        namespace: str,
+        subject: str,
+        predicate: str,
+        value: str,
+        valid_from: str | None = None,
+        valid_to: str | None = None,
+        source: str | None = None,
+    ) -> str:
+        from_ts, to_ts = dates.interval(valid_from, valid_to)
+        source_id = None
+        if source is not None:
+            _, source_id = parse_address(source, expect=("passage",))
+            if self.tx.passages.get(source_id, namespace) is None:
+                raise NotFound(f"no passage {source} in namespace {namespace!r}")
+        entity, _ = self.tx.entities.ensure(subject, namespace)
+        ident = uuid7()
+        self.run(
+            "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
+            "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ident,
+                namespace,
+                entity,
+                predicate.strip(),
+                value.strip(),
+                text.fold_value(predicate),
+                text.fold_value(value),
+                valid_from.strip() if valid_from else None,
+                valid_to.strip() if valid_to else None,
+                from_ts,
+                to_ts,
+                source_id,
+                now(),
+            ),
+        )
+        return ident
+
+    def copy(self, ident: str, valid_from: str | None, valid_to: str | None, at: str) -> str:
+        from_ts, to_ts = dates.interval(valid_from, valid_to)
+        copy = uuid7()
+        self.run(
+            "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
+            "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
+            "SELECT ?, namespace, subject, predicate, value, predicate_folded, value_folded, "
+            "?, ?, ?, ?, source, ? FROM facts WHERE id = ?",
+            (copy, valid_from, valid_to, from_ts, to_ts, at, ident),
+        )
+        return copy
+
+    def get(self, ident: str, namespace: str | None = None) -> Fact | None:
+        row = self.one(
+            f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE f.id = ?1 "
+            "AND (?2 IS NULL OR f.namespace = ?2)",
+            (ident, namespace),
+        )
+        return None if row is None else Fact(*row)
+
+    def by_ids(self, ids: Iterable[str]) -> list[Fact]:
+        out = []
+        for ident in ids:
+            fact = self.get(ident)
+            if fact is not None:
+                out.append(fact)
+        return out
+
+    def of_entity(self, canonical: str) -> list[Fact]:
+        return [
+            Fact(*r)
+            for r in self.all(
+                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} "
+                f"WHERE e.canonical = ? AND {live('f')} ORDER BY f.rowid",
+                (canonical,),
+            )
+        ]
+
+    def live(self, namespace: str) -> list[Fact]:
+        return [
+            Fact(*r)
+            for r in self.all(
+                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} "
+                f"WHERE f.namespace = ? AND {live('f')} ORDER BY f.rowid",
+                (namespace,),
+            )
+        ]
+
+    def conflicting(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[str, str]]:
+        restrict, params = restrict_to("ea.canonical", only)
+        return self.all(
+            f"""SELECT a.id, b.id
+                FROM facts a JOIN entities ea ON ea.id = a.subject
+                JOIN entities eb ON eb.canonical = ea.canonical
+                JOIN facts b ON b.subject = eb.id AND b.predicate_folded = a.predicate_folded
+                WHERE a.namespace = ? AND a.rowid < b.rowid AND {_DISAGREE} {restrict}
+                ORDER BY a.rowid, b.rowid""",
+            (namespace, *params),
+        )
+
+    def disagree(self, a: str, b: str) -> bool:
+        return (
+            self.one(
+                f"""SELECT 1 FROM facts a JOIN entities ea ON ea.id = a.subject,
+                facts b JOIN entities eb ON eb.id = b.subject
+                WHERE a.id = ? AND b.id = ? AND ea.canonical = eb.canonical AND {_DISAGREE}""",
+                (a, b),
+            )
+            is not None
+        )
+
+    def expired(self, namespace: str, now_ts: str) -> list[Fact]:
+        return [
+            Fact(*r)
+            for r in self.all(
+                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE f.namespace = ? "
+                f"AND f.to_ts IS NOT NULL AND f.to_ts <= ? AND {live('f')} ORDER BY f.rowid",
+                (namespace, now_ts),
+            )
+        ]
+
+    def bounded_copy(self, ident: str, at: str) -> str | None:
+        return self.scalar(
+            "SELECT c.id FROM facts f JOIN facts c ON c.subject = f.subject "
+            "AND c.predicate = f.predicate AND c.value = f.value "
+            "WHERE f.id = ? AND c.id <> f.id AND c.recorded_at = ? ORDER BY c.rowid LIMIT 1",
+            (ident, at),
+        )
+
+
+_TOMBSTONE_COLS = "rowid, namespace, target, type, state, reason, item, created_at"
+
+
+class SqliteTombstones(Repo):
+    def head(self) -> int:
+        return self.tx.clock("tombstones")
+
+    def state(self, ident: str) -> str:
+        row = self.one("SELECT state FROM tombstones WHERE target = ?", (ident,))
+        return "live" if row is None else row[0]
+
+    def is_live(self, ident: str) -> bool:
+        return self.one("SELECT 1 FROM tombstones WHERE target = ?", (ident,)) is None
+
+    def get(self, ident: str) -> Tombstone | None:
+        row = self.one(f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE target = ?", (ident,))
+        return None if row is None else Tombstone(*row)
+
+    def add(
+        self,
+        namespace: str,
+        kind: str,
+        ident: str,
+        state: str,
+        reason: str | None = None,
+        item: int | None = None,
+        at: str | None = None,
+    ) -> bool:
+        if not self.is_live(ident):
+            return False
+        self.run(
+            "INSERT INTO tombstones(rowid, namespace, target, type, state, reason, item, "
+            "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (self.tx.tick("tombstones"), namespace, ident, kind, state, reason, item, at or now()),
+        )
+        if kind == "passage":
+            self.tx.pages.mark_citing(ident, state)
+        self.tx.after_commit(
+            log.info,
+            "fact_superseded" if (kind == "fact" and state == "superseded") else f"{kind}_{state}",
+            namespace=namespace,
+            address=address(kind, ident),
+            reason=reason,
+            item=item,
+        )
+        return True
+
+    def since(self, namespace: str, after: int) -> list[Tombstone]:
+        return [
+            Tombstone(*r)
+            for r in self.all(
+                f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND rowid > ? "
+                "ORDER BY rowid",
+                (namespace, after),
+            )
+        ]
