@@ -94,7 +94,7 @@ def bare_insert(path: Path, rows: list[dict[str, str]]) -> float:
 def bare_search_p50(path: Path, queries: list[str]) -> float:
     import apsw
 
-    from memors_core.memory import fts_query
+    from memors_core.storage.sqlite.search import fts_query
 
     conn = apsw.Connection(str(path))
     times = []
@@ -125,18 +125,13 @@ def linear_pass(rows: list[dict[str, str]]) -> float:
 
 def store_scan(memory: Any) -> tuple[float, list[dict[str, Any]]]:
     """The duplicate kind's full scan as compaction runs it: from the store."""
-    from memors_core.storage.sqlite.ops import live
     from memors_kinds.duplicate import clusters
 
     def run() -> list[dict[str, Any]]:
-        cur = memory.store.conn.execute(
-            f"""SELECT p.id, p.document, p.shingles FROM passages p
-                WHERE p.namespace = 'default' AND length(p.shingles) > 0 AND {live("p")}
-                ORDER BY p.rowid"""
-        )
-        return clusters(cur)
+        rows = tx.passages.live_shingles("default")
+        return clusters((r.id, r.document, r.shingles) for r in rows if r.shingles)
 
-    with memory.store.read():
+    with memory.store.read() as tx:
         return timed(run)
 
 

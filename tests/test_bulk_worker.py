@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memors_core import BadInput, Memory
-from memors_core import memory as memory_module
-from memors_core.memory import prepare_passages
+from memors_core.engine import ingest
+from memors_core.engine.prepare import prepare_passages
 
 
 def documents(n: int) -> list[dict]:
@@ -30,14 +30,14 @@ def stored_passages(memory: Memory) -> list[tuple]:
 
 def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monkeypatch):
     sent = []
-    original = memory_module._ShingleWorker.send
+    original = ingest._ShingleWorker.send
 
     def spy(self, texts):
         handed = original(self, texts)
         sent.append((len(texts), handed))
         return handed
 
-    monkeypatch.setattr(memory_module._ShingleWorker, "send", spy)
+    monkeypatch.setattr(ingest._ShingleWorker, "send", spy)
     docs = documents(23)
     with Memory.open(tmp_path / "bulk.db") as memory:
         result = memory.remember_many(docs, batch=5)

@@ -253,9 +253,7 @@ class FailingKind(Kind):
         yield Candidate("only", fingerprint("only"), lambda: {"note": "write one"})
 
     def apply(self, ctx, item, resolution):
-        ctx.store.conn.execute(
-            "INSERT INTO counters(name, kind, event, value) VALUES ('probe', '', '', 1)"
-        )
+        ctx.store.counters.bump("probe")
         raise RuntimeError("disk on fire")
 
 

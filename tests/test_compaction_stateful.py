@@ -154,10 +154,10 @@ class Queue(RuleBasedStateMachine):
         full = to_json(memory.compact(full=True))
         assert full["created"] == 0
         assert full["items"] == incremental["items"]
-        ctx = KindContext(memory.store, "default", memory.ops, True)
         from memors_core.engine.compaction import list_items
 
-        with memory.store.read():
+        with memory.store.read() as tx:
+            ctx = KindContext(tx, "default")
             for item in list_items(memory.store, "default", status="open"):
                 current = memory.kinds.get(item.kind).current(ctx, item)
                 assert current is not None, f"open {item.kind} item {item.id} no longer applies"

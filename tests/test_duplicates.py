@@ -11,18 +11,20 @@ import json
 from collections import defaultdict
 from fractions import Fraction
 from itertools import combinations
-from types import SimpleNamespace
+from pathlib import Path
 
 import apsw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memors_core import Memory
 from memors_core.domain.text import pack_shingles, shingle_hashes, words
 from memors_core.testing import temporary_memory
 from memors_core.wire import to_json
 from memors_kinds import duplicate
-from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs
+from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs, sqlite_index
+from memors_kinds.duplicate.join import prefix_piece
 
 VOCAB = ["red", "green", "blue", "gold"]
 
@@ -285,7 +287,7 @@ def test_incremental_scans_on_edited_copies_match_brute_force(fold_ratio, batche
     position bounds must still find every qualifying pair, whether the new
     passages sit in the small recent index or were folded into the main one."""
     with pytest.MonkeyPatch.context() as patch, temporary_memory() as memory:
-        patch.setattr(duplicate, "FOLD_RATIO", fold_ratio)
+        patch.setattr(sqlite_index, "FOLD_RATIO", fold_ratio)
         records: list[tuple[str, str, str]] = []
         n = 0
         for corpus in batches:
@@ -323,27 +325,33 @@ def test_the_recent_index_is_folded_once_it_reaches_an_eighth(memory):
     assert result["open"] == 2
 
 
-def test_an_index_of_the_older_layout_is_rebuilt(memory):
-    """A store compacted by a release whose prefix index was keyed by
-    (token, passage): the next compact drops it and rescans in full."""
+def test_an_index_of_the_older_layout_is_rebuilt(tmp_path: Path):
+    """A store compacted by a release that kept no migration record and keyed
+    its prefix index by (token, passage): opening it runs the kind's first
+    migration, which starts the index afresh, and the next compact rescans
+    in full."""
+    db = tmp_path / "memors.db"
     text = "the deployment guide says to drain every node before the upgrade of {x}"
-    for n in range(6):
-        memory.remember(text.format(x="the cluster"), uri=f"d{n}")
-    memory.compact(kinds=["duplicate"])
-    with memory.store.write():
-        memory.store.conn.execute(
-            "DROP TABLE dup_prefix; CREATE TABLE dup_prefix(token INTEGER NOT NULL, "
-            "passage INTEGER NOT NULL, size INTEGER NOT NULL, pos INTEGER NOT NULL, "
-            "PRIMARY KEY (token, passage)) WITHOUT ROWID"
+    with Memory.open(db) as memory:
+        for n in range(6):
+            memory.remember(text.format(x="the cluster"), uri=f"d{n}")
+        memory.compact(kinds=["duplicate"])
+        with memory.store.write():
+            memory.store.conn.execute(
+                "DROP TABLE dup_prefix; CREATE TABLE dup_prefix(token INTEGER NOT NULL, "
+                "passage INTEGER NOT NULL, size INTEGER NOT NULL, pos INTEGER NOT NULL, "
+                "PRIMARY KEY (token, passage)) WITHOUT ROWID; "
+                "DELETE FROM kind_schema WHERE kind = 'duplicate'"
+            )
+    with Memory.open(db) as memory:
+        memory.remember(text.format(x="the cluster"), uri="late")
+        result = to_json(memory.compact(kinds=["duplicate"]))
+        assert result["open"] == 1
+        assert len(result["items"][0]["payload"]["passages"]) == 7
+        pk = memory.store.all(
+            "SELECT name FROM pragma_table_info('dup_prefix') WHERE pk > 0 ORDER BY pk"
         )
-    memory.remember(text.format(x="the cluster"), uri="late")
-    result = to_json(memory.compact(kinds=["duplicate"]))
-    assert result["open"] == 1
-    assert len(result["items"][0]["payload"]["passages"]) == 7
-    pk = memory.store.all(
-        "SELECT name FROM pragma_table_info('dup_prefix') WHERE pk > 0 ORDER BY pk"
-    )
-    assert [r[0] for r in pk] == ["token", "size", "passage"]
+        assert [r[0] for r in pk] == ["token", "size", "passage"]
 
 
 def test_purge_erases_a_passage_from_the_recent_index(memory):
@@ -374,18 +382,14 @@ def test_prefix_probe_finds_every_pair_reaching_the_threshold(sets, recent):
     pairs sit exactly on the size and position bounds: every pair with
     Jaccard >= 3/4 is a candidate, whichever table each set was indexed in."""
     conn = apsw.Connection(":memory:")
-    conn.execute(duplicate.STATE_SCHEMA)
-    store = SimpleNamespace(conn=conn)
+    for step in sqlite_index.MIGRATIONS:
+        conn.execute(step)
+    index = sqlite_index.SqlitePrefixIndex(conn)
     blobs = [b"".join(t.to_bytes(8, "little") for t in sorted(s)) for s in sets]
     for i, blob in enumerate(blobs):
-        table = "dup_recent" if recent[i] else "dup_prefix"
-        duplicate._index_prefixes(store, [(i + 1, *duplicate._prefix_piece(blob))], table)
-    sql = duplicate._probe_sql()
+        index.add([(i + 1, *prefix_piece(blob))], recent=recent[i])
     for i, (s, blob) in enumerate(zip(sets, blobs, strict=True)):
-        size, piece = duplicate._prefix_piece(blob)
-        head = [int.from_bytes(piece[k : k + 8], "little") for k in range(0, len(piece), 8)]
-        low = -((-THRESHOLD.numerator * size) // THRESHOLD.denominator)
-        found = {r[0] for r in conn.execute(sql, (json.dumps(head), low, size, i + 1))}
+        found = set(index.candidates([(i + 1, *prefix_piece(blob))]).get(i + 1, []))
         for j, other in enumerate(sets):
             if j != i and Fraction(len(s & other), len(s | other)) >= THRESHOLD:
                 assert j + 1 in found, (sorted(s), sorted(other))

@@ -7,8 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memors_cli import executor
-from memors_cli.executor import ItemFailed, build_prompt, parse_page, resolve_endpoint
+from memors_cli.executor import client, endpoint, prompt
+from memors_cli.executor.answer import parse_page
+from memors_cli.executor.endpoint import resolve_endpoint
+from memors_cli.executor.errors import ItemFailed
+from memors_cli.executor.prompt import build_prompt
 from ollama_standin import good_page
 
 PAGE = "# Raft\n\nRaft elects a leader.\n\n## Facts\n\n- Raft designed by Diego Ongaro.\n"
@@ -178,8 +181,8 @@ def test_a_passage_cannot_close_its_own_tag():
 
 
 def test_the_context_window_grows_with_the_prompt():
-    small = executor.chat_options([{"role": "user", "content": "x" * 100}])
-    large = executor.chat_options([{"role": "user", "content": "x" * 40_000}])
+    small = prompt.chat_options([{"role": "user", "content": "x" * 100}])
+    large = prompt.chat_options([{"role": "user", "content": "x" * 40_000}])
     assert small["num_ctx"] == 8192 and large["num_ctx"] == 32768
     assert small["temperature"] == 0
 
@@ -188,14 +191,14 @@ def test_the_context_window_grows_with_the_prompt():
 
 
 def test_the_default_endpoint_is_loopback():
-    ep = resolve_endpoint(executor.DEFAULT_URL, allow_remote=False)
+    ep = resolve_endpoint(endpoint.DEFAULT_URL, allow_remote=False)
     assert ep.url == "http://127.0.0.1:11434" and ep.addresses == ("127.0.0.1",)
 
 
 def test_localhost_resolves_to_loopback_only_and_is_pinned():
     ep = resolve_endpoint("http://localhost:8080/", allow_remote=False)
     assert ep.port == 8080 and ep.addresses
-    assert all(executor._is_loopback(a) for a in ep.addresses)
+    assert all(endpoint._is_loopback(a) for a in ep.addresses)
     assert ep.host_header == "localhost:8080"
 
 
@@ -224,7 +227,7 @@ def test_ports_follow_ollama_host_conventions():
     ],
 )
 def test_which_addresses_are_loopback(address, loopback):
-    assert executor._is_loopback(address) is loopback
+    assert endpoint._is_loopback(address) is loopback
 
 
 @pytest.mark.parametrize(
@@ -262,8 +265,8 @@ def test_bad_urls_are_usage_errors(url):
     ],
 )
 def test_model_names_match_as_ollama_resolves_them(asked, listed):
-    assert executor._canonical_model(asked) == executor._canonical_model(listed)
+    assert client._canonical_model(asked) == client._canonical_model(listed)
 
 
 def test_different_tags_are_different_models():
-    assert executor._canonical_model("llama3.1:8b") != executor._canonical_model("llama3.1")
+    assert client._canonical_model("llama3.1:8b") != client._canonical_model("llama3.1")

@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from jsonrpc import initialize
 from memors_core import MemorsError, Memory
 from memors_core.domain import text
-from memors_core.memory import Limits, fts_query
+from memors_core.settings import Limits
+from memors_core.storage.sqlite.search import fts_query
 from memors_core.testing import passages_about
 from memors_mcp.server import build_server
 from store_checks import connect, store_problems
@@ -292,7 +293,7 @@ def library_calls(draw, known: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             "limit": draw(mostly(st.integers(1, 1000), st.one_of(st.integers(), anything))),
             "as_of": draw(mostly(st.none(), date_like)),
         },
-        "get": lambda: {"address_": draw(addr)},
+        "get": lambda: {"address": draw(addr)},
         "forget": lambda: {"address": draw(addr), "reason": draw(maybe_text)},
         "compact": lambda: {
             "kinds": draw(st.one_of(st.none(), st.lists(anything, max_size=3), anything)),
@@ -316,7 +317,7 @@ def library_calls(draw, known: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "entity": lambda: {"name": draw(mostly_text)},
         "facts": lambda: {"subject": draw(maybe_text)},
         "items": lambda: {"kind": draw(maybe), "status": draw(maybe)},
-        "purge": lambda: {"address_": draw(addr)},
+        "purge": lambda: {"address": draw(addr)},
     }
     args = calls[name]()
     if draw(st.integers(0, 3)) == 0:

@@ -94,7 +94,8 @@ def test_a_page_is_stored_as_an_inference_citing_its_passages(memory):
     assert page["sources"] == sorted(p["address"] for p in item["payload"]["passages"])
     # Each source is stored with the passage's hash at build time.
     _, page_id = parse_address(report["address"])
-    hashes = dict(memory.ops.page_sources(page_id))
+    with memory.store.read() as tx:
+        hashes = {s.passage: s.hash for s in tx.pages.sources(page_id)}
     for p in item["payload"]["passages"]:
         assert hashes[parse_address(p["address"])[1]] == content_hash(p["text"])
     assert memory.store.scalar("SELECT is_inference FROM pages WHERE id = ?", (page_id,)) == 1

@@ -79,8 +79,8 @@ def test_forgetting_a_cited_passage_marks_the_page_stale_at_once(built):
 
 def test_a_rollback_does_not_count_a_page_as_marked(built):
     memory, docs, page = built
-    with pytest.raises(RuntimeError), memory.store.write():
-        memory.ops.tombstone("default", "passage", docs[0].passages[0][15:], "forgotten")
+    with pytest.raises(RuntimeError), memory.store.write() as tx:
+        tx.tombstones.add("default", "passage", docs[0].passages[0][15:], "forgotten")
         raise RuntimeError("abort")
     assert marked_stale_total(memory) == 0
     assert to_json(memory.get(page))["stale"] is False

@@ -21,7 +21,7 @@ from memors_core import Memory, hookimpl
 from memors_core.domain.dates import normalise
 from memors_core.domain.model import Finding
 from memors_core.domain.text import fold_value
-from memors_core.engine.lint import BUILTIN_RULES, run_lint
+from memors_core.engine.lint import BUILTIN_RULES
 from memors_core.errors import MemorsError
 from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import passages_about
@@ -51,6 +51,12 @@ def write_page(memory: Memory, entity: str) -> str:
 
 def rules(report) -> set[tuple]:
     return {(f.rule, f.address, tuple(f.related)) for f in report.findings}
+
+
+def lint_readonly(db: Path, pm=None):
+    """Lint as the CLI does: a read-only open of the store."""
+    with Memory.open(db, readonly=True, plugin_manager=pm) as memory:
+        return memory.lint()
 
 
 def snapshot(db: Path) -> dict[str, str | None]:
@@ -168,7 +174,7 @@ def test_lint_changes_no_byte_of_a_closed_store(tmp_path, cli):
         memory.compact()
     before = snapshot(db)
     assert before["-wal"] is None and before["-shm"] is None  # closed = checkpointed
-    report = run_lint(db, "default", build_plugin_manager())
+    report = lint_readonly(db)
     assert {f.rule for f in report.findings} == {"contradiction", "missing-page"}
     assert snapshot(db) == before
     r = cli("lint", "--json")
@@ -200,9 +206,7 @@ class Vandal:
 
     @hookimpl
     def memors_lint_rules(self, context):
-        context.store.conn.execute(
-            "INSERT INTO namespaces(name, created_at) VALUES ('vandal', 'now')"
-        )
+        context.store.namespaces.touch("vandal")
         return []
 
 
@@ -213,7 +217,7 @@ def test_a_rule_that_tries_to_write_fails_and_the_store_is_unchanged(tmp_path):
         memory.record_fact("Raft", "leader", "n2")
     before = snapshot(db)
     pm = build_plugin_manager(plugins=[("vandal", Vandal())])
-    report = run_lint(db, "default", pm)
+    report = lint_readonly(db, pm)
     by_rule = {f.rule: f for f in report.findings}
     assert set(by_rule) == {"contradiction", "plugin-error"}
     assert by_rule["plugin-error"].address == "plugin:vandal"
@@ -225,7 +229,7 @@ def test_a_rule_that_tries_to_write_fails_and_the_store_is_unchanged(tmp_path):
 
 def test_lint_of_a_store_that_does_not_exist_creates_nothing(tmp_path, cli):
     missing = tmp_path / "not" / "here.db"
-    assert run_lint(missing, "default", build_plugin_manager()).findings == []
+    assert lint_readonly(missing).findings == []
     r = cli("lint", "--db", str(missing), "--json")
     assert (r.code, r.json) == (0, {"namespace": "default", "findings": []}), r
     assert not missing.parent.exists()
@@ -287,7 +291,7 @@ def test_a_writer_waits_while_lint_reads_a_closed_store_then_succeeds(tmp_path):
     with Memory.open(db) as memory:
         memory.record_fact("Raft", "leader", "n1")
     slow = SlowRule(db)
-    report = run_lint(db, "default", build_plugin_manager(plugins=[("slow", slow)]))
+    report = lint_readonly(db, build_plugin_manager(plugins=[("slow", slow)]))
     assert report.findings == []
     assert slow.waiting_while_lint_ran
     assert slow.writer.wait(timeout=60) == 0
@@ -304,11 +308,8 @@ class TodoRule:
 
     @hookimpl
     def memors_lint_rules(self, context):
-        rows = context.store.all(
-            "SELECT id FROM passages WHERE namespace = ? AND text LIKE '%TODO%'",
-            (context.namespace,),
-        )
-        return [Finding("todo", f"memo://passage/{r[0]}", "passage still says TODO") for r in rows]
+        hits = context.store.search.passages(context.namespace, "TODO", 100)
+        return [Finding("todo", h.address, "passage still says TODO") for h in hits]
 
 
 class BrokenRule:

@@ -251,15 +251,13 @@ def test_operations_doc_lists_every_event(memory, info_level):
 
 
 def test_import_and_backup_are_logged(tmp_path, info_level):
-    from memors_core.engine.transfer import backup, export_rows, import_rows
-
     with Memory.open(tmp_path / "a.db") as source:
         source.remember("[[Raft]] keeps a replicated log.")
-        lines = [json.dumps(row) for row in export_rows(source, "default")]
+        lines = [json.dumps(row) for row in source.export("default")]
         with capture_logs() as logs:
-            backup(source, str(tmp_path / "copy.db"))
+            source.backup(str(tmp_path / "copy.db"))
     with Memory.open(tmp_path / "b.db") as target, capture_logs() as more:
-        import_rows(target, lines, "export.jsonl")
+        target.import_(lines, "export.jsonl")
     [backed_up] = [e for e in logs if e["event"] == "store_backed_up"]
     assert backed_up["path"] == str(tmp_path / "copy.db")
     [imported] = [e for e in more if e["event"] == "store_imported"]

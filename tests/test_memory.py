@@ -9,7 +9,7 @@ import pytest
 
 from memors_core import BadInput, Memory, NotFound, PluginError, Refused, hookimpl
 from memors_core.domain.ids import uuid7
-from memors_core.plugins.manager import ENTRY_POINT_GROUP, build_plugin_manager, collect_kinds
+from memors_core.plugins.manager import ENTRY_POINT_GROUP, build_plugin_manager
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
 
@@ -37,8 +37,8 @@ def test_the_five_built_in_kinds_arrive_through_entry_points():
     pm = build_plugin_manager()
     for name in BUILT_IN_KINDS:
         assert pm.get_plugin(name) is not None
-    assert set(collect_kinds(pm).names()) == BUILT_IN_KINDS
-    assert set(collect_kinds(build_plugin_manager(entrypoints=False)).names()) == set()
+    assert set(pm.kinds.names()) == BUILT_IN_KINDS
+    assert set(build_plugin_manager(entrypoints=False).kinds.names()) == set()
 
 
 def test_a_fresh_plugin_manager_per_call(tmp_path):
@@ -60,7 +60,7 @@ def test_a_fresh_plugin_manager_per_call(tmp_path):
 def test_disabled_plugins_are_blocked_by_name(monkeypatch):
     monkeypatch.setenv("MEMORS_DISABLE_PLUGINS", "duplicate, stale")
     pm = build_plugin_manager()
-    assert set(collect_kinds(pm).names()) == BUILT_IN_KINDS - {"duplicate", "stale"}
+    assert set(pm.kinds.names()) == BUILT_IN_KINDS - {"duplicate", "stale"}
     assert pm.is_blocked("duplicate")
     with (
         temporary_memory() as memory,
@@ -89,7 +89,7 @@ def test_a_plugin_that_fails_to_load_is_set_aside_and_named(tmp_path, monkeypatc
     pm = build_plugin_manager()  # the others load (issue 13, point 8)
     assert pm.plugin_errors == {"broken": "RuntimeError: boom at import"}
     assert pm.entry_points["broken"] == "memors_test_broken_kind"
-    assert set(collect_kinds(pm).names()) == BUILT_IN_KINDS
+    assert set(pm.kinds.names()) == BUILT_IN_KINDS
     # Blocking it by name makes it silent.
     monkeypatch.setenv("MEMORS_DISABLE_PLUGINS", "broken")
     assert build_plugin_manager().plugin_errors == {}
@@ -102,7 +102,7 @@ def test_a_plugin_whose_kind_registration_raises_is_named():
             raise ValueError("cannot count")
 
     with pytest.raises(PluginError, match=r"plugin 'bad' failed to register its kinds.*cannot"):
-        collect_kinds(build_plugin_manager(plugins=[("bad", Bad())]))
+        build_plugin_manager(plugins=[("bad", Bad())])
 
 
 def test_an_invalid_plugin_is_refused_by_check_pending():

@@ -141,7 +141,7 @@ class FailingApplyKind(Kind):
         yield Candidate("one", fingerprint("one"), lambda: {"note": "one"})
 
     def apply(self, ctx, item, resolution):
-        ctx.store.conn.execute("INSERT INTO namespaces(name, created_at) VALUES ('x', 'now')")
+        ctx.store.namespaces.touch("x")
         raise RuntimeError("apply broke after writing")
 
 

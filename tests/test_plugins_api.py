@@ -65,7 +65,7 @@ class NoteKind(Kind):
             raise BadInput(f"count must be at least 1, got {resolution.count}")
 
     def apply(self, ctx, item, resolution):
-        fact = ctx.ops.record_fact(ctx.namespace, "Notebook", "note", resolution.text)
+        fact = ctx.store.facts.record(ctx.namespace, "Notebook", "note", resolution.text)
         return f"memo://fact/{fact}"
 
 

@@ -4,13 +4,15 @@
   added without a complete docstring (Called, Args naming every argument,
   Returns), or without a test that implements it, fails here.
 - The ``Kind`` contract tables name every field of the classes they
-  document, the ``ctx.ops`` table names real methods with real arguments,
+  document, the ``ctx.store`` reference is generated from
+  ``memors_core.storage.api``,
   and every helper of ``memors_core.testing`` is documented.
 - The tutorial runs: its files are written from the doc's code blocks and
   its console sessions are run in a fresh virtual environment, outputs
   compared line by line.
 
-Run ``python tests/test_plugins_docs.py`` to regenerate the hook reference.
+Run ``python tests/test_plugins_docs.py`` to regenerate the hook and
+``ctx.store`` references.
 """
 
 from __future__ import annotations
@@ -118,9 +120,68 @@ def doc_reference(text: str) -> str:
 
 def write_reference() -> None:
     text = DOC.read_text()
-    before, rest = text.split(BEGIN, 1)
-    after = rest.split(END, 1)[1]
-    DOC.write_text(f"{before}{BEGIN}\n{render_reference()}\n{END}{after}")
+    for begin, end, render in (
+        (BEGIN, END, render_reference),
+        (STORE_BEGIN, STORE_END, render_store_reference),
+    ):
+        before, rest = text.split(begin, 1)
+        after = rest.split(end, 1)[1]
+        text = f"{before}{begin}\n{render()}\n{end}{after}"
+    DOC.write_text(text)
+
+
+# --- the ctx.store reference, generated from the storage protocol ------------------------
+
+STORE_BEGIN = "<!-- store-reference: generated from memors_core.storage.api; regenerate with `python tests/test_plugins_docs.py` -->"
+STORE_END = "<!-- /store-reference -->"
+
+
+def _one_line(text: str) -> str:
+    return _markdown(" ".join(text.split())).replace("|", "\\|")
+
+
+def _method_row(name: str, fn: object) -> str:
+    sig = inspect.signature(fn)
+    params = [
+        p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+        for p in list(sig.parameters.values())[1:]
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    ret = sig.return_annotation
+    shown = "" if ret in (inspect.Signature.empty, "None") else f" → `{ret}`"
+    call = f"`{name}({', '.join(params)})`{shown}".replace("|", "\\|")
+    return f"| {call} | {_one_line(inspect.getdoc(fn) or '')} |"
+
+
+#: Repositories of a transaction that only the engine uses (purge, export and import).
+ENGINE_ONLY = ("purges", "transfer")
+
+
+def store_repositories() -> dict[str, type]:
+    """What ``ctx.store`` offers a plugin: ``Tx``'s repositories, attribute
+    name -> Protocol, in declaration order."""
+    from memors_core.storage import api
+
+    found = {name: getattr(api, ann, None) for name, ann in api.Tx.__annotations__.items()}
+    return {
+        name: proto
+        for name, proto in found.items()
+        if isinstance(proto, type) and name not in ENGINE_ONLY
+    }
+
+
+def render_store_reference() -> str:
+    out = []
+    for attr, proto in store_repositories().items():
+        out += [f"#### `ctx.store.{attr}`", ""]
+        if proto.__doc__ and inspect.getdoc(proto):
+            out += [_one_line(inspect.getdoc(proto)), ""]
+        out += ["| method | what it does |", "|---|---|"]
+        for name, fn in vars(proto).items():
+            if not name.startswith("_") and inspect.isfunction(fn):
+                out.append(_method_row(name, fn))
+        out.append("")
+    return "\n".join(out).rstrip()
 
 
 def test_every_hook_is_specified_with_when_arguments_and_return():
@@ -188,8 +249,25 @@ def test_the_kind_class_is_documented_attribute_by_attribute():
     assert public == documented
 
 
+def test_every_kind_member_has_its_reference_in_the_code():
+    # A plugin author reading kinds.py sees what the doc table says: every
+    # method has a docstring, every attribute a ``#:`` comment above it.
+    from memors_core.plugins.kinds import Kind
+
+    source = inspect.getsource(Kind).splitlines()
+    for name, value in vars(Kind).items():
+        if name.startswith("_"):
+            continue
+        if inspect.isfunction(value):
+            assert inspect.getdoc(value), f"Kind.{name} has no docstring"
+            continue
+        at = next(i for i, line in enumerate(source) if line.startswith(f"    {name}: "))
+        assert source[at - 1].strip().startswith("#:"), f"Kind.{name} has no #: comment"
+
+
 @pytest.mark.parametrize(
-    "name", ["Candidate", "Item", "KindContext", "Changes", "CheckContext", "LintContext"]
+    "name",
+    ["Candidate", "Scan", "Item", "KindContext", "Changes", "CheckContext", "LintContext"],
 )
 def test_each_contract_class_is_documented_field_by_field(name):
     from memors_core.plugins import kinds
@@ -198,18 +276,28 @@ def test_each_contract_class_is_documented_field_by_field(name):
     assert first_column(section(f"### `{name}`\n")) == fields
 
 
-def test_the_ops_table_names_real_methods_and_arguments():
-    from memors_core.storage.sqlite.ops import Operations
+def test_the_store_reference_is_generated_from_the_protocol():
+    # A method added to memors_core.storage.api shows up in the doc, or this fails.
+    text = DOC.read_text()
+    assert STORE_BEGIN in text and STORE_END in text, "docs/plugins.md lost its store markers"
+    documented = text.split(STORE_BEGIN, 1)[1].split(STORE_END, 1)[0].strip()
+    assert documented == render_store_reference(), (
+        "the ctx.store reference is out of date: run python tests/test_plugins_docs.py"
+    )
+    for attr in ("pages", "entities", "facts", "tombstones", "items", "merges"):
+        assert f"#### `ctx.store.{attr}`" in documented
 
-    rows = first_column(section("### `ctx.ops`\n"))
-    assert len(rows) >= 15
-    for row in rows:
-        name, _, args = row.partition("(")
-        method = getattr(Operations, name, None)
-        assert method is not None, f"ctx.ops.{name} does not exist"
-        params = list(inspect.signature(method).parameters)[1:]
-        named = [a.strip() for a in args.rstrip(")").split(",") if a.strip()]
-        assert named == params[: len(named)], f"ctx.ops.{name} takes {params}, not {named}"
+
+def test_the_sqlite_store_has_every_method_the_reference_documents(tmp_path):
+    from memors_core.storage.sqlite.connection import Store
+
+    store = Store.open(tmp_path / "t.db")
+    tx = store.tx
+    for attr, proto in store_repositories().items():
+        repo = getattr(tx, attr)
+        for name, fn in vars(proto).items():
+            if not name.startswith("_") and inspect.isfunction(fn):
+                assert callable(getattr(repo, name, None)), f"ctx.store.{attr}.{name} is missing"
 
 
 def test_every_testing_helper_and_fixture_is_documented():
@@ -236,11 +324,13 @@ def first_column_any() -> list[str]:
 def test_the_kind_contract_matches_the_built_in_kinds():
     # What the doc promises a kind is, every installed kind is.
     from memors_core.plugins.kinds import Kind
-    from memors_core.plugins.manager import build_plugin_manager, collect_kinds
+    from memors_core.plugins.manager import build_plugin_manager
 
-    for kind in collect_kinds(build_plugin_manager()):
+    for kind in build_plugin_manager().kinds:
         assert isinstance(kind, Kind)
         assert kind.name and kind.description and kind.hint
+        assert kind.usage.startswith("submit {id} ") and kind.instructions, kind.name
+        assert type(kind).summary is not Kind.summary, f"{kind.name} does not say its summary"
         assert attrs.has(kind.resolution), f"{kind.name}'s resolution is not an attrs class"
 
 
@@ -341,4 +431,4 @@ if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "src"))
     os.chdir(ROOT)
     write_reference()
-    print(f"wrote the hook reference into {DOC.relative_to(ROOT)}")
+    print(f"wrote the hook and ctx.store references into {DOC.relative_to(ROOT)}")

@@ -271,8 +271,8 @@ def test_the_cli_lists_checks_lints_and_resolves_expired_items(example, tmp_path
     assert one_line(bad) == (
         f"memors-mcp: item {quorum} is an expired item and this resolution does not fit "
         "(expected true or false, got str @ resolution.retire); an expired item takes "
-        "renew_until = a future date (--set renew_until=2030-01-01) or retire = true "
-        "(--set retire=true), or skip with a reason"
+        "renew_until = a future date or retire = true, or skip with a reason; on the command "
+        f"line: memors-mcp submit {quorum} --set renew_until=DATE | --set retire=true"
     )
     past = run("submit", quorum, "--resolution-json", '{"renew_until": "2020-06-01"}')
     assert past.returncode == 2 and "not in the future" in one_line(past)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memors_core.engine.purge import STEPS
+from memors_core.storage.sqlite.purge import STEPS
 from memors_core.testing import run_cli
 from test_purge import MARKER, build, traces
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memors_core import BadInput
-from memors_core.memory import fts_query
+from memors_core.storage.sqlite.search import fts_query
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
 

@@ -31,9 +31,11 @@ DUPLICATE = (
     "The quick brown fox jumps over the lazy dog near the river bank while the farmer "
     "watches from the old wooden fence."
 )
-#: Derived state that is rebuilt rather than carried (see memors_core.engine.transfer).
-NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "dup_prefix", "dup_recent",
-               "dup_folded", "dup_members", "dup_indexed"}  # fmt: skip
+#: Derived state that is rebuilt rather than carried (see
+#: memors_core.storage.sqlite.transfer); ``kind_schema`` is each store's own
+#: record of the kind migrations it applied when it was opened.
+NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "kind_schema", "dup_prefix",
+               "dup_recent", "dup_folded", "dup_members", "dup_indexed"}  # fmt: skip
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]
 
 
@@ -255,6 +257,38 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
         conn = connect(target)
         assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 0  # nothing kept
         conn.close()
+
+
+def test_a_schema_3_export_imports_and_a_newer_schema_is_refused(tmp_path: Path):
+    """Schema 4 only added the clock table: a schema-3 export (no clock rows) is the same rows."""
+    original = tmp_path / "original.db"
+    with Memory.open(original) as memory:
+        kept = memory.remember("[[Raft]] elects a leader.\n\n[[Raft]] replicates a log.", uri="r")
+        memory.record_fact("Raft", "leader", "n1")
+        gone = memory.remember("Text about [[Paxos]] to purge.", uri="gone")
+        memory.purge(gone.document)
+    lines = cli(original, "export").out.splitlines()
+    header = json.loads(lines[0])
+    assert header["schema"] == SCHEMA_VERSION == 4
+    rows = [line for line in lines[1:] if json.loads(line)["table"] != "clock"]
+    assert len(rows) < len(lines) - 1  # the purge left a clock row behind
+    dump = tmp_path / "v3.jsonl"
+    dump.write_text("\n".join([json.dumps({**header, "schema": 3}), *rows]) + "\n")
+
+    copy = tmp_path / "copy.db"
+    cli(copy, "import", str(dump))
+    for addr in (kept.document, *kept.passages):
+        assert cli(copy, "get", addr, "--json").out == cli(original, "get", addr, "--json").out
+    for query in ("leader", "raft log"):
+        found = cli(copy, "search", query, "--granularity", "all", "--json").out
+        assert json.loads(found)["results"]
+        assert found == cli(original, "search", query, "--granularity", "all", "--json").out
+    cli(copy, "get", gone.document, ok=(2,))
+
+    newer = SCHEMA_VERSION + 1
+    dump.write_text("\n".join([json.dumps({**header, "schema": newer}), *lines[1:]]) + "\n")
+    r = cli(tmp_path / "fresh.db", "import", str(dump), ok=(2,))
+    assert f"exported with schema {newer}" in r.err and len(r.err.splitlines()) == 1, r.err
 
 
 WRITER = r"""

@@ -1,16 +1,64 @@
-"""What the ``page`` and ``stale`` kinds share: payloads and page writing."""
+"""What the ``page`` and ``stale`` kinds share: payloads, page writing, and
+how they are shown (summary, usage, the diff of a page)."""
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
+from memors_core.domain.model import FactRef, PassageRef
+from memors_core.domain.refs import entity_ref, fact_ref, passage_ref
+from memors_core.domain.rows import Page
 from memors_core.errors import BadInput
 from memors_core.plugins.kinds import Item, KindContext, fingerprint
 from memors_core.wire import to_json
 
+#: What a page resolution holds (both kinds take the same one).
+HINT = "content + title (+ cites, some of the payload's passage addresses; all by default)"
+USAGE = "submit {id} --content-file PAGE.md --title T [--cite ADDR]..."
 
-def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list, list]:
-    return ctx.ops.entity_passages(canonical), ctx.ops.entity_facts(canonical)
+
+def summary(payload: dict[str, Any]) -> str:
+    """``Raft (3 passages, 1 facts)``: the entity and how much there is to write from."""
+    entity = payload.get("entity")
+    name = entity.get("name") if isinstance(entity, dict) else None
+    if not name:
+        return ""
+    passages, facts = payload.get("passages") or [], payload.get("facts") or []
+    return f"{name} ({len(passages)} passages, {len(facts)} facts)"
+
+
+def page_diff(previous: str, new: str) -> str:
+    """A unified line diff ("" when there is no previous page and nothing new)."""
+    if previous == new:
+        return ""
+    lines = difflib.unified_diff(
+        previous.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="previous",
+        tofile="submitted",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def diff(item: Item, resolution: Any) -> str:
+    """The submitted content against the page the item's payload replaces
+    (none for a first page: the whole content is new)."""
+    page = item.payload.get("page")
+    previous = page.get("content", "") if isinstance(page, dict) else ""
+    return page_diff(previous, resolution.content)
+
+
+def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list[PassageRef], list[FactRef]]:
+    """The entity's live passages and live facts, as its payload shows them."""
+    passages = [passage_ref(p) for p in ctx.store.entities.live_passages(canonical)]
+    return passages, [fact_ref(f) for f in ctx.store.facts.of_entity(canonical)]
+
+
+def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:
+    """The entity as a payload shows it: address, name, aliases."""
+    entity = ctx.store.entities.require(canonical)
+    return to_json(entity_ref(entity, ctx.store.entities.aliases(canonical)))
 
 
 def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
@@ -23,7 +71,7 @@ def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
 
 def base_payload(ctx: KindContext, canonical: str, passages: list, facts: list) -> dict[str, Any]:
     return {
-        "entity": to_json(ctx.ops.entity_ref(canonical)),
+        "entity": entity_json(ctx, canonical),
         "passages": to_json(passages),
         "facts": to_json(facts),
     }
@@ -35,7 +83,7 @@ def validate_page(ctx: KindContext, item: Item, resolution: Any) -> None:
     if not resolution.content.strip():
         raise BadInput("a page needs content (--content-file F): the page is empty")
     size = len(resolution.content.encode("utf-8", "surrogatepass"))
-    limit = ctx.ops.limits.page_bytes
+    limit = ctx.limits.page_bytes
     if size > limit:
         raise BadInput(f"page too large ({size} bytes; at most {limit}, MEMORS_MAX_PAGE_BYTES)")
     if len(resolution.title) > 500:
@@ -52,11 +100,11 @@ def validate_page(ctx: KindContext, item: Item, resolution: Any) -> None:
             )
 
 
-def write(ctx: KindContext, item: Item, resolution: Any, previous: tuple | None) -> str:
+def write(ctx: KindContext, item: Item, resolution: Any, previous: Page | None) -> str:
     cites = resolution.cites
     if cites is None:
         cites = [p["address"] for p in item.payload.get("passages", [])]
-    return ctx.ops.write_page(
+    return ctx.store.pages.write(
         ctx.namespace,
         item.key,
         resolution.title.strip(),

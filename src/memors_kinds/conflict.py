@@ -11,7 +11,6 @@ of discarding history), refused if the two facts would still overlap.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -19,8 +18,9 @@ import attrs
 from memors_core import hookimpl
 from memors_core.domain.dates import interval, normalise, now, overlaps
 from memors_core.domain.ids import address, parse_address
+from memors_core.domain.refs import fact_ref, passage_ref
 from memors_core.errors import BadInput
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
 from memors_core.wire import structure, to_json
 
 
@@ -62,53 +62,61 @@ class ConflictKind(Kind):
     description = "settle two facts about one subject that overlap in time and disagree"
     resolution = ConflictResolution
     hint = (
-        "keep = one fact address (--keep memo://fact/…), or bound = "
+        "keep = one fact address, or bound = "
         '{"fact": ADDR, "valid_from"?: T, "valid_to"?: T} to end one fact where the other '
-        "begins (--bound memo://fact/… --to T)"
+        "begins"
+    )
+    usage = "submit {id} --keep FACT-ADDR | --bound FACT-ADDR [--from T] [--to T]"
+    instructions = (
+        "the two facts in `payload.facts` disagree: `keep` the address of the one that is "
+        "right (the other is superseded), or, when the value changed over time (compare "
+        "their `valid_from` and `recorded_at`), `bound` the older one where the newer "
+        'begins: {"fact": ADDRESS, "valid_to": T} (a copy with that bound replaces it; '
+        "history stays)"
     )
     incremental = True
 
+    def summary(self, payload: dict[str, Any]) -> str:
+        facts = [f for f in payload.get("facts") or [] if isinstance(f, dict)]
+        if not facts:
+            return super().summary(payload)
+        return " vs ".join(
+            f"{f.get('subject')} {f.get('predicate')} {f.get('value')!r}" for f in facts
+        )
+
     def _candidate(self, ctx: KindContext, a: str, b: str) -> Candidate:
         def payload() -> dict[str, Any]:
+            rows = ctx.store.facts.by_ids([a, b])
             sources = []
-            for fact in (a, b):
-                src = ctx.store.scalar("SELECT source FROM facts WHERE id = ?", (fact,))
-                for ref in ctx.ops.passage_refs([src] if src else []):
-                    sources.append({"fact": address("fact", fact), **to_json(ref)})
-            facts = to_json(ctx.ops.fact_refs([a, b]))
-            for fact in facts:  # which was recorded first helps decide which to keep
-                _, ident = parse_address(fact["address"])
-                fact["recorded_at"] = ctx.store.scalar(
-                    "SELECT recorded_at FROM facts WHERE id = ?", (ident,)
-                )
+            for fact in rows:
+                for passage in ctx.store.passages.by_ids([fact.source] if fact.source else []):
+                    sources.append(
+                        {"fact": address("fact", fact.id), **to_json(passage_ref(passage))}
+                    )
+            facts = []
+            for fact in rows:  # which was recorded first helps decide which to keep
+                facts.append({**to_json(fact_ref(fact)), "recorded_at": fact.recorded_at})
             return {"facts": facts, "sources": sources}
 
         return Candidate(f"{a}|{b}", fingerprint(a, b), payload)
 
-    def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        only = None
+    def scan(self, ctx: KindContext) -> Scan:
+        only = scope = None
         if ctx.changes is not None:  # incremental: only subjects something touched
             only = set(ctx.changes.entities)
-            ctx.scope = set()
-            for (key,) in ctx.store.all(
-                "SELECT key FROM work_items WHERE namespace = ? AND kind = ? AND status = 'open'",
-                (ctx.namespace, self.name),
-            ):
-                subjects = ctx.store.all(
-                    "SELECT e.canonical FROM facts f JOIN entities e ON e.id = f.subject "
-                    "WHERE f.id IN (?, ?)",
-                    tuple(key.split("|")),
-                )
-                if any(s in only for (s,) in subjects):
-                    ctx.scope.add(key)
-        for a, b in ctx.ops.conflicting_facts(ctx.namespace, only):
-            if ctx.scope is not None:
-                ctx.scope.add(f"{a}|{b}")
-            yield self._candidate(ctx, a, b)
+            # The open items about a touched subject are re-examined too: one
+            # that is no longer found is settled (obsolete).
+            scope = {
+                key
+                for key in ctx.store.items.open_keys(ctx.namespace, self.name)
+                if any(f.canonical in only for f in ctx.store.facts.by_ids(key.split("|")))
+            }
+        pairs = ctx.store.facts.conflicting(ctx.namespace, only)
+        return Scan((self._candidate(ctx, a, b) for a, b in pairs), scope)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         a, b = item.key.split("|")
-        return self._candidate(ctx, a, b) if ctx.ops.facts_conflict(a, b) else None
+        return self._candidate(ctx, a, b) if ctx.store.facts.disagree(a, b) else None
 
     def _member(self, item: Item, fact: str) -> None:
         facts = [f["address"] for f in item.payload["facts"]]
@@ -150,7 +158,7 @@ class ConflictKind(Kind):
         for fact in item.payload["facts"]:
             if fact["address"] != kept:
                 _, ident = parse_address(fact["address"])
-                ctx.ops.tombstone(
+                ctx.store.tombstones.add(
                     ctx.namespace,
                     "fact",
                     ident,
@@ -166,14 +174,14 @@ class ConflictKind(Kind):
         at = now()  # the copy and the tombstone share it: `get` links them by it
         copy = address(
             "fact",
-            ctx.ops.copy_fact(
+            ctx.store.facts.copy(
                 ident,
                 valid_from.strip() if valid_from else None,
                 valid_to.strip() if valid_to else None,
                 at,
             ),
         )
-        ctx.ops.tombstone(
+        ctx.store.tombstones.add(
             ctx.namespace,
             "fact",
             ident,

@@ -8,12 +8,12 @@ the passages it cites.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from memors_core import hookimpl
 from memors_core.domain.model import PageResolution
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext
+from memors_core.domain.rules import PAGE_MIN_PASSAGES
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
 
 from . import _pages
 
@@ -22,8 +22,21 @@ class PageKind(Kind):
     name = "page"
     description = "write a first page for an entity with 3 or more live passages"
     resolution = PageResolution
-    hint = "content + title (--content-file F --title T [--cite ADDR]…)"
+    hint = _pages.HINT
+    usage = _pages.USAGE
+    instructions = (
+        "write a Markdown page about `payload.entity` from `payload.passages` and "
+        "`payload.facts` only, and give it a `title`; optionally list the passages you drew "
+        "on in `cites` (all of the payload's by default)"
+    )
+    writes_page = True
     incremental = True
+
+    def summary(self, payload: dict[str, Any]) -> str:
+        return _pages.summary(payload) or super().summary(payload)
+
+    def diff(self, item: Item, resolution: PageResolution) -> str:
+        return _pages.diff(item, resolution)
 
     def _candidate(self, ctx: KindContext, canonical: str) -> Candidate:
         passages, facts = _pages.entity_inputs(ctx, canonical)
@@ -34,26 +47,22 @@ class PageKind(Kind):
         # The last page written (now forgotten) is an input too: without it a
         # forgotten page would never be asked for again, because the done item
         # that wrote it has the same passages and facts.
-        last = ctx.store.one(
-            "SELECT pg.id FROM pages pg JOIN entities e ON e.id = pg.entity "
-            "WHERE e.canonical = ? ORDER BY pg.rowid DESC LIMIT 1",
-            (canonical,),
-        )
-        extra = (last[0],) if last else ()
+        last = ctx.store.pages.last_written(canonical)
+        extra = (last,) if last else ()
         return Candidate(canonical, _pages.inputs_fingerprint(passages, facts, *extra), payload)
 
-    def scan(self, ctx: KindContext) -> Iterator[Candidate]:
+    def scan(self, ctx: KindContext) -> Scan:
         only = None
         if ctx.changes is not None:  # incremental: only the entities something touched
-            only = ctx.scope = set(ctx.changes.entities)
-        for canonical, _count in ctx.ops.entities_needing_page(ctx.namespace, only):
-            yield self._candidate(ctx, canonical)
+            only = set(ctx.changes.entities)
+        needing = ctx.store.entities.needing_page(ctx.namespace, PAGE_MIN_PASSAGES, only)
+        return Scan((self._candidate(ctx, canonical) for canonical, _count in needing), only)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
-        canonical = ctx.ops.entity_row(item.key)[3]
-        if canonical != item.key or ctx.ops.current_page(canonical) is not None:
+        canonical = ctx.store.entities.require(item.key).canonical
+        if canonical != item.key or ctx.store.pages.current(canonical) is not None:
             return None
-        if len(ctx.ops.entity_passage_ids(canonical)) < 3:
+        if len(ctx.store.entities.live_passages(canonical)) < PAGE_MIN_PASSAGES:
             return None
         return self._candidate(ctx, canonical)
 

@@ -8,12 +8,13 @@ Submit as for ``page``; a new version is stored, linked to the old one.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from memors_core import hookimpl
 from memors_core.domain.model import PageResolution
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext
+from memors_core.domain.refs import page_ref
+from memors_core.domain.rows import Page
+from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
 from memors_core.wire import to_json
 
 from . import _pages
@@ -23,44 +24,55 @@ class StaleKind(Kind):
     name = "stale"
     description = "refresh a page whose sources changed or whose entity gained passages"
     resolution = PageResolution
-    hint = "content + title (--content-file F --title T [--cite ADDR]…)"
+    hint = _pages.HINT
+    usage = _pages.USAGE
+    instructions = (
+        "rewrite the page `payload.page` of `payload.entity`: `payload.changes` says which "
+        "passages were forgotten, superseded or are new; write the whole page again, with a "
+        "`title`, from `payload.passages` and `payload.facts` only (drop what no longer has "
+        "a source); optionally list the passages you drew on in `cites`"
+    )
+    writes_page = True
     incremental = True
 
-    def _candidate(self, ctx: KindContext, page: tuple, changes: list[dict]) -> Candidate:
-        canonical = ctx.ops.entity_row(page[5])[3]
+    def summary(self, payload: dict[str, Any]) -> str:
+        return _pages.summary(payload) or super().summary(payload)
+
+    def diff(self, item: Item, resolution: PageResolution) -> str:
+        return _pages.diff(item, resolution)
+
+    def _candidate(self, ctx: KindContext, page: Page, changes: list[dict]) -> Candidate:
+        canonical = ctx.store.entities.require(page.entity).canonical
         passages, facts = _pages.entity_inputs(ctx, canonical)
 
         def payload() -> dict[str, Any]:
             out = _pages.base_payload(ctx, canonical, passages, facts)
-            out["page"] = to_json(ctx.ops.page_ref(page))
+            out["page"] = to_json(page_ref(page))
             out["changes"] = changes
             return out
 
-        fp = _pages.inputs_fingerprint(passages, facts, page[0], changes)
+        fp = _pages.inputs_fingerprint(passages, facts, page.id, changes)
         return Candidate(canonical, fp, payload)
 
-    def scan(self, ctx: KindContext) -> Iterator[Candidate]:
+    def scan(self, ctx: KindContext) -> Scan:
         only = None
         if ctx.changes is not None:  # incremental: only the entities something touched
-            only = ctx.scope = set(ctx.changes.entities)
-        for page, changes in ctx.ops.stale_pages(ctx.namespace, only):
-            yield self._candidate(ctx, page, changes)
+            only = set(ctx.changes.entities)
+        stale = ctx.store.pages.stale(ctx.namespace, only)
+        return Scan((self._candidate(ctx, page, changes) for page, changes in stale), only)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
-        canonical = ctx.ops.entity_row(item.key)[3]
-        page = ctx.ops.current_page(canonical)
-        if page is None:
+        canonical = ctx.store.entities.require(item.key).canonical
+        page = ctx.store.pages.current(canonical)
+        if page is None or not ctx.store.pages.is_stale(page.id):
             return None
-        changes = ctx.ops.stale_reasons(page)
-        if changes is None:
-            return None
-        return self._candidate(ctx, page, changes)
+        return self._candidate(ctx, page, ctx.store.pages.changes(page))
 
     def validate(self, ctx: KindContext, item: Item, resolution: PageResolution) -> None:
         _pages.validate_page(ctx, item, resolution)
 
     def apply(self, ctx: KindContext, item: Item, resolution: PageResolution) -> str:
-        previous = ctx.ops.current_page(item.key)
+        previous = ctx.store.pages.current(item.key)
         return _pages.write(ctx, item, resolution, previous=previous)
 
 

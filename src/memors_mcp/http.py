@@ -10,7 +10,6 @@ a server reached under another name.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import hmac
@@ -454,15 +453,23 @@ def _uvicorn_server(config: Any) -> Any:
     return Server(config)
 
 
-def serve_http(args: argparse.Namespace, level: str) -> int:
-    host, port = args.host, args.port
+def serve_http(
+    *,
+    db: str | os.PathLike[str] | None,
+    namespace: str,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    level: str,
+) -> int:
+    """Serve ``db``'s ``namespace`` at ``http://host:port/mcp`` until a signal."""
     token: str | None = None
-    if not is_loopback(host) and not args.allow_remote:
+    if not is_loopback(host) and not allow_remote:
         raise BadInput(
             f"refusing to serve on {host}: not a loopback address (add --allow-remote, "
             f"which then requires a bearer token from {TOKEN_ENV})"
         )
-    if args.allow_remote:
+    if allow_remote:
         token = os.environ.get(TOKEN_ENV, "")
         if not token.strip():
             raise BadInput(
@@ -471,9 +478,9 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
     idle_timeout_from_env()  # a bad setting is refused before anything starts
     max_sessions_from_env()
     sock = bind(host, port)
-    memory = Memory.open(args.db)
+    memory = Memory.open(db)
     try:
-        server = build_server(memory, args.ns, log_level=level)
+        server = build_server(memory, namespace, log_level=level)
         app = build_http_app(server, memory, host, token)
         import uvicorn
 
@@ -491,7 +498,7 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         url = f"http://{shown}:{bound[1]}/mcp"
         message = (
-            f"memors-mcp: serving MCP at {url} (metrics at /metrics, namespace {args.ns}"
+            f"memors-mcp: serving MCP at {url} (metrics at /metrics, namespace {namespace}"
             f"{', bearer token required' if token else ''})"
         )
         if not sys.stderr.isatty():  # off a terminal every stderr line is one JSON object
@@ -499,7 +506,7 @@ def serve_http(args: argparse.Namespace, level: str) -> int:
                 {
                     "event": "serving_http",
                     "url": url,
-                    "namespace": args.ns,
+                    "namespace": namespace,
                     "token_required": bool(token),
                     "message": message,
                     "level": "info",

@@ -4,13 +4,16 @@ No ``from __future__ import annotations``: the prompt's argument descriptions
 are computed at registration, so its annotations must be real objects.
 """
 
+import textwrap
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
 from memors_core import MemorsError, Memory
+
+from .guide import resolve_with
 
 PROMPT_NAME = "work_compaction_queue"
 
@@ -25,17 +28,8 @@ result before storing it. {queue}
    most; `more` counts the rest, and `next` gives the `after` that fetches them.
 2. Pick one item. Everything you need is in its payload. Write from the payload only: no
    outside knowledge, no guesses, nothing the passages and facts do not say.
-3. Do it according to its kind:
-   - page: write a Markdown page about `payload.entity` from `payload.passages` and
-     `payload.facts`. Give it a `title`. Optionally list the passages you drew on in `cites`.
-   - stale: the same, starting from the previous `payload.page` and what `payload.changes`
-     says was forgotten, superseded or new.
-   - conflict: the two facts in `payload.facts` disagree; `keep` the address of the one that
-     is right (the other is superseded), or, when the value changed over time (compare their
-     `valid_from` and `recorded_at`), `bound` the older one where the newer begins:
-     {{"fact": ADDRESS, "valid_to": T}} (a copy with that bound replaces it; history stays).
-   - merge: `accept` if the two entities in `payload.entities` are one subject, else `reject`.
-   - duplicate: `keep` the address(es) of the passages to keep; the others are forgotten.
+3. Do it according to its kind (send a kind's fields as `submit` arguments or in `resolution`):
+{kinds_steps}
    - any kind: `skip: true` with a `reason` when the item is not worth doing.
 4. Call `submit` with `item`, the item's `fingerprint` (so a payload refreshed since you read
    it is refused instead of judged against inputs you never saw), your resolution and
@@ -64,6 +58,30 @@ def _queue_line(memory: Memory, namespace: str, kinds: list[str] | None) -> str:
     return f"Open items before this session's scan: {shown}."
 
 
+def kinds_steps(kinds: Any, chosen: list[str] | None) -> str:
+    """Step 3's list: how to do an item of each kind, in the kind's own words.
+
+    ``kinds`` is the store's registry; with ``chosen``, only those of them
+    that are installed (all of them when none is)."""
+    names = [n for n in kinds.names() if not chosen or n in chosen] or kinds.names()
+    steps = []
+    for name in names:
+        kind = kinds.get(name)
+        if kind is None:
+            continue
+        steps.append(
+            textwrap.fill(
+                f"{name}: {resolve_with(kind)}",
+                width=96,
+                initial_indent="   - ",
+                subsequent_indent="     ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
+        )
+    return "\n".join(steps)
+
+
 def register_prompts(server: MCPServer, memory: Memory, default_namespace: str) -> None:
     def work_compaction_queue(
         namespace: Annotated[
@@ -79,7 +97,10 @@ def register_prompts(server: MCPServer, memory: Memory, default_namespace: str) 
         chosen = [k.strip() for k in (kinds or "").split(",") if k.strip()] or None
         kinds_arg = f', "kinds": {list(chosen)!r}'.replace("'", '"') if chosen else ""
         return WALKTHROUGH.format(
-            namespace=ns, kinds_arg=kinds_arg, queue=_queue_line(memory, ns, chosen)
+            namespace=ns,
+            kinds_arg=kinds_arg,
+            queue=_queue_line(memory, ns, chosen),
+            kinds_steps=kinds_steps(memory.kinds, chosen),
         )
 
     server.prompt(

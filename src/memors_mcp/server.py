@@ -9,7 +9,6 @@ while it serves.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import sys
@@ -24,9 +23,9 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types import Resource as MCPResource
 from pydantic import ValidationError
 
-from memors_core import BadInput, Memory
+from memors_core import Memory
+from memors_core.domain.inputs import check_namespace
 from memors_core.log import get_logger
-from memors_core.storage.sqlite.ops import check_namespace
 
 from .prompts import register_prompts
 from .resources import AddressReader, register_resources
@@ -207,26 +206,3 @@ def stdout_to_stderr() -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-
-
-def serve(args: argparse.Namespace) -> int:
-    """Run the server until the client hangs up (stdio) or a signal (HTTP)."""
-    check_namespace(args.ns)
-    level = getattr(args, "log_level", "warning") or "warning"
-    if args.http:
-        from .http import serve_http
-
-        return serve_http(args, level)
-    if args.allow_remote:
-        raise BadInput("--allow-remote goes with --http")
-    with stdout_to_stderr():
-        memory = Memory.open(args.db)
-        server = build_server(memory, args.ns, log_level=level)
-    log.info("serving_stdio", namespace=args.ns, db=str(memory.path))
-    try:
-        server.run()  # the SDK diverts fd 1 to stderr itself while it serves
-    except KeyboardInterrupt:
-        pass
-    finally:
-        memory.close()
-    return 0

@@ -22,8 +22,10 @@ from typing_extensions import TypedDict
 
 from memors_core import MemorsError, Memory
 from memors_core.log import get_logger
-from memors_core.memory import limit_from_env
+from memors_core.settings import limit_from_env
 from memors_core.wire import to_json
+
+from .guide import about, item_summary, kinds_guide
 
 log = get_logger("memors.mcp")
 
@@ -151,7 +153,7 @@ class SubmitOutput(TypedDict):
     address: str | None
     diff: str
     checks: dict[str, CheckOutput]
-    message: NotRequired[str]
+    message: str
     kept: NotRequired[list[str]]
     forgotten: NotRequired[list[str]]
     left: NotRequired[list[str]]
@@ -191,8 +193,10 @@ def _addresses(addresses: list[str], most: int = 5) -> str:
     return shown + (f" and {len(addresses) - most} more" if len(addresses) > most else "")
 
 
-def summarise(name: str, data: dict[str, Any]) -> str:
-    """One or two lines saying what a tool's structured result holds."""
+def summarise(name: str, data: dict[str, Any], kinds: Any = None) -> str:
+    """One or two lines saying what a tool's structured result holds (for
+    ``compact``, a line per item in its kind's words, from ``kinds``: the
+    store's :class:`~memors_core.plugins.kinds.KindRegistry`)."""
     if name == "remember":
         return (
             f"remembered {data['document']}: {len(data['passages'])} passage(s), "
@@ -216,17 +220,22 @@ def summarise(name: str, data: dict[str, Any]) -> str:
     if name == "forget":
         return f"{data['address']} is {data['status']}; forgot {len(data['forgotten'])} row(s)"
     if name == "compact":
-        ids = [str(i["id"]) for i in data["items"]]
-        line = (
+        items = data["items"]
+        lines = [
             f"namespace {data['namespace']}: {data['open']} open item(s), {data['created']} new; "
-            f"{len(ids)} here" + (f" (ids {_addresses(ids, 20)})" if ids else "")
-        )
+            f"{len(items)} here" + (":" if items else "")
+        ]
+        for item in items:
+            about_it = item_summary(item, kinds) if kinds is not None else ""
+            lines.append(
+                f"- item {item['id']} ({item['kind']})" + (f": {about_it}" if about_it else "")
+            )
         if "next" in data:
-            line += (
-                f"; {data['more']} more: call compact with after={data['next']['after']} "
+            lines.append(
+                f"{data['more']} more: call compact with after={data['next']['after']} "
                 "(or submit or skip these, then call compact again)"
             )
-        return line
+        return "\n".join(lines)
     if name == "submit":
         line = f"item {data['item']} ({data['kind']}): {data.get('message') or data['status']}"
         if data.get("address"):
@@ -239,7 +248,10 @@ def summarise(name: str, data: dict[str, Any]) -> str:
 
 
 def run_tool(
-    name: str, call: Callable[[], Any], shape: Callable[[Any], Any] | None = None
+    name: str,
+    call: Callable[[], Any],
+    shape: Callable[[Any], Any] | None = None,
+    kinds: Any = None,
 ) -> CallToolResult:
     """Run one Memory call: its JSON as the result, or its error as a tool error."""
     try:
@@ -249,7 +261,10 @@ def run_tool(
         return tool_error(exc.message)
     if shape is not None:
         data = shape(data)
-    return tool_result(data, summarise(name, data) + " (the full result is structured content)")
+    summary = summarise(name, data, kinds)
+    # after a list of items the note stands on its own line, not on the last item's
+    joint = "\n" if "\n" in summary else " "
+    return tool_result(data, summary + joint + "(the full result is structured content)")
 
 
 def fit_budget(data: dict[str, Any], budget: int, limit: int) -> dict[str, Any]:
@@ -292,11 +307,6 @@ def register_tools(
     budget = compact_budget()
 
     # Each installed kind (plugins' too) tells the agent what it is and how it is resolved.
-    def about(kind: Any) -> str:
-        parts = [kind.description, f"resolve with {kind.hint}" if kind.hint else ""]
-        parts = [p for p in parts if p]
-        return f"{kind.name} ({'; '.join(parts)})" if parts else kind.name
-
     kind_guide = "; ".join(about(memory.kinds.get(n)) for n in memory.kinds.names())
     kind_guide = kind_guide or "(none installed)"
     params: dict[str, set[str]] = {}
@@ -599,15 +609,13 @@ def register_tools(
             "compact",
             lambda: memory.compact(kinds, limit, namespace=ns(namespace), after=after or 0),
             lambda data: fit_budget(data, budget, limit),
+            memory.kinds,
         )
 
     tool(
         compact,
         "Scan a namespace for compaction work and return the open work items, oldest first. "
-        "Kinds: page (an entity with 3+ passages and no page: write one), stale (a page whose "
-        "sources changed: rewrite it), conflict (two facts disagree: keep one, or bound one "
-        "where the other begins), merge (two "
-        "entities may be one: accept or reject), duplicate (near-identical passages: keep some). "
+        f"How to do an item of each kind: {kinds_guide(memory.kinds)} "
         "Each item's payload holds everything needed to do it, so no other call is needed; do "
         "one with `submit`. Returns `created` (new items), `open` (all open items) and up to "
         f"`limit` items (default {COMPACT_DEFAULT_LIMIT}) within about {budget:,} bytes, to "

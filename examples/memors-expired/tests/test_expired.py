@@ -30,6 +30,17 @@ def test_an_expired_fact_on_a_page_becomes_an_item(memory):
     assert item["payload"]["stated_as_current"] == ["The Raft leader is node 3."]
 
 
+def test_the_kind_says_what_an_item_asks_for_and_how_it_is_done(memory):
+    expire_a_covered_fact(memory)
+    [item] = open_items(memory, "expired")
+    kind = memory.kinds.get("expired")
+    assert kind.summary(item["payload"]) == (
+        "Raft leader 'node 3' expired at 2020-01-01; page 'Raft' covers it"
+    )
+    assert "renew_until" in kind.instructions and "retire" in kind.instructions
+    assert kind.usage.startswith("submit {id} --set renew_until=")
+
+
 def test_no_page_no_item(memory):
     memory.record_fact("Paxos", "leader", "node 1", valid_to="2020-01-01")
     assert open_items(memory, "expired") == []

@@ -4,6 +4,7 @@ input naming the file and line, never an internal error."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from memors_core.errors import BadInput
@@ -31,3 +32,14 @@ def parse_line(line: str, n: int, source: str) -> Any:
         raise BadInput(f"{source}:{n}: not valid input (JSON nested too deeply)") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise BadInput(f"{source}:{n}: not valid JSON ({str(exc).split(':')[0]})") from None
+
+
+def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[dict[str, Any]]:
+    """Parse JSON lines, naming the line of the first malformed one."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        value = parse_line(line, n, source)
+        if not isinstance(value, dict):
+            raise BadInput(f"{source}:{n}: each line must be a JSON object")
+        yield value

@@ -35,7 +35,8 @@ def write_frame(stream, data: bytes) -> None:
 
 
 def main() -> None:
-    from memors_core.memory import Limits, prepare_passages
+    from memors_core.engine.prepare import prepare_passages
+    from memors_core.settings import Limits
 
     # The loading process refuses a document of too many passages: it is
     # split, never shingled (the limit comes from the same environment).

@@ -7,60 +7,39 @@ whichever process did the work, and survives restarts.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from memors_core.domain.counters import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL
 from memors_core.engine.compaction import EVENTS
-from memors_core.storage.sqlite.ops import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL, live
-
-if TYPE_CHECKING:
-    from memors_core.memory import Memory
+from memors_core.storage.api import Storage
 
 
 class StoreCollector:
-    """A custom collector: every scrape reads the store."""
+    """A custom collector: every scrape reads the store.
 
-    def __init__(self, memory: Memory) -> None:
-        self.memory = memory
+    ``kinds`` are the registered kinds' names: each has samples (zero when
+    it has no items), so a dashboard sees a kind before its first item."""
+
+    def __init__(self, storage: Storage, kinds: Iterable[str]) -> None:
+        self.storage = storage
+        self.kinds = list(kinds)
 
     def collect(self):
-        memory, store = self.memory, self.memory.store
-        kinds = memory.kinds.names()
-        with store.read():
+        kinds = self.kinds
+        with self.storage.read() as tx:
             # The default namespace always has samples, so a new or empty
             # store's gauges read 0 instead of being absent.
-            namespaces = sorted({"default", *memory.namespaces()})
-            open_counts = {
-                (ns, kind): n
-                for ns, kind, n in store.all(
-                    "SELECT namespace, kind, COUNT(*) FROM work_items WHERE status = 'open' "
-                    "GROUP BY namespace, kind"
-                )
-            }
-            live_pages = dict(
-                store.all(
-                    f"SELECT namespace, COUNT(*) FROM pages pg WHERE {live('pg')} "
-                    "GROUP BY namespace"
-                )
-            )
+            namespaces = sorted({"default", *tx.namespaces.names()})
+            open_counts = tx.items.open_counts()
+            live_pages = tx.pages.live_counts()
             pages = {ns: live_pages.get(ns, 0) for ns in namespaces}
-            stale_counts = memory.ops.stale_page_counts()
+            stale_counts = tx.pages.stale_counts()
             stale = {ns: stale_counts.get(ns, 0) for ns in namespaces}
-            counters = {
-                (kind, event): value
-                for kind, event, value in store.all(
-                    "SELECT kind, event, value FROM counters WHERE name = ?", (WORK_ITEMS_TOTAL,)
-                )
-            }
-            marked = (
-                store.scalar(
-                    "SELECT value FROM counters WHERE name = ? AND kind = '' AND event = ''",
-                    (PAGES_MARKED_STALE,),
-                )
-                or 0
-            )
+            counters = tx.counters.read(WORK_ITEMS_TOTAL)
+            marked = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
 
         g = GaugeMetricFamily(
             "memors_kb_work_items_open", "Open work items.", labels=["namespace", "kind"]
@@ -93,7 +72,8 @@ class StoreCollector:
         yield c
 
 
-def exposition(memory: Memory) -> str:
+def exposition(storage: Storage, kinds: Iterable[str]) -> str:
+    """The Prometheus text exposition of the whole store."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(memory))
+    registry.register(StoreCollector(storage, kinds))
     return generate_latest(registry).decode("utf-8")

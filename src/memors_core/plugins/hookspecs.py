@@ -4,6 +4,24 @@ Plugins implement these with ``@memors_core.hookimpl``. Each docstring is
 the reference documentation for its hook (``docs/plugins.md`` is checked
 against them by the test suite). Arguments may be added over time, never
 removed; an implementation may accept fewer arguments than the spec names.
+
+How the hooks are called: only through
+:class:`memors_core.plugins.manager.Plugins`, one method per hook, which
+calls every implementation on its own (not as one pluggy call; no hook is
+``firstresult``), in pluggy's order (the last registered first, core's
+built-in checks and rules last), and decides what a failing one becomes:
+
+=========================  =====================  ==========================================
+hook                       ``Plugins`` method     an implementation that raises or misanswers
+=========================  =====================  ==========================================
+memors_register_kinds      ``register_kinds``     raised (``PluginError``) for a plugin given
+                                                  in code; an installed one is set aside
+memors_extract_entities    ``extract_entities``   isolated: logged by name, its names skipped
+memors_check_submission    ``check_submission``   isolated: a flagged check named after it
+memors_lint_rules          ``lint_rules``         isolated: a ``plugin-error`` finding
+=========================  =====================  ==========================================
+
+A kind name registered twice is never isolated: the store does not open.
 """
 
 from __future__ import annotations
@@ -26,7 +44,8 @@ def memors_register_kinds(registry: KindRegistry) -> None:
 
     Called:
         Once when a :class:`memors_core.Memory` is opened (every CLI command,
-        the MCP server at start-up, ``Memory.open`` in a program).
+        the MCP server at start-up, ``Memory.open`` in a program): every
+        implementation, each on its own.
 
     Args:
         registry: a :class:`memors_core.plugins.kinds.KindRegistry`; call
@@ -50,7 +69,8 @@ def memors_extract_entities(text: str, namespace: str) -> list[str] | None:
 
     Called:
         For every new passage when a document is remembered, inside the
-        transaction that stores it (keep it fast: no network calls).
+        transaction that stores it (keep it fast: no network calls): every
+        implementation, each on its own, failures isolated.
 
     Args:
         text: the passage's text.
@@ -76,11 +96,12 @@ def memors_check_submission(
     Called:
         On every ``submit`` that is not a skip (``dry_run`` too), after the
         item's kind has validated the resolution and before anything is
-        stored, for items of every kind.
+        stored, for items of every kind: every implementation, each on its
+        own, failures isolated.
 
     Args:
         context: a :class:`memors_core.plugins.kinds.CheckContext` (``store``,
-            ``namespace``, ``ops``, and ``kind``, the item's kind).
+            the typed store, ``namespace``, and ``kind``, the item's kind).
         item: the :class:`memors_core.plugins.kinds.Item` being completed.
         resolution: the structured resolution, an instance of the kind's
             ``resolution`` class (page submissions are
@@ -93,9 +114,9 @@ def memors_check_submission(
         wrong), or ``None`` when none of the plugin's checks apply. Every
         result appears in the submit report under its name; any flagged one
         refuses the submission unless it is forced (then the flags are
-        recorded). An implementation that raises cannot vouch for the
-        submission: it is reported as a flagged check named after the
-        plugin, with the error. The built-in ``omission`` and
+        recorded). An implementation that raises, or returns anything but
+        such a mapping, cannot vouch for the submission: it is reported as
+        a flagged check named after the plugin, with the error. The built-in ``omission`` and
         ``corruption`` checks implement this hook for page resolutions.
     """
 
@@ -106,11 +127,12 @@ def memors_lint_rules(context: LintContext) -> list[Finding] | None:
 
     Called:
         By ``lint`` (CLI, MCP tool and ``Memory.lint``), once per run, with
-        the store opened read-only: an implementation cannot write.
+        the store opened read-only (an implementation cannot write): every
+        implementation, each on its own, failures isolated.
 
     Args:
         context: a :class:`memors_core.plugins.kinds.LintContext` (``store``,
-            ``namespace`` and ``ops``).
+            the typed store in a read-only transaction, and ``namespace``).
 
     Returns:
         A list of :class:`memors_core.domain.model.Finding` (``rule``,

@@ -9,15 +9,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
+from memors_core.domain.rows import Item, Passage
 from memors_core.errors import PluginError
+from memors_core.settings import Limits
 
 if TYPE_CHECKING:
-    from memors_core.storage.sqlite.connection import Store
+    from memors_core.storage.api import Tx
+
+__all__ = [
+    "Candidate",
+    "Changes",
+    "CheckContext",
+    "Item",
+    "Kind",
+    "KindContext",
+    "KindRegistry",
+    "LintContext",
+    "Scan",
+    "fingerprint",
+]
 
 JSON = dict[str, Any]
 
@@ -43,17 +58,21 @@ class Candidate:
 
 
 @attrs.frozen
-class Item:
-    id: int
-    namespace: str
-    kind: str
-    key: str
-    status: str
-    fingerprint: str
-    payload: JSON
-    resolution: JSON | None
-    created_at: str
-    updated_at: str
+class Scan:
+    """What an incremental scan found, and what it looked at.
+
+    ``candidates`` are the items that should be open among what the kind
+    re-examined; ``scope`` holds the keys it re-examined (None: everything).
+    Open items with a key in ``scope`` that are not among the candidates
+    become obsolete; open items outside it stay as they are. A full scan may
+    return a plain iterable of candidates instead: its scope is everything.
+    """
+
+    candidates: Iterable[Candidate]
+    scope: Collection[str] | None = None
+
+    def __iter__(self) -> Iterator[Candidate]:
+        return iter(self.candidates)
 
 
 @attrs.define
@@ -62,8 +81,10 @@ class Changes:
 
     ``entities`` holds every entity touched (new or forgotten passages
     mentioning it, facts about it, its pages, stale marks, aliases, merges),
-    by its canonical id at the time and now. Passages with a row id above
-    ``passage_seq`` are new; tombstones above ``tombstone_seq`` are new.
+    by its canonical id at the time and now. ``passage_seq`` and
+    ``tombstone_seq`` are the passage and tombstone clocks
+    (``passages.head()``, ``tombstones.head()``) at the last scan: passages
+    and tombstones with a greater ``seq`` are new.
     """
 
     entities: set[str]
@@ -73,24 +94,24 @@ class Changes:
 
 @attrs.define
 class KindContext:
-    """What a kind gets to work with: the store (inside the engine's
-    transaction), the namespace, and the helpers of the memory service.
+    """What a kind gets to work with: the typed store (the engine's open
+    transaction, :class:`memors_core.storage.api.Tx`), the namespace and the
+    limits on input.
 
     For an incremental scan (a kind with ``incremental = True`` that has
     scanned this namespace before, and no ``--full``), ``changes`` says what
-    changed; the kind then yields candidates for what it re-examined and
-    sets ``scope`` to the keys it re-examined: open items with those keys
-    that it did not yield become obsolete, the others stay as they are.
+    changed; the kind then returns a :class:`Scan` of the candidates for
+    what it re-examined and the keys it re-examined.
     """
 
-    store: Store
+    store: Tx
     namespace: str
-    ops: Any  # memors_core.storage.sqlite.ops.Operations: shared queries and state changes
     full: bool = True
+    #: The limits on input (``limits.page_bytes``, ...).
+    limits: Limits = attrs.Factory(Limits)
     #: On a forced submission, the flags the checks raised (check -> flagged).
     flags: dict[str, Any] = attrs.Factory(dict)
     changes: Changes | None = None
-    scope: set[str] | None = None
     #: On submit, fields ``validate`` or ``apply`` add to the report (what
     #: the resolution does or did, beyond the stored address).
     report: dict[str, Any] = attrs.Factory(dict)
@@ -109,39 +130,91 @@ class KindContext:
 
 @attrs.define
 class CheckContext:
-    store: Store
+    """What a check gets: the typed store (read it, change nothing), the
+    namespace and the kind of the item submitted."""
+
+    store: Tx
     namespace: str
-    ops: Any
     kind: Kind
 
 
 @attrs.define
 class LintContext:
-    store: Store
+    """What a lint rule reads: the typed store (a read-only transaction) and
+    the namespace being linted."""
+
+    store: Tx
     namespace: str
-    ops: Any
 
 
 class Kind:
     """Base class for kinds; subclass it and register an instance.
 
-    Attributes:
-        name: the kind's name (also its entry-point name in ``memors.kinds``).
-        description: one line, shown in ``--help`` and to MCP clients.
-        resolution: the attrs class a submission is structured into.
-        hint: how a resolution is written (CLI flags or JSON), for errors.
+    A kind says what the frontends show of it (``description``,
+    :meth:`summary`, ``instructions``, ``hint``, ``usage``, :meth:`diff`), so
+    the CLI, the MCP server and the executor show a third-party kind exactly
+    as they show a built-in one: none of them knows a kind by name.
     """
 
+    #: The kind's name: short, lower case, unique among installed kinds (also
+    #: its plugin's entry-point name in ``memors.kinds``).
     name: ClassVar[str] = ""
+    #: One line saying what an item of this kind is and what doing it means;
+    #: shown to MCP clients in ``compact``'s list of kinds.
     description: ClassVar[str] = ""
+    #: The attrs class a submission is structured into.
     resolution: ClassVar[type] = object
-    #: How a resolution is spelled, shown when a submission does not fit.
+    #: What a resolution holds, by its field names as JSON
+    #: (``keep = one fact address``): the same for every frontend. The engine
+    #: names it when a submission does not fit the ``resolution`` class, and
+    #: MCP clients see it with the kind. The command-line spelling is ``usage``.
     hint: ClassVar[str] = ""
+    #: How a resolution is spelled on the command line, as the arguments of
+    #: ``memors-mcp`` with ``{id}`` for the item's id
+    #: (``submit {id} --keep FACT-ADDR``). ``items show`` prints it for an open
+    #: item, and the CLI adds it to a submission it refuses as bad input. Empty:
+    #: the CLI offers the generic ``submit {id} --set KEY=VALUE...``.
+    usage: ClassVar[str] = ""
+    #: How an agent completes an item of this kind, in a sentence or two
+    #: naming the payload's fields it works from and the resolution's fields it
+    #: fills (``keep`` the address of the fact that is right, ...). The MCP
+    #: prompt and ``compact`` tool text are built from it. Empty: they say
+    #: only the ``description`` and ``hint``.
+    instructions: ClassVar[str] = ""
+    #: Whether an item's resolution is a page written from its payload: the
+    #: payload holds ``entity``, ``passages`` and ``facts`` (and ``page``, the
+    #: page it replaces, with ``changes``, when it rewrites one) as the
+    #: built-in ``page`` and ``stale`` kinds give them, and the resolution is a
+    #: :class:`memors_core.domain.model.PageResolution`. Writers of pages (the
+    #: ``--executor ollama`` of ``compact``) take exactly the kinds that say so.
+    writes_page: ClassVar[bool] = False
     #: Whether ``scan`` can work from ``ctx.changes`` (see :class:`KindContext`).
     incremental: ClassVar[bool] = False
 
-    def scan(self, ctx: KindContext) -> Iterable[Candidate]:
-        """Every item that should be open now in ``ctx.namespace``."""
+    def summary(self, payload: JSON) -> str:
+        """One line saying what an open item of this kind asks for, from its
+        ``payload`` (``Raft (3 passages, 1 facts)``): the CLI's item lines in
+        ``compact`` and ``items`` and the MCP ``compact`` text show it. Keep it
+        short (the CLI cuts it at 120 characters) and never raise: a payload stored
+        by an older version of the kind may lack a field. The default is the
+        payload's ``summary`` string when it has one, else ``description``."""
+        given = payload.get("summary") if isinstance(payload, dict) else None
+        return given if isinstance(given, str) and given.strip() else self.description
+
+    def diff(self, item: Item, resolution: Any) -> str | None:
+        """How ``resolution`` (structured, as :meth:`validate` gets it) reads
+        against what it replaces, as text for people: the ``diff`` of the
+        submit report (a dry run's too). ``""`` when it changes nothing, None
+        (the default) when the kind has nothing to show. The ``page`` and
+        ``stale`` kinds give the unified diff of the previous page (in the
+        payload) and the submitted content. Called before anything is
+        stored; it reads only ``item`` and ``resolution``."""
+        return None
+
+    def scan(self, ctx: KindContext) -> Scan | Iterable[Candidate]:
+        """Every item that should be open now in ``ctx.namespace``; on an
+        incremental scan (``ctx.changes`` set), a :class:`Scan` of what it
+        re-examined."""
         raise NotImplementedError
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
@@ -162,15 +235,29 @@ class Kind:
         """Store the resolution; return the address of what was stored."""
         raise NotImplementedError
 
-    def erase(self, ctx: KindContext, passages: list[tuple[int, str]]) -> None:
+    def erase(self, ctx: KindContext, passages: list[Passage]) -> None:
         """Forget what the kind derived from passages that are being purged.
 
-        ``passages`` are ``(row id, id)`` pairs, still in the store; called
-        inside purge's transaction. A kind that keeps state of its own built
+        ``passages`` are the :class:`~memors_core.domain.rows.Passage` rows
+        (``seq``, ``id``, ...) about to go, still in the store; called inside
+        purge's transaction, before any of them is erased. A kind that keeps state of its own built
         from passage text (an index, a cache) deletes it here, so no trace
         of the text survives the purge. Raising refuses the purge. The
         default does nothing.
         """
+
+    def migrations(self, engine: str) -> list[str]:
+        """The versioned migrations of the kind's own state (tables of its
+        own, such as the duplicate kind's prefix index) on ``engine``
+        (``"sqlite"``: each step an SQL script). Step ``n`` takes the state
+        from version ``n - 1`` to ``n``: append a step, never edit a shipped
+        one. When a store is opened for writing, the steps it has not
+        recorded run in order and their version is recorded
+        (``kind_schema``), so ``scan`` never creates or checks a table; a
+        read-only open migrates nothing. A store whose recorded version is
+        above ``len(steps)`` (written by a newer release of the kind) does
+        not open. The default: no state of its own."""
+        return []
 
 
 class MalformedKind(PluginError):
@@ -223,6 +310,27 @@ class KindRegistry:
 
     def owner(self, name: str) -> str:
         return self._owners.get(name, "?")
+
+    def migrations(self, engine: str) -> dict[str, list[str]]:
+        """Kind name -> its :meth:`Kind.migrations` on ``engine``; a kind
+        whose answer raises or is not a list of strings raises
+        :class:`PluginError` naming it and its plugin."""
+        out: dict[str, list[str]] = {}
+        for name, kind in self._kinds.items():
+            try:
+                steps = kind.migrations(engine)
+            except Exception as exc:
+                raise PluginError(
+                    f"kind {name!r} (plugin {self.owner(name)!r}) could not give its "
+                    f"migrations: {type(exc).__name__}: {' '.join(str(exc).split())}"
+                ) from None
+            if not isinstance(steps, list | tuple) or not all(isinstance(s, str) for s in steps):
+                raise PluginError(
+                    f"kind {name!r} (plugin {self.owner(name)!r}) gave migrations that are "
+                    "not a list of strings"
+                )
+            out[name] = list(steps)
+        return out
 
     def __iter__(self):
         return iter(self._kinds.values())

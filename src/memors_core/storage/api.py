@@ -39,6 +39,8 @@ from memors_core.domain.rows import (
     PageSource,
     Passage,
     PassageShingles,
+    PendingPurge,
+    PurgeRecord,
     ScanMark,
     Tombstone,
 )
@@ -60,26 +62,35 @@ class Capabilities:
 
 
 class Namespaces(Protocol):
+    """The namespaces of a store: separate memories that share nothing."""
+
     def touch(self, namespace: str) -> None:
-        """Record that ``namespace`` is in use (idempotent)."""
+        """Record that ``namespace`` is in use (idempotent; write)."""
 
     def names(self) -> list[str]:
         """Every namespace that was ever written to, sorted."""
 
 
 class Documents(Protocol):
-    def get(self, ident: str, namespace: str) -> Document | None: ...
+    """Ingested documents and their versions (a re-ingest of a changed text adds one)."""
+
+    def get(self, ident: str, namespace: str) -> Document | None:
+        """The document ``ident`` of ``namespace``, forgotten or not; None if there is none."""
 
     def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
         """The newest live document with ``uri``, and its latest version number."""
 
-    def insert(self, document: Document) -> None: ...
+    def insert(self, document: Document) -> None:
+        """Store a new document (write); its versions are added with :meth:`add_version`."""
 
-    def version(self, document: str, version: int) -> DocumentVersion | None: ...
+    def version(self, document: str, version: int) -> DocumentVersion | None:
+        """One version of a document; None if the document has no such version."""
 
-    def latest_version(self, document: str) -> DocumentVersion: ...
+    def latest_version(self, document: str) -> DocumentVersion:
+        """The document's newest version; NotFound if it has none."""
 
-    def add_version(self, version: DocumentVersion) -> None: ...
+    def add_version(self, version: DocumentVersion) -> None:
+        """Store one version of a document (write); its number must be new for the document."""
 
     def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
         """Every version, oldest first, with how many passages it has."""
@@ -97,64 +108,90 @@ class Documents(Protocol):
 
 
 class Passages(Protocol):
+    """The passages of documents: append-only, numbered by the passage clock (``seq``)."""
+
     def head(self) -> int:
         """The passage clock: the ``seq`` of the newest passage ever stored
         (0 for none); never goes back, not even after a purge."""
 
     def insert(self, namespace: str, passage: NewPassage, created_at: str) -> int:
-        """Store one passage; returns its ``seq``."""
+        """Store one passage (write); returns its ``seq``, the next value of the clock."""
 
-    def get(self, ident: str, namespace: str | None = None) -> Passage | None: ...
+    def get(self, ident: str, namespace: str | None = None) -> Passage | None:
+        """The passage ``ident``, forgotten and superseded ones too (only in ``namespace``
+        if given); None if there is none."""
 
-    def hash_of(self, ident: str) -> str | None: ...
+    def hash_of(self, ident: str) -> str | None:
+        """The content hash of the passage ``ident``, live or not; None if there is none."""
 
     def by_ids(self, ids: Iterable[str]) -> list[Passage]:
         """The passages with these ids, in the order given (missing ones left out)."""
 
-    def live_of_document(self, document: str) -> list[str]: ...
+    def live_of_document(self, document: str) -> list[str]:
+        """The ids of the document's live passages (of every version), in ``seq`` order."""
 
     def mention(self, passage: str, entities: Iterable[str]) -> None:
-        """Link ``passage`` to each entity (idempotent)."""
+        """Link ``passage`` to each entity (idempotent; write)."""
 
     def entities_of(self, passage: str) -> list[str]:
-        """The canonical entities ``passage`` mentions."""
+        """The canonical entities ``passage`` mentions (after merges, each once)."""
 
     def live_shingles(
-        self, namespace: str, after: int = 0, seqs: Iterable[int] | None = None
+        self,
+        namespace: str,
+        after: int = 0,
+        seqs: Iterable[int] | None = None,
+        ids: Iterable[str] | None = None,
     ) -> Iterator[PassageShingles]:
         """Live passages of ``namespace`` after the clock value ``after``
-        (or with the given ``seqs``), in ``seq`` order, with their shingles."""
+        (and, if given, only those with these ``seqs`` or these ``ids``), in
+        ``seq`` order, with their shingles (empty for a passage too short to
+        have any). One query however many: the duplicate scan reads every
+        passage through it."""
 
-    def live_count(self, namespace: str) -> int: ...
+    def live_count(self, namespace: str) -> int:
+        """How many live passages ``namespace`` has."""
+
+    def live(self, namespace: str) -> Iterator[Passage]:
+        """The live passages of ``namespace``, in ``seq`` order (read as
+        they are iterated: fine for a whole namespace)."""
 
 
 class Entities(Protocol):
+    """Named entities; a merge points an entity at a survivor, its canonical id."""
+
     def find(self, name: str, namespace: str) -> str | None:
-        """The canonical id of the entity called ``name`` (or with that alias)."""
+        """The canonical id of the entity called ``name`` (or with that alias), matched
+        case- and space-insensitively; None if there is none."""
 
     def resolve(self, name_or_address: str, namespace: str) -> str:
         """A name or an entity address to its canonical id; NotFound if none."""
 
     def ensure(self, name: str, namespace: str) -> tuple[str, bool]:
-        """The canonical id for ``name``, creating the entity if needed
-        (and whether it was created)."""
+        """The canonical id for ``name``, creating the entity if needed (write),
+        and whether it was created; BadInput for an empty or too long name."""
 
-    def get(self, ident: str, namespace: str | None = None) -> Entity | None: ...
+    def get(self, ident: str, namespace: str | None = None) -> Entity | None:
+        """The entity ``ident`` as stored, merged ones too (see its ``canonical``), only in
+        ``namespace`` if given; None if there is none."""
 
     def require(self, ident: str) -> Entity:
         """The entity ``ident``; NotFound if there is none."""
 
-    def canonical_of(self, ids: Iterable[str]) -> set[str]: ...
+    def canonical_of(self, ids: Iterable[str]) -> set[str]:
+        """The canonical ids the entities ``ids`` resolve to now (unknown ids left out)."""
 
     def canonical_list(self, namespace: str) -> list[Entity]:
         """The canonical (unmerged) entities of a namespace, by name."""
 
-    def count(self, namespace: str) -> int: ...
+    def count(self, namespace: str) -> int:
+        """How many entities ``namespace`` has, merged ones included."""
 
     def aliases(self, canonical: str) -> list[str]:
         """Other names of a canonical entity: its aliases and merged entities' names."""
 
-    def add_alias(self, entity: str, namespace: str, alias: str) -> None: ...
+    def add_alias(self, entity: str, namespace: str, alias: str) -> None:
+        """Give ``entity`` the other name ``alias`` (idempotent; write)."""
 
     def live_passages(self, canonical: str) -> list[Passage]:
         """Live passages mentioning the entity or one merged into it, by ``seq``."""
@@ -170,10 +207,20 @@ class Entities(Protocol):
         """Canonical entities with no live passage and no live fact."""
 
     def merge(self, survivor: str, absorbed: str, namespace: str) -> None:
-        """Make ``absorbed`` (and what was merged into it) point at ``survivor``."""
+        """Make ``absorbed`` (and what was merged into it) point at ``survivor`` (write)."""
+
+    def same_name_pairs(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[str, str]]:
+        """Pairs of canonical entities that look like one: their folded names
+        are equal (``quorum-replication`` ~ ``Quorum Replication``), or the
+        second's folds equal to an alias of the first; ``only`` limits it to
+        pairs with one of those canonical entities."""
 
 
 class Facts(Protocol):
+    """Facts about entities, append-only: a correction is a new fact plus a tombstone."""
+
     def record(
         self,
         namespace: str,
@@ -184,20 +231,25 @@ class Facts(Protocol):
         valid_to: str | None = None,
         source: str | None = None,
     ) -> str:
-        """Store a fact about the entity named ``subject`` (created if new);
+        """Store a fact about the entity named ``subject`` (created if new; write);
         returns its id. Dates are ISO 8601; ``source`` a passage address."""
 
     def copy(self, ident: str, valid_from: str | None, valid_to: str | None, at: str) -> str:
-        """A new fact like ``ident`` with other validity bounds, recorded at ``at``."""
+        """A new fact like ``ident`` with other validity bounds, recorded at ``at``
+        (write); returns its id. ``ident`` itself is left as it is."""
 
-    def get(self, ident: str, namespace: str | None = None) -> Fact | None: ...
+    def get(self, ident: str, namespace: str | None = None) -> Fact | None:
+        """The fact ``ident``, forgotten and superseded ones too (only in ``namespace`` if
+        given); None if there is none."""
 
-    def by_ids(self, ids: Iterable[str]) -> list[Fact]: ...
+    def by_ids(self, ids: Iterable[str]) -> list[Fact]:
+        """The facts with these ids, live or not, in the order given (missing ones left out)."""
 
     def of_entity(self, canonical: str) -> list[Fact]:
         """Live facts about the entity (after merges), oldest first."""
 
-    def live(self, namespace: str) -> list[Fact]: ...
+    def live(self, namespace: str) -> list[Fact]:
+        """The live facts of ``namespace``, oldest first."""
 
     def conflicting(
         self, namespace: str, only: Iterable[str] | None = None
@@ -209,17 +261,28 @@ class Facts(Protocol):
     def disagree(self, a: str, b: str) -> bool:
         """Whether the live facts ``a`` and ``b`` are such a pair."""
 
-    def expired(self, namespace: str, now_ts: str) -> list[Fact]: ...
+    def expired(self, namespace: str, now_ts: str) -> list[Fact]:
+        """Live facts of ``namespace`` whose validity ended at or before ``now_ts`` (a
+        timestamp like ``to_ts``), oldest first."""
 
     def bounded_copy(self, ident: str, at: str) -> str | None:
         """The copy of ``ident`` with other bounds recorded at ``at``, if any."""
 
 
 class Pages(Protocol):
-    def current(self, canonical: str) -> Page | None:
-        """The entity's live page."""
+    """Entity pages: versioned summaries citing passages; a new version supersedes the last."""
 
-    def get(self, ident: str, namespace: str | None = None) -> Page | None: ...
+    def current(self, canonical: str) -> Page | None:
+        """The entity's live page (one written for an entity merged into it counts);
+        None if it has none."""
+
+    def get(self, ident: str, namespace: str | None = None) -> Page | None:
+        """The page version ``ident``, superseded and forgotten ones too (only in
+        ``namespace`` if given); None if there is none."""
+
+    def last_written(self, canonical: str) -> str | None:
+        """The id of the newest page ever written about the entity (or one
+        merged into it), live or not."""
 
     def write(
         self,
@@ -232,21 +295,27 @@ class Pages(Protocol):
         item: int | None,
         flags: dict[str, Any],
     ) -> str:
-        """Store a page version citing ``cites`` (passage addresses); the
-        previous version, if any, is superseded. Returns the page address."""
+        """Store a page version citing ``cites`` (passage addresses; NotFound for an
+        unknown one); the previous version, if any, is superseded (write).
+        Returns the page address."""
 
-    def sources(self, page: str) -> list[PageSource]: ...
+    def sources(self, page: str) -> list[PageSource]:
+        """The passages a page version cites, with their hash when it was built, by passage id."""
 
     def newer(self, page: str) -> str | None:
-        """The id of the version that superseded ``page``."""
+        """The id of the version that superseded ``page``; None for a newest version."""
 
     def mark_stale(self, page: str, cause: str, target: str | None = None) -> bool:
-        """Record that a page is stale; True the first time only."""
+        """Record that a page is stale because of ``cause`` (``target``: the address of
+        what changed); each call adds a mark (write), True the first time only."""
 
     def mark_citing(self, passage: str, cause: str) -> int:
-        """Mark stale every live page that cites ``passage``."""
+        """Mark stale every live page that cites ``passage`` (write); returns how many
+        were not stale before."""
 
-    def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]: ...
+    def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]:
+        """The live pages of ``namespace``, oldest first; ``only`` limits them to the pages
+        of those canonical entities."""
 
     def is_stale(self, page: str) -> bool:
         """The stale rule: marked stale, a cited passage forgotten or
@@ -259,25 +328,30 @@ class Pages(Protocol):
     def stale(
         self, namespace: str, only: Iterable[str] | None = None
     ) -> list[tuple[Page, list[dict[str, str]]]]:
-        """Live stale pages with what changed."""
+        """Live stale pages (:meth:`is_stale`) with what changed (:meth:`changes`),
+        oldest first; ``only`` limits them to those canonical entities."""
 
     def live_counts(self) -> dict[str, int]:
-        """Live pages per namespace."""
+        """Live pages per namespace (one with none left out)."""
 
     def stale_counts(self) -> dict[str, int]:
-        """Live stale pages per namespace."""
+        """Live stale pages per namespace (one with none left out)."""
 
 
 class Tombstones(Protocol):
+    """Forgetting and superseding: at most one tombstone per row; only a purge erases one."""
+
     def head(self) -> int:
         """The tombstone clock (see :meth:`Passages.head`)."""
 
     def state(self, ident: str) -> str:
-        """``live``, ``forgotten`` or ``superseded``."""
+        """``live``, ``forgotten`` or ``superseded`` (an unknown id is ``live``)."""
 
-    def is_live(self, ident: str) -> bool: ...
+    def is_live(self, ident: str) -> bool:
+        """Whether ``ident`` has no tombstone (an unknown id is live)."""
 
-    def get(self, ident: str) -> Tombstone | None: ...
+    def get(self, ident: str) -> Tombstone | None:
+        """The tombstone of ``ident``; None while it is live."""
 
     def add(
         self,
@@ -289,98 +363,225 @@ class Tombstones(Protocol):
         item: int | None = None,
         at: str | None = None,
     ) -> bool:
-        """Forget or supersede one row; False if it already was. A passage's
-        tombstone marks the pages citing it stale."""
+        """Forget or supersede one row (write); False, and nothing changes, if it
+        already was. A passage's tombstone marks the pages citing it stale."""
 
     def since(self, namespace: str, after: int) -> list[Tombstone]:
-        """Tombstones of ``namespace`` newer than the clock value ``after``."""
+        """Tombstones of ``namespace`` newer than the clock value ``after``, oldest first."""
 
 
 class MergeCandidates(Protocol):
+    """Proposed merges of two entities: one per pair, whatever the order."""
+
     def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]:
-        """Open (or find) the candidate for a pair; returns (id, status)."""
+        """Open the candidate for a pair, in either order (write); returns (id, status).
+        A pair already proposed keeps its id, origin and status."""
 
-    def get(self, ident: int) -> MergeCandidate | None: ...
+    def get(self, ident: int) -> MergeCandidate | None:
+        """The candidate ``ident``; None if there is none."""
 
-    def set_status(self, ident: int, status: str) -> None: ...
+    def set_status(self, ident: int, status: str) -> None:
+        """Decide a candidate: set its status (``accepted``, ``rejected``) and when (write)."""
 
-    def in_namespace(self, namespace: str, status: str | None = None) -> list[MergeCandidate]: ...
+    def in_namespace(self, namespace: str, status: str | None = None) -> list[MergeCandidate]:
+        """The candidates of ``namespace``, oldest first; ``status`` keeps those in it."""
 
 
 class Items(Protocol):
-    def get(self, ident: int, namespace: str) -> Item | None: ...
+    """The work queue: items compaction opens and agents resolve, numbered by ``id``."""
+
+    def get(self, ident: int, namespace: str) -> Item | None:
+        """The item ``ident`` of ``namespace``, whatever its status; None if there is none there."""
 
     def list(
         self, namespace: str, kind: str | None = None, status: str | None = None
-    ) -> list[Item]: ...
+    ) -> list[Item]:
+        """The items of ``namespace``, by id; ``kind`` and ``status`` keep those matching."""
 
     def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
         """key -> (id, fingerprint) of the kind's open items."""
 
-    def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None: ...
+    def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None:
+        """The newest item of the kind for ``key``, whatever its status; None if there is none."""
 
     def create(
         self, namespace: str, kind: str, key: str, fingerprint: str, payload: Any, at: str
-    ) -> int: ...
+    ) -> int:
+        """Open a new item (write); returns its id, the item number users see."""
 
-    def refresh(self, ident: int, fingerprint: str, payload: Any, at: str) -> None: ...
+    def refresh(self, ident: int, fingerprint: str, payload: Any, at: str) -> None:
+        """Give an item a new fingerprint and payload (write); its status stays as it is."""
 
-    def obsolete(self, ident: int, at: str) -> None: ...
+    def obsolete(self, ident: int, at: str) -> None:
+        """Set an item's status to ``obsolete`` (write), unchecked: callers pass open items."""
 
     def finish(self, ident: int, status: str, resolution: Any, at: str) -> bool:
-        """Close an open item; False if it was not open (it is closed once)."""
+        """Close an open item with ``status`` and ``resolution`` (write); False, and
+        nothing changes, if it was not open (an item is closed once)."""
 
-    def count_open(self, namespace: str, kinds: list[str], after: int = 0) -> int: ...
+    def count_open(self, namespace: str, kinds: list[str], after: int = 0) -> int:
+        """How many open items of those kinds ``namespace`` has with an id above ``after``."""
 
     def open_after(
         self, namespace: str, kinds: list[str], after: int, limit: int | None
-    ) -> list[Item]: ...
+    ) -> list[Item]:
+        """Open items of those kinds with an id above ``after``, by id, at most ``limit``
+        (None: all)."""
 
     def open_counts(self) -> dict[tuple[str, str], int]:
-        """(namespace, kind) -> open items."""
+        """(namespace, kind) -> open items (pairs with none left out)."""
 
-    def resolution(self, ident: int, namespace: str) -> Any: ...
+    def resolution(self, ident: int, namespace: str) -> Any:
+        """The resolution stored with the item ``ident`` of ``namespace``; None if it has none
+        or there is no such item."""
 
 
 class ChangeLog(Protocol):
     """Which canonical entities changed, for incremental scans."""
 
-    def head(self) -> int: ...
+    def head(self) -> int:
+        """The change-log clock: the number of the newest entry ever logged (0 for none);
+        pruning never lowers it."""
 
     def entities_since(self, namespace: str, after: int) -> set[str]:
         """Entities touched after ``after``, by their id then and their canonical id now."""
 
-    def mark(self, namespace: str, kind: str) -> ScanMark | None: ...
+    def mark(self, namespace: str, kind: str) -> ScanMark | None:
+        """Where ``kind``'s last scan of ``namespace`` stopped; None before its first
+        (or after :meth:`forget_marks`)."""
 
-    def set_mark(self, namespace: str, kind: str, mark: ScanMark) -> None: ...
+    def set_mark(self, namespace: str, kind: str, mark: ScanMark) -> None:
+        """Record where ``kind``'s scan of ``namespace`` stopped (write), replacing its mark."""
 
     def forget_marks(self, namespace: str) -> None:
-        """The next compact of ``namespace`` rescans everything (after a purge)."""
+        """The next compact of ``namespace`` rescans everything (after a purge; write)."""
 
     def prune(self, namespace: str) -> None:
-        """Drop the part of the log every kind has read."""
+        """Drop the part of the log every kind with a mark has read (write); nothing
+        while no kind has one."""
 
 
 class Counters(Protocol):
-    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None: ...
+    """Persisted counters (the metrics' totals), keyed by name, kind and event."""
+
+    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
+        """Add ``by`` to the counter (``name``, ``kind``, ``event``) (write; ``by=0`` writes
+        nothing)."""
 
     def read(self, name: str) -> dict[tuple[str, str], int]:
-        """(kind, event) -> value of one counter."""
+        """(kind, event) -> value of one counter (empty if it was never bumped)."""
 
 
 class Search(Protocol):
     """Ranked full-text search over live rows; ``query`` is the user's text
-    (each engine builds its own query syntax from it)."""
+    (each engine builds its own query syntax from it). Hits come best first,
+    at most ``limit``; a query with no words finds nothing."""
 
-    def passages(self, namespace: str, query: str, limit: int) -> list[SearchHit]: ...
+    def passages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+        """Live passages of ``namespace`` matching ``query``; a hit's text is the passage's."""
 
-    def pages(self, namespace: str, query: str, limit: int) -> list[SearchHit]: ...
+    def pages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+        """Live pages of ``namespace`` matching ``query``; a hit's text is ``title: snippet``."""
 
-    def facts(
-        self, namespace: str, query: str, limit: int, as_of: str | None
-    ) -> list[SearchHit]: ...
+    def facts(self, namespace: str, query: str, limit: int, as_of: str | None) -> list[SearchHit]:
+        """Live facts of ``namespace`` matching ``query``, and with ``as_of`` (a timestamp
+        like ``to_ts``) only those valid then; a hit's text is the fact with its dates."""
 
-    def entities(self, namespace: str, query: str, limit: int) -> list[SearchHit]: ...
+    def entities(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+        """Canonical entities of ``namespace`` whose name or an alias matches ``query``; a
+        hit's text is the name with the aliases."""
+
+
+class Purges(Protocol):
+    """Erasing content for good, the one audited way (SPEC §2).
+
+    The engine decides what goes and in which order; the erase methods run
+    inside :meth:`Storage.erasing` (elsewhere the raw tables refuse to lose
+    a row). What the file may still hold after the commit is the engine's
+    business: it declares its own finishing steps
+    (:attr:`Storage.purge_steps`), recorded here with the audit record and
+    run one at a time by :meth:`Storage.run_purge_step`.
+    """
+
+    def passages_of(self, document: str) -> list[Passage]:
+        """Every passage the document ever had (forgotten and superseded too), by ``seq``."""
+
+    def mentioned(self, passages: Iterable[str]) -> set[str]:
+        """The entities (as recorded, not resolved) the passages mention."""
+
+    def pages_citing(self, passages: Iterable[str]) -> set[str]:
+        """Every page version that cites one of the passages."""
+
+    def later_pages(self, pages: Iterable[str]) -> set[str]:
+        """The page versions whose previous version is one of ``pages``."""
+
+    def unnamed_entities(self, candidates: Iterable[str]) -> list[str]:
+        """Those of the candidate entities that nothing names any more (no
+        mention, fact, alias, page, merge candidate or merged entity), by ``seq``."""
+
+    def erase_page(self, ident: str) -> None:
+        """Erase one page version with its sources, stale marks and tombstone;
+        the item that wrote it no longer counts as done for its inputs."""
+
+    def erase_passage(self, ident: str) -> None:
+        """Erase a passage with its mentions, version links and tombstone."""
+
+    def erase_document(self, ident: str) -> None:
+        """Erase a document with its versions and tombstone (its passages apart)."""
+
+    def erase_fact(self, ident: str) -> None:
+        """Erase a fact with its tombstone."""
+
+    def erase_entity(self, ident: str) -> None:
+        """Erase an entity and its change-log entries."""
+
+    def redact_items(self, ident: str, replacement: Any) -> None:
+        """Replace the payload (and any resolution) of every work item that
+        mentions ``ident`` by ``replacement``; an open one gets a fingerprint
+        no scan yields, so the next compact refreshes or obsoletes it."""
+
+    def record(self, namespace: str, target: str, erased: list[str]) -> int:
+        """The audit record (what was erased, never the content) with every
+        finishing step still to run; returns its id."""
+
+    def last(self, namespace: str, target: str) -> PurgeRecord | None:
+        """The newest audit record of ``target``."""
+
+    def pending(self, namespace: str | None = None) -> list[PendingPurge]:
+        """The purges with finishing steps left, oldest first."""
+
+    def step_done(self, step: str, purges: Iterable[int]) -> None:
+        """Record ``step`` done for those purges; one with none left is finished."""
+
+
+class Transfer(Protocol):
+    """Export and import: the rows of a store, replayable into an empty one.
+
+    Rows are ``(table, {column: value})`` with the engine's own table and
+    column names, ids and sequences kept (so addresses, item numbers and
+    page build marks stay valid); ``bytes`` values are bytes.
+    """
+
+    #: The schema version an export is written with.
+    schema: int
+    #: The schema versions whose exports :meth:`restore` reads.
+    reads_schemas: frozenset[int]
+    #: The table names an export holds.
+    tables: frozenset[str]
+
+    def export(self, namespace: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every row of the store (or of ``namespace``), each after the rows
+        it refers to. Derived state (search indexes, compaction's change log
+        and marks, a kind's own index) is left out."""
+
+    def is_empty(self) -> bool:
+        """Whether the store holds no content (only what opening it wrote)."""
+
+    def restore(self, table: str, row: dict[str, Any]) -> None:
+        """Insert one exported row; BadInput (one line, no position) if it does not fit."""
+
+    def restored(self) -> None:
+        """After the last row: every kind's next scan is a full one."""
 
 
 class Tx(Protocol):
@@ -398,9 +599,22 @@ class Tx(Protocol):
     changes: ChangeLog
     counters: Counters
     search: Search
+    purges: Purges
+    transfer: Transfer
+
+    #: The engine's name (``"sqlite"``), as :meth:`native` and
+    #: :meth:`memors_core.plugins.kinds.Kind.migrations` are asked for it.
+    engine: str
 
     def after_commit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Call ``fn`` once the transaction commits (at once outside one)."""
+
+    def native(self, engine: str) -> Any:
+        """The escape hatch for a kind's own per-engine module: the engine's
+        native handle (``"sqlite"``: the ``apsw.Connection``, inside this
+        transaction), for the kind's own tables only. Asking for another
+        engine than the store's raises :class:`memors_core.errors.PluginError`
+        naming both, so a kind's module for one engine never runs on another."""
 
 
 class Storage(Protocol):
@@ -411,8 +625,43 @@ class Storage(Protocol):
     readonly: bool
     capabilities: Capabilities
 
-    def read(self) -> AbstractContextManager[Tx]: ...
+    def read(self) -> AbstractContextManager[Tx]:
+        """A read transaction: one consistent snapshot (inside an open transaction, that one)."""
 
-    def write(self) -> AbstractContextManager[Tx]: ...
+    def write(self) -> AbstractContextManager[Tx]:
+        """A write transaction (a savepoint inside one); MemorsError on a store opened
+        read-only."""
 
-    def close(self) -> None: ...
+    #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
+    engine: str
+
+    def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
+        """Bring each kind's own state to its newest version: ``migrations``
+        maps a kind's name to its steps for this engine (step ``n`` takes
+        version ``n - 1`` to ``n``). The steps not yet recorded run in
+        order, in one write transaction that records each kind's version
+        and when (``kind_schema``); a kind already there costs no write.
+        A recorded version above what the kind knows raises
+        :class:`memors_core.errors.MemorsError`; a step that fails raises
+        :class:`memors_core.errors.PluginError` and nothing is applied.
+        Called when a store is opened for writing with its plugins."""
+
+    #: The finishing steps of a purge after its erasure commits, in the
+    #: order they run (SQLite: merging each FTS index, VACUUM, a WAL checkpoint).
+    purge_steps: tuple[str, ...]
+
+    def erasing(self) -> AbstractContextManager[Tx]:
+        """A write transaction in which :class:`Purges` may erase raw rows
+        (clock values already handed out are kept from coming round again)."""
+
+    def run_purge_step(self, step: str, *, wait: bool) -> bool:
+        """Run one finishing step of the unfinished purges, outside a
+        transaction; False when a busy store leaves it for later. With
+        ``wait`` it waits within the busy timeout, and may raise StoreBusy."""
+
+    def backup(self, path: str) -> dict[str, Any]:
+        """Copy the whole store to a new file at ``path``: ``{"path", "pages"}``.
+        Consistent while others write only with ``Capabilities.online_backup``."""
+
+    def close(self) -> None:
+        """Close the store; it is not to be used afterwards."""

@@ -13,7 +13,8 @@ A sentence may mention an expired value when it says when it ended (the
 year of its ``valid_to``): "Raft's leader was node 3 until 2024."
 
 Everything here goes through the public plugin API: ``memors_core.hookimpl``,
-:class:`memors_core.plugins.kinds.Kind` and the ``ctx.ops`` helpers.
+:class:`memors_core.plugins.kinds.Kind` and the typed store ``ctx.store``
+(:mod:`memors_core.storage.api`): no SQL, so it runs on any storage engine.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memors_core import BadInput, hookimpl
 from memors_core.domain.dates import normalise, now_ts
 from memors_core.domain.ids import address, parse_address
 from memors_core.domain.model import CheckResult, Finding, PageResolution
+from memors_core.domain.refs import fact_ref, page_ref
 from memors_core.domain.text import content_words, fold_value, page_sentences, words
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
 from memors_core.wire import to_json
@@ -95,14 +97,28 @@ class ExpiredKind(Kind):
     name = KIND
     description = "a fact expired while a page still covers it: renew it or retire it"
     resolution = ExpiredResolution
-    hint = (
-        "renew_until = a future date (--set renew_until=2030-01-01) "
-        "or retire = true (--set retire=true)"
+    hint = "renew_until = a future date or retire = true"
+    usage = "submit {id} --set renew_until=DATE | --set retire=true"
+    instructions = (
+        "the fact in `payload.fact` stopped holding at its `valid_to`, but the page in "
+        "`payload.page` still covers it (`payload.stated_as_current` lists the sentences "
+        "that state it as current): if it still holds, `renew_until` a future date (the "
+        "same fact is recorded again from its old end until then); if not, `retire: true` "
+        "forgets it"
     )
 
+    def summary(self, payload: JSON) -> str:
+        fact, page = payload.get("fact"), payload.get("page")
+        if not isinstance(fact, dict) or not isinstance(page, dict):
+            return super().summary(payload)
+        return (
+            f"{fact.get('subject')} {fact.get('predicate')} {fact.get('value')!r} expired at "
+            f"{fact.get('valid_to')}; page {page.get('title')!r} covers it"
+        )
+
     def scan(self, ctx: KindContext) -> Iterator[Candidate]:
-        for fact_id, _valid_to in ctx.ops.expired_facts(ctx.namespace):
-            candidate = self._candidate(ctx, fact_id)
+        for expired in ctx.store.facts.expired(ctx.namespace, now_ts()):
+            candidate = self._candidate(ctx, expired.id)
             if candidate is not None:
                 yield candidate
 
@@ -110,32 +126,27 @@ class ExpiredKind(Kind):
         return self._candidate(ctx, item.key)  # the key is the fact's id: no rescan
 
     def _candidate(self, ctx: KindContext, fact_id: str) -> Candidate | None:
-        refs = ctx.ops.fact_refs([fact_id])
-        if not refs or not ctx.ops.is_live(fact_id):
+        row = ctx.store.facts.get(fact_id, ctx.namespace)
+        if row is None or not ctx.store.tombstones.is_live(fact_id):
             return None
-        fact = to_json(refs[0])
-        entity = ctx.ops.find_entity(fact["subject"], ctx.namespace)
-        page = ctx.ops.current_page(entity) if entity else None
+        fact = to_json(fact_ref(row))
+        page = ctx.store.pages.current(row.canonical)
         if page is None:
             return None  # no page covers it: the built-in lint rule expired-fact is enough
         now = now_ts()
-        live = to_json(ctx.ops.entity_facts(entity))
+        live = to_json([fact_ref(f) for f in ctx.store.facts.of_entity(row.canonical)])
         if fact["address"] not in {f["address"] for f in outdated(live, now)}:
             return None  # not expired, or renewed
-        shown = to_json(ctx.ops.page_ref(page))
+        shown = to_json(page_ref(page))
 
         def payload() -> JSON:
             return {
-                "summary": (
-                    f"{fact['subject']} {fact['predicate']} {fact['value']!r} expired at "
-                    f"{fact['valid_to']}; page {shown['title']!r} covers it"
-                ),
                 "fact": fact,
                 "page": shown,
                 "stated_as_current": stated_as_current(shown["content"], fact),
             }
 
-        return Candidate(fact_id, fingerprint(fact_id, fact["valid_to"], page[0]), payload)
+        return Candidate(fact_id, fingerprint(fact_id, fact["valid_to"], page.id), payload)
 
     def validate(self, ctx: KindContext, item: Item, resolution: ExpiredResolution) -> None:
         if resolution.retire and resolution.renew_until is not None:
@@ -154,7 +165,7 @@ class ExpiredKind(Kind):
         fact = item.payload["fact"]
         if resolution.retire:
             _, fact_id = parse_address(fact["address"], expect=("fact",))
-            ctx.ops.tombstone(
+            ctx.store.tombstones.add(
                 ctx.namespace,
                 "fact",
                 fact_id,
@@ -163,7 +174,7 @@ class ExpiredKind(Kind):
                 item.id,
             )
             return fact["address"]
-        renewed = ctx.ops.record_fact(
+        renewed = ctx.store.facts.record(
             ctx.namespace,
             fact["subject"],
             fact["predicate"],
@@ -198,12 +209,13 @@ def memors_check_submission(resolution: Any, payload: JSON) -> dict[str, CheckRe
 @hookimpl
 def memors_lint_rules(context: Any) -> list[Finding]:
     """``expired-on-page``: live pages that state an expired value as current."""
-    ops, now = context.ops, now_ts()
+    store, now = context.store, now_ts()
     findings = []
-    for page in ops.live_pages(context.namespace):
-        shown = to_json(ops.page_ref(page))
-        canonical = ops.entity_row(page[5])[3]
-        for fact in outdated(to_json(ops.entity_facts(canonical)), now):
+    for page in store.pages.live(context.namespace):
+        shown = to_json(page_ref(page))
+        canonical = store.entities.require(page.entity).canonical
+        facts = [fact_ref(f) for f in store.facts.of_entity(canonical)]
+        for fact in outdated(to_json(facts), now):
             sentences = stated_as_current(shown["content"], fact)
             if sentences:
                 findings.append(

@@ -8,29 +8,23 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
 from memors_core.domain.dates import now
-from memors_core.errors import BadInput, MemorsError, StoreBusy
+from memors_core.errors import BadInput, MemorsError, PluginError, StoreBusy
 from memors_core.log import get_logger
-from memors_core.storage.api import Capabilities
-from memors_core.storage.sqlite.engine import SqliteTx
+from memors_core.settings import default_path
+
+if TYPE_CHECKING:
+    from memors_core.storage.api import Capabilities
+    from memors_core.storage.sqlite.engine import SqliteTx
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
 
 log = get_logger("memors.store")
-
-
-def default_path() -> Path:
-    """``$MEMORS_DB``, else ``$XDG_DATA_HOME/memors/memors.db``, else ~/.local/share."""
-    env = os.environ.get("MEMORS_DB")
-    if env:
-        return Path(os.path.expanduser(env))  # (Path.expanduser raises on ~nouser)
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(os.path.expanduser(xdg)) if xdg else Path.home() / ".local" / "share"
-    return base / "memors" / "memors.db"
 
 
 def _busy_timeout_ms() -> int:
@@ -52,8 +46,6 @@ class Store:
     Nested calls become savepoints.
     """
 
-    capabilities = Capabilities(secure_erase=True, online_backup=True, immutable_read=True)
-
     def __init__(self, conn: apsw.Connection, path: Path, readonly: bool) -> None:
         self.conn = conn
         self.path = path
@@ -61,6 +53,9 @@ class Store:
         self.readonly = readonly
         #: The repositories (:class:`memors_core.storage.api.Tx`) every
         #: transaction of this connection yields.
+        # (imported here: opening a store file stays light for tools that only open one)
+        from memors_core.storage.sqlite.engine import SqliteTx
+
         self.tx = SqliteTx(self)
         # One connection, one transaction at a time: threads sharing this
         # store queue here for the whole of each outermost transaction.
@@ -69,6 +64,12 @@ class Store:
         # Callbacks (log events) to run once the current write commits.
         self._after_commit: list[tuple] = []
         self._in_write = False
+
+    @property
+    def capabilities(self) -> Capabilities:
+        from memors_core.storage.api import Capabilities
+
+        return Capabilities(secure_erase=True, online_backup=True, immutable_read=True)
 
     # --- opening ---------------------------------------------------------
 
@@ -142,6 +143,58 @@ class Store:
                     to_version=SCHEMA_VERSION,
                 )
 
+    engine = "sqlite"
+
+    def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
+        """Each kind's own state at its newest version (see
+        :meth:`memors_core.storage.api.Storage.migrate_kinds`); a step is an
+        SQL script. The usual open finds every kind there already: one read,
+        no write lock."""
+        known = {kind: len(steps) for kind, steps in migrations.items()}
+        if self._kinds_behind(known):
+            with self.write():
+                # Another process may have migrated while we waited for the lock.
+                for kind, version in self._kinds_behind(known).items():
+                    steps = migrations[kind]
+                    for step in range(version, len(steps)):
+                        try:
+                            self.conn.execute(steps[step])
+                        except apsw.Error as exc:
+                            raise PluginError(
+                                f"kind {kind!r}: migration {step + 1} of its own state "
+                                f"failed ({' '.join(str(exc).split())}); nothing was migrated"
+                            ) from None
+                    self.conn.execute(
+                        "INSERT INTO kind_schema(kind, version, applied_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT(kind) DO UPDATE SET version = excluded.version, "
+                        "applied_at = excluded.applied_at",
+                        (kind, len(steps), now()),
+                    )
+                    self.after_commit(
+                        log.info,
+                        "kind_schema_migrated",
+                        path=str(self.path),
+                        kind=kind,
+                        from_version=version,
+                        to_version=len(steps),
+                    )
+
+    def _kinds_behind(self, known: dict[str, int]) -> dict[str, int]:
+        """Kind -> its recorded version, for the kinds whose state is older
+        than their steps; a recorded version newer than a kind knows raises."""
+        recorded = dict(self.conn.execute("SELECT kind, version FROM kind_schema").fetchall())
+        behind = {}
+        for kind, version in known.items():
+            have = recorded.get(kind, 0)
+            if have > version:
+                raise MemorsError(
+                    f"{self.path}: the kind {kind!r} keeps state at version {have}, written "
+                    f"by a newer release of it (this one knows {version}); upgrade it"
+                )
+            if have < version:
+                behind[kind] = have
+        return behind
+
     def close(self) -> None:
         self.conn.close()
 
@@ -151,7 +204,7 @@ class Store:
     def write(self) -> Iterator[SqliteTx]:
         """A write transaction (or a savepoint inside one)."""
         if self.readonly:
-            raise MemorsError("this store was opened read-only")
+            raise MemorsError(f"the store {self.path} was opened read-only; this would change it")
         with self._lock:
             yield from self._write()
 
@@ -238,6 +291,30 @@ class Store:
             f"the store {self.path} stayed locked by another writer; nothing was stored, try again"
         )
 
+    # --- purge and backup (outside a transaction; their modules load on first use) ---
+
+    @property
+    def purge_steps(self) -> tuple[str, ...]:
+        from memors_core.storage.sqlite.purge import STEPS
+
+        return STEPS
+
+    def erasing(self) -> contextlib.AbstractContextManager[SqliteTx]:
+        from memors_core.storage.sqlite.purge import erasing
+
+        return erasing(self)
+
+    def run_purge_step(self, step: str, *, wait: bool) -> bool:
+        from memors_core.storage.sqlite.purge import run_step
+
+        with self._lock:  # VACUUM and the checkpoint need the connection to themselves
+            return run_step(self, step, wait=wait)
+
+    def backup(self, path: str) -> dict:
+        from memors_core.storage.sqlite.transfer import backup
+
+        return backup(self, path)
+
     # --- helpers -------------------------------------------------------------
 
     def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
@@ -249,16 +326,3 @@ class Store:
     def scalar(self, sql: str, params: tuple | dict = ()):
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
-
-    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
-        """Add to a persisted counter, inside the caller's transaction."""
-        self.conn.execute(
-            "INSERT INTO counters(name, kind, event, value) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(name, kind, event) DO UPDATE SET value = value + excluded.value",
-            (name, kind, event, by),
-        )
-
-    def touch_namespace(self, namespace: str) -> None:
-        self.conn.execute(
-            "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, now())
-        )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from memors_core.errors import PluginError
 from memors_core.storage.sqlite.pages import SqlitePages
+from memors_core.storage.sqlite.purge import SqlitePurges
 from memors_core.storage.sqlite.queue import (
     SqliteChangeLog,
     SqliteCounters,
@@ -20,6 +22,7 @@ from memors_core.storage.sqlite.records import (
     SqliteTombstones,
 )
 from memors_core.storage.sqlite.search import SqliteSearch
+from memors_core.storage.sqlite.transfer import SqliteTransfer
 
 if TYPE_CHECKING:
     from memors_core.storage.sqlite.connection import Store
@@ -52,9 +55,22 @@ class SqliteTx:
         self.changes = SqliteChangeLog(self)
         self.counters = SqliteCounters(self)
         self.search = SqliteSearch(self)
+        self.purges = SqlitePurges(self)
+        self.transfer = SqliteTransfer(self)
+
+    engine = "sqlite"
 
     def after_commit(self, fn: Any, /, *args: Any, **kwargs: Any) -> None:
         self.db.after_commit(fn, *args, **kwargs)
+
+    def native(self, engine: str) -> Any:
+        """The ``apsw.Connection`` (see :meth:`memors_core.storage.api.Tx.native`)."""
+        if engine != self.engine:
+            raise PluginError(
+                f"this store runs on the {self.engine} engine, not {engine}: "
+                f"a kind's {engine} module cannot work on it"
+            )
+        return self.db.conn
 
     # --- the logical clocks ------------------------------------------------------
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from memors_core.domain.counters import PAGES_MARKED_STALE
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.rows import Page, PageSource
@@ -15,8 +16,6 @@ from memors_core.log import get_logger
 from memors_core.storage.sqlite.records import Repo, dumps, live, restrict_to
 
 log = get_logger("memors")
-
-PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
 
 #: SQL over ``pages pg JOIN entities e ON e.id = pg.entity``: the page is
 #: stale — it was marked stale (a cited passage changed, a merge), a passage
@@ -61,6 +60,12 @@ class SqlitePages(Repo):
             (ident, namespace),
         )
         return None if row is None else _page(row)
+
+    def last_written(self, canonical: str) -> str | None:
+        return self.scalar(
+            f"SELECT pg.id FROM {_FROM} WHERE e.canonical = ? ORDER BY pg.rowid DESC LIMIT 1",
+            (canonical,),
+        )
 
     def write(
         self,

@@ -262,21 +262,31 @@ class SqlitePassages(Repo):
         ]
 
     def live_shingles(
-        self, namespace: str, after: int = 0, seqs: Iterable[int] | None = None
+        self,
+        namespace: str,
+        after: int = 0,
+        seqs: Iterable[int] | None = None,
+        ids: Iterable[str] | None = None,
     ) -> Iterator[PassageShingles]:
-        if seqs is None:
+        if seqs is None and ids is None:
             cur = self.db.conn.execute(
                 f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
                     WHERE p.namespace = ? AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
                 (namespace, after),
             )
         else:
+            # The wanted rows drive the join (each one found by its key),
+            # never a walk of the namespace's passages.
+            column, wanted = ("rowid", seqs) if ids is None else ("id", ids)
             cur = self.db.conn.execute(
-                f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
-                    WHERE p.rowid IN (SELECT value FROM json_each(?)) AND p.namespace = ?
-                    AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
-                (json.dumps(sorted(seqs)), namespace, after),
+                f"""SELECT p.rowid, p.id, p.document, p.shingles
+                    FROM json_each(?) j CROSS JOIN passages p ON p.{column} = j.value
+                    WHERE p.namespace = ? AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
+                (json.dumps(sorted(set(wanted))), namespace, after),
             )
+            if ids is not None and seqs is not None:
+                keep = set(seqs)
+                cur = (row for row in cur if row[0] in keep)
         for row in cur:
             yield PassageShingles(*row)
 
@@ -284,6 +294,15 @@ class SqlitePassages(Repo):
         return self.scalar(
             f"SELECT COUNT(*) FROM passages p WHERE p.namespace = ? AND {live('p')}", (namespace,)
         )
+
+    def live(self, namespace: str) -> Iterator[Passage]:
+        cur = self.db.conn.execute(
+            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.namespace = ? AND {live('p')} "
+            "ORDER BY p.rowid",
+            (namespace,),
+        )
+        for row in cur:
+            yield Passage(*row)
 
 
 _ENTITY_COLS = "e.rowid, e.id, e.namespace, e.name, e.canonical, e.created_at"
@@ -373,10 +392,14 @@ class SqliteEntities(Repo):
         return self.scalar("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
 
     def aliases(self, canonical: str) -> list[str]:
+        # Aliases first, then the names of entities merged into this one
+        # (the merge kind also records those as aliases; the dedup below keeps one).
         names = [
-            r[0]
+            r[2]
             for r in self.all(
-                "SELECT alias FROM aliases WHERE entity = ? ORDER BY created_at, alias",
+                "SELECT 0, created_at, alias FROM aliases WHERE entity = ?1 "
+                "UNION ALL SELECT 1, created_at, name FROM entities "
+                "WHERE canonical = ?1 AND id <> ?1 ORDER BY 1, 2, 3",
                 (canonical,),
             )
         ]
@@ -444,6 +467,32 @@ class SqliteEntities(Repo):
         self.run(
             "UPDATE entities SET canonical = ? WHERE canonical = ? AND namespace = ?",
             (survivor, absorbed, namespace),
+        )
+
+    def same_name_pairs(
+        self, namespace: str, only: Iterable[str] | None = None
+    ) -> list[tuple[str, str]]:
+        params: tuple = ()
+        restrict = ""
+        if only is not None:
+            ids = json.dumps(sorted(only))
+            restrict = (
+                "AND (a.id IN (SELECT value FROM json_each(?)) "
+                "OR b.id IN (SELECT value FROM json_each(?)))"
+            )
+            params = (ids, ids)
+        return self.all(
+            f"""SELECT a.id, b.id FROM entities a JOIN entities b
+                 ON b.namespace = a.namespace AND b.folded = a.folded AND b.rowid > a.rowid
+               WHERE a.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
+                 AND a.folded <> '' {restrict}
+               UNION
+               SELECT al.entity, b.id FROM aliases al JOIN entities b
+                 ON b.namespace = al.namespace AND b.folded = al.folded
+               JOIN entities a ON a.id = al.entity
+               WHERE al.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
+                 AND b.id <> a.id AND al.folded <> '' {restrict}""",
+            (namespace, *params, namespace, *params),
         )
 
 

@@ -1,0 +1,85 @@
+"""Looking after a store: ``lint``, ``metrics``, ``purge``, ``export``,
+``import`` and ``backup``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from memors_core import Memory
+from memors_core.wire import to_json
+
+from .. import files
+from ..output import fail, size
+from ._common import DOCUMENT_SETTING, open_memory, print_result
+
+
+def cmd_lint(args: argparse.Namespace) -> int:
+    with Memory.open(args.db, readonly=True) as memory:  # creates and changes nothing
+        data = to_json(memory.lint(namespace=args.ns))
+    lines = [f"{f['rule']:<14} {f['address']}  {f['message']}" for f in data["findings"]]
+    print_result(args, data, "\n".join(lines) if lines else f"namespace {args.ns}: no findings")
+    return 1 if data["findings"] else 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    if args.json:
+        fail("metrics prints the Prometheus text format; it has no --json form", code="usage")
+    with Memory.open(args.db, readonly=True) as memory:  # a missing store reads as empty
+        text = memory.metrics()
+    sys.stdout.write(text)
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    if not args.yes:
+        fail(f"purge erases {args.address} for good; add --yes to confirm", code="usage")
+    with open_memory(args) as memory:
+        data = to_json(memory.purge(args.address, namespace=args.ns))
+    if data["earlier"]:
+        text = f"{data['address']} was erased already (audit record {data['audit']})"
+        text += "; its erasure from the file is finished" if data["finished"] else ""
+    else:
+        text = f"purged {len(data['erased'])} row(s); audit record {data['audit']}"
+    if not data["finished"]:
+        text += (
+            "; another process still reads old pages of the file: the next memors command "
+            "finishes erasing them"
+        )
+    print_result(args, data, text)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with open_memory(args, reading=True) as memory:
+        for row in memory.export(args.ns):
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    handle, _size = files.open_regular(path)  # never a FIFO or a device
+    with handle, open_memory(args) as memory:
+        limits = memory.limits
+        lines = files.bounded_lines(
+            handle,
+            files.import_line_limit(limits.document_bytes, limits.page_bytes),
+            str(path),
+            f"raise {DOCUMENT_SETTING} to read longer lines",
+        )
+        data = memory.import_(lines, str(path))
+    print_result(args, data, f"imported {sum(data['rows'].values())} row(s)")
+    return 0
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    with open_memory(args) as memory:
+        data = memory.backup(args.path)
+    copied = size(Path(data["path"]).stat().st_size)
+    print_result(
+        args, data, f"backed up to {data['path']}: copied {copied} ({data['pages']} SQLite pages)"
+    )
+    return 0

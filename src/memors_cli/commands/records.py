@@ -1,0 +1,105 @@
+"""The commands on what is stored: ``search``, ``get``, ``forget``, ``fact``
+and ``entity``."""
+
+from __future__ import annotations
+
+import argparse
+
+from memors_core.wire import to_json
+
+from ._common import open_memory, print_result
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    with open_memory(args, reading=True) as memory:
+        result = to_json(
+            memory.search(
+                args.query,
+                granularity=args.granularity,
+                limit=args.limit,
+                as_of=args.as_of,
+                namespace=args.ns,
+            )
+        )
+    lines = []
+    for hit in result["results"]:
+        snippet = " ".join(hit["text"].split())
+        if len(snippet) > 240:
+            snippet = snippet[:237] + "..."
+        lines.append(f"{hit['score']:.4g}  {hit['address']}\n       {snippet}")
+    print_result(args, result, "\n".join(lines) if lines else "no results")
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    with open_memory(args, reading=True) as memory:
+        data = to_json(memory.get(args.address, namespace=args.ns))
+    print_result(args, data)
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with open_memory(args) as memory:
+        data = to_json(memory.forget(args.address, reason=args.reason, namespace=args.ns))
+    if data["forgotten"]:
+        text = f"forgot {len(data['forgotten'])} row(s): " + ", ".join(data["forgotten"])
+    else:
+        text = f"{data['address']} was already {data['status']}; nothing changed"
+    print_result(args, data, text)
+    return 0
+
+
+# --- facts and entities -------------------------------------------------------------
+
+
+def cmd_fact(args: argparse.Namespace) -> int:
+    with open_memory(args, reading=args.fact_command == "list") as memory:
+        if args.fact_command == "add":
+            data = to_json(
+                memory.record_fact(
+                    args.subject,
+                    args.predicate,
+                    args.value,
+                    valid_from=args.valid_from,
+                    valid_to=args.valid_to,
+                    source=args.source,
+                    namespace=args.ns,
+                )
+            )
+            print_result(args, data, f"recorded {data['fact']}")
+            return 0
+        data = to_json(memory.facts(args.subject, namespace=args.ns))
+    lines = []
+    for f in data["facts"]:
+        span = ""
+        if f["valid_from"] or f["valid_to"]:
+            span = f"  [{f['valid_from'] or '…'}, {f['valid_to'] or '…'})"
+        lines.append(f"{f['address']}  {f['subject']} | {f['predicate']} | {f['value']}{span}")
+    print_result(args, data, "\n".join(lines) if lines else "no facts")
+    return 0
+
+
+def cmd_entity(args: argparse.Namespace) -> int:
+    with open_memory(args, reading=args.entity_command in ("list", "show")) as memory:
+        if args.entity_command == "list":
+            data = to_json(memory.entities(namespace=args.ns))
+            lines = [
+                f"{e['address']}  {e['name']}"
+                + (f" (also {', '.join(e['aliases'])})" if e["aliases"] else "")
+                + f"  passages={e['passages']} facts={e['facts']}"
+                + (f" page={e['page']}" if e["page"] else "")
+                for e in data["entities"]
+            ]
+            print_result(args, data, "\n".join(lines) if lines else "no entities")
+        elif args.entity_command == "show":
+            print_result(args, to_json(memory.entity(args.name, namespace=args.ns)))
+        else:
+            data = to_json(memory.propose_merge(list(args.names), namespace=args.ns))
+            print_result(
+                args,
+                data,
+                f"merge candidate {data['candidate']} is {data['status']}: "
+                f"{data['entities'][1]} into {data['entities'][0]} "
+                "(run compact to get its merge item)",
+            )
+    return 0

@@ -1,0 +1,208 @@
+"""``remember``: one document (a file or standard input) or many (directories,
+several files, ``--jsonl``), with what it stored said back."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memors_core.wire import to_json
+
+from .. import files
+from ..output import Progress, fail
+from ._common import (
+    DOCUMENT_SETTING,
+    force_progress,
+    open_memory,
+    print_result,
+    read_stdin,
+    read_text,
+)
+from .remember_progress import LoadProgress, passages_line
+
+TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".rst"}
+
+
+def _walk(directory: Path) -> Iterator[Path]:
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            p = Path(root) / name
+            if p.suffix.lower() in TEXT_SUFFIXES and not name.startswith("."):
+                yield p
+
+
+def cmd_remember(args: argparse.Namespace) -> int:
+    force_progress(args)
+    inputs: list[str] = args.inputs
+    if not inputs and not args.jsonl:
+        if sys.stdin.isatty():
+            fail("remember needs FILE, DIR, - (stdin) or --jsonl FILE", code="usage")
+        inputs = ["-"]
+    many = bool(args.jsonl) or len(inputs) > 1 or any(Path(i).is_dir() for i in inputs if i != "-")
+    if many and (args.uri or args.title):
+        fail(
+            "--uri and --title apply to one document; use --jsonl for per-document fields",
+            code="usage",
+        )
+    if inputs.count("-") > 1:
+        fail("standard input (-) can be read only once", code="usage")
+    # Check every named path before storing anything: a named FIFO or device
+    # is refused (inside a directory, such an entry is skipped and reported).
+    for i in inputs:
+        if i != "-" and not os.path.lexists(i):  # (a broken link is named as one below)
+            fail(f"{i}: no such file or directory", code="bad-input")
+        if i != "-" and not Path(i).is_dir():
+            files.check_regular(Path(i))
+    if args.jsonl and args.jsonl != "-":
+        files.check_regular(Path(args.jsonl))
+
+    with open_memory(args) as memory:
+        limit = memory.limits.document_bytes
+        if not many:
+            source = inputs[0]
+            if source == "-":
+                text = read_stdin(limit)
+                uri = args.uri
+            else:
+                path = Path(source)
+                text = read_text(path, limit)
+                uri = args.uri or str(path.resolve())
+            shown_as = "standard input" if source == "-" else source
+            with Progress(f"remembering {shown_as}", passages_line) as progress:
+                result = memory.remember(
+                    text,
+                    uri=uri,
+                    title=args.title,
+                    entities=args.entity,
+                    namespace=args.ns,
+                    progress=progress.update,
+                )
+            data = to_json(result)
+            text = None
+            if not args.json:
+                # `passages` lists the live ones: say how many of the document's are not.
+                shown = memory.get(data["document"], namespace=args.ns)
+                every = getattr(shown, "passages", None)
+                hidden = len(every) - len(data["passages"]) if isinstance(every, list) else 0
+                text = _remembered_text(data, hidden)
+            print_result(args, data, text)
+            return 0
+
+        paths = {
+            s: list(_walk(Path(s))) if Path(s).is_dir() else [Path(s)] for s in inputs if s != "-"
+        }
+        progress = LoadProgress(paths, inputs, args.jsonl)
+        skipped: list[str] = []
+        not_regular: list[files.NotRegularFile] = []  # entries of a directory, skipped
+        labels: list[str] = []  # what to call the n-th document in an error
+
+        def documents() -> Iterator[dict[str, Any]]:
+            from memors_core.domain.jsonl import iter_jsonl
+
+            for source in inputs:
+                if source == "-":
+                    text = read_stdin(limit)
+                    labels.append("standard input")
+                    yield {"text": text, "entities": args.entity}
+                    continue
+                path = Path(source)
+                walked = path.is_dir()
+                paths = progress.paths[source]
+                for p in paths:
+                    progress.visit(p)
+                    try:
+                        text = read_text(p, limit)
+                    except files.NotRegularFile as exc:
+                        if not walked:  # named on the command line: refused
+                            raise
+                        not_regular.append(exc)
+                        continue
+                    if not text.strip():
+                        skipped.append(str(p))
+                        continue
+                    labels.append(str(p))
+                    progress.read()
+                    yield {"text": text, "uri": str(p.resolve()), "entities": args.entity}
+            if args.jsonl:
+                if args.jsonl == "-":
+                    handle = sys.stdin.buffer
+                else:
+                    handle, _size = files.open_regular(Path(args.jsonl))
+                # No limit on the file as a whole, but each line is read with a bound.
+                raw = progress.counted(
+                    files.bounded_lines(
+                        handle,
+                        files.line_limit(limit),
+                        args.jsonl,
+                        f"at most 6 times {DOCUMENT_SETTING} plus 1 MiB for one document",
+                    )
+                )
+                line = 0
+
+                def numbered() -> Iterator[str]:
+                    nonlocal line
+                    for line, text in enumerate(files.decoded_lines(raw, args.jsonl), 1):  # noqa: B007
+                        yield text
+
+                try:
+                    for doc in iter_jsonl(numbered(), args.jsonl):
+                        labels.append(f"{args.jsonl}:{line}")
+                        progress.read()
+                        if args.entity:
+                            own = doc.get("entities") or []
+                            own = [own] if isinstance(own, str) else own
+                            if isinstance(own, list):
+                                doc = {**doc, "entities": [*own, *args.entity]}
+                        yield doc
+                finally:
+                    if handle is not sys.stdin.buffer:
+                        handle.close()
+
+        try:
+            result = memory.remember_many(
+                documents(),
+                namespace=args.ns,
+                progress=progress.bar.update,
+                where=lambda n: labels[n - 1],
+            )
+            progress.finished = True
+        finally:
+            progress.bar.done()
+        data = to_json(result)
+        notes = [f"{len(skipped)} empty file(s)"] if skipped else []
+        if not_regular:
+            data["not_regular_files"] = [{"path": e.path, "type": e.type} for e in not_regular]
+            entries = "entry" if len(not_regular) == 1 else "entries"
+            notes.append(f"{len(not_regular)} {entries} that are not regular files")
+            for e in not_regular:  # on success only: an error stays one line
+                print(
+                    f"memors-mcp: skipped {e.path}: {e.what}, not a regular file", file=sys.stderr
+                )
+        note = f" (skipped {', '.join(notes)})" if notes else ""
+        print_result(
+            args,
+            data,
+            f"remembered {data['documents']} document(s): {data['new']} new, "
+            f"{data['new_versions']} new version(s), {data['unchanged']} unchanged; "
+            f"{data['passages']} passage(s), {data['entities']} new entit(ies){note}",
+        )
+        return 0
+
+
+def _remembered_text(data: dict[str, Any], hidden: int) -> str:
+    entities = len(data["entities"])
+    text = (
+        f"remembered {data['document']}: {len(data['passages'])} passage(s), "
+        f"{entities} entit{'y' if entities == 1 else 'ies'}"
+    )
+    if hidden:
+        text += (
+            f"; {hidden} forgotten passage(s) not listed "
+            "(remembering the same text again does not revive them)"
+        )
+    return text

@@ -1,0 +1,79 @@
+"""The small writes of SPEC §4: forget, record a fact, propose a merge.
+
+Each runs inside the caller's write transaction (a
+:class:`~memors_core.storage.api.Tx`) on typed repository calls; the
+arguments were checked by :class:`~memors_core.memory.Memory`.
+"""
+
+from __future__ import annotations
+
+from memors_core.domain.ids import address
+from memors_core.domain.model import FactRecorded, Forgotten, MergeProposed
+from memors_core.errors import BadInput, NotFound, Refused
+from memors_core.log import get_logger
+from memors_core.storage.api import Tx
+
+log = get_logger("memors")
+
+FORGETTABLE = ("document", "passage", "fact", "page")
+
+
+def forget(tx: Tx, namespace: str, kind: str, ident: str, reason: str | None) -> Forgotten:
+    """Tombstone a document (and its live passages), a passage, a fact or a
+    page. Forgetting something already forgotten changes nothing."""
+    lookup = {
+        "document": tx.documents.get,
+        "passage": tx.passages.get,
+        "fact": tx.facts.get,
+        "page": tx.pages.get,
+    }
+    if lookup[kind](ident, namespace) is None:
+        raise NotFound(f"nothing at {address(kind, ident)} in namespace {namespace!r}")
+    done: list[str] = []
+    if kind == "document":
+        for passage in tx.passages.live_of_document(ident):
+            if tx.tombstones.add(
+                namespace, "passage", passage, "forgotten", reason or "document forgotten"
+            ):
+                done.append(address("passage", passage))
+    if tx.tombstones.add(namespace, kind, ident, "forgotten", reason):
+        done.insert(0, address(kind, ident))
+    return Forgotten(
+        address=address(kind, ident), status=tx.tombstones.state(ident), forgotten=done
+    )
+
+
+def record_fact(
+    tx: Tx,
+    namespace: str,
+    subject: str,
+    predicate: str,
+    value: str,
+    valid_from: str | None,
+    valid_to: str | None,
+    source: str | None,
+) -> FactRecorded:
+    tx.namespaces.touch(namespace)
+    ident = tx.facts.record(namespace, subject, predicate, value, valid_from, valid_to, source)
+    tx.after_commit(log.info, "fact_recorded", namespace=namespace, fact=address("fact", ident))
+    return FactRecorded(fact=address("fact", ident))
+
+
+def propose_merge(tx: Tx, namespace: str, first_name: str, second_name: str) -> MergeProposed:
+    """Open a merge candidate between two entities (names or addresses);
+    the first is the one that survives if the merge is accepted."""
+    first = tx.entities.resolve(first_name, namespace)
+    second = tx.entities.resolve(second_name, namespace)
+    if first == second:
+        raise BadInput(f"{first_name!r} and {second_name!r} are already one entity")
+    candidate, status = tx.merges.open(namespace, first, second, "proposed")
+    if status == "rejected":
+        raise Refused(
+            f"merging {first_name!r} and {second_name!r} was rejected before; "
+            "a rejected pair is never proposed again"
+        )
+    return MergeProposed(
+        candidate=candidate,
+        entities=[address("entity", first), address("entity", second)],
+        status=status,
+    )

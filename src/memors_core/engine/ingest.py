@@ -1,0 +1,438 @@
+"""Ingestion: documents split into passages, linked to entities, versioned.
+
+Remembering a document again under the same ``uri`` stores a new version
+that reuses the unchanged passages and supersedes the dropped ones; the same
+text, title and metadata again store nothing. A bulk load stores one
+transaction per batch while a helper process splits and shingles the next.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from memors_core.domain import text
+from memors_core.domain.dates import now
+from memors_core.domain.ids import address, uuid7
+from memors_core.domain.inputs import check_document
+from memors_core.domain.model import Remembered, RememberedMany
+from memors_core.domain.rows import Document, DocumentVersion, NewPassage
+from memors_core.engine.prepare import Prepared, prepare_passages
+from memors_core.engine.progress import Progress, Reporter
+from memors_core.errors import BadInput, MemorsError
+from memors_core.log import get_logger
+
+if TYPE_CHECKING:
+    from memors_core.plugins.manager import Plugins
+    from memors_core.settings import Limits
+    from memors_core.storage.api import Storage, Tx
+
+log = get_logger("memors")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _remembered(tx: Tx, doc_id: str, version: int) -> Remembered:
+    # The live passages only: remembering the same text again does not
+    # revive a passage forgotten since, so it is not listed as if it were.
+    passages = [
+        p for p in tx.documents.version_passages(doc_id, version) if tx.tombstones.is_live(p)
+    ]
+    entities: dict[str, None] = {}
+    for passage in passages:
+        entities.update(dict.fromkeys(tx.passages.entities_of(passage)))
+    return Remembered(
+        document=address("document", doc_id),
+        passages=[address("passage", p) for p in passages],
+        entities=[address("entity", e) for e in entities],
+    )
+
+
+class Ingest:
+    """Remembering documents into a storage, with the plugins' entity extractors."""
+
+    def __init__(self, storage: Storage, plugins: Plugins, limits: Limits) -> None:
+        self.storage = storage
+        self.plugins = plugins
+        self.limits = limits
+
+    def one(
+        self,
+        namespace: str,
+        body: Any,
+        uri: Any = None,
+        title: Any = None,
+        entities: Any = None,
+        metadata: Any = None,
+        *,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> Remembered:
+        """Store one document (see :meth:`memors_core.Memory.remember`)."""
+        doc = check_document(self.limits, body, uri, title, entities, metadata)
+        report = Reporter(progress)
+        prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
+        with self.storage.write() as tx:
+            return self._one(tx, namespace, *doc, prepared=prepared, report=report)
+
+    def _entity_count(self, namespace: str) -> int:
+        with self.storage.read() as tx:
+            return tx.entities.count(namespace)
+
+    def many(
+        self,
+        documents: Iterable[dict[str, Any]],
+        namespace: str,
+        *,
+        batch: int = 500,
+        progress: Callable[[Progress], None] | None = None,
+        where: Callable[[int], str] | None = None,
+    ) -> RememberedMany:
+        """Store many documents, one transaction per ``batch``.
+
+        Each document is a mapping with ``text`` and optional ``uri``,
+        ``title``, ``entities``, ``metadata``. A bad document stops the load
+        with an error naming it (``where(n)`` names the n-th, counting from
+        1; default ``document n``); the batches before it stay stored.
+        ``progress`` gets a :class:`~memors_core.engine.progress.Progress` now and
+        then: ``documents`` stored so far (phase ``storing``, or
+        ``preparing`` while a batch is split in this process), with a big
+        document's passages as ``done`` of ``total``.
+        """
+        name = where or (lambda n: f"document {n}")
+        totals = Counter()
+        pending: list[tuple] = []
+        report = Reporter(progress)
+
+        # From the second batch on, a helper process splits and shingles the
+        # next batch while this process stores the current one.
+        worker = _ShingleWorker()
+        ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
+
+        def store_batch(docs: list[tuple], prepared: list[Any]) -> None:
+            passages, fared = 0, Counter()
+            try:
+                with self.storage.write() as tx:
+                    tx.namespaces.touch(namespace)
+                    for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
+                        stored = totals["documents"] + n
+                        report(
+                            task="remember",
+                            phase="storing",
+                            documents=stored,
+                            done=stored,
+                            unit="documents",
+                        )
+                        pieces, outcome = self._one(
+                            tx,
+                            namespace,
+                            *doc,
+                            counts_only=True,
+                            prepared=prep,
+                            touch=False,
+                            report=report,
+                            documents=stored,
+                        )
+                        passages += pieces
+                        fared[outcome] += 1
+            except BaseException:
+                ahead.clear()  # the load stops here: nothing after this batch is stored
+                pending.clear()
+                raise
+            totals["passages"] += passages  # counted once the batch is committed
+            totals["documents"] += len(docs)
+            totals.update(fared)
+            stored = totals["documents"]
+            report(
+                True,
+                task="remember",
+                phase="storing",
+                documents=stored,
+                done=stored,
+                unit="documents",
+            )
+
+        def flush(more: bool = True) -> None:
+            docs = list(pending)
+            pending.clear()
+            previous = ahead.pop() if ahead else None
+            done = worker.collect(previous[0]) if previous else None
+            if more or worker.running:
+                # Hand this batch to the worker, then store the one it finished.
+                ahead.append((docs, worker.send([d[0] for d in docs])))
+                if previous:
+                    store_batch(previous[0], done)
+            else:
+                if previous:
+                    store_batch(previous[0], done)
+                ready = []
+                for n, d in enumerate(docs):  # in this process: say so while it runs
+                    stored = totals["documents"]
+                    report(
+                        n == 0,
+                        task="remember",
+                        phase="preparing",
+                        documents=stored,
+                        done=n,
+                        total=len(docs),
+                        unit="documents",
+                    )
+                    ready.append(prepare_passages(d[0]))
+                store_batch(docs, ready)
+
+        def drain() -> None:
+            if pending:
+                flush(more=False)
+            if ahead:
+                docs, _sent = ahead.pop()
+                store_batch(docs, worker.collect(docs))
+
+        before = self._entity_count(namespace)
+        try:
+            for n, raw in enumerate(documents, 1):
+                if not isinstance(raw, dict):
+                    raise BadInput(f"{name(n)}: expected a JSON object")
+                extra = set(raw) - {"text", "uri", "title", "entities", "metadata"}
+                if extra:
+                    raise BadInput(f"{name(n)}: unexpected field(s) {', '.join(sorted(extra))}")
+                try:
+                    pending.append(
+                        check_document(
+                            self.limits,
+                            raw.get("text"),
+                            raw.get("uri"),
+                            raw.get("title"),
+                            raw.get("entities"),
+                            raw.get("metadata"),
+                        )
+                    )
+                except BadInput as exc:
+                    raise BadInput(f"{name(n)}: {exc.message}") from None
+                if len(pending) >= batch:
+                    flush()
+        except MemorsError as exc:
+            # Everything before the bad document is stored, whatever raised
+            # (a bad line, an unreadable file): say how much, so a load can resume.
+            try:
+                drain()
+            finally:
+                worker.close()
+            stored = totals["documents"]
+            raise type(exc)(
+                f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
+            ) from None
+        except BaseException:
+            worker.close()
+            raise
+        try:
+            drain()
+        finally:
+            worker.close()
+        return RememberedMany(
+            documents=totals["documents"],
+            passages=totals["passages"],
+            entities=self._entity_count(namespace) - before,
+            new=totals["new"],
+            new_versions=totals["new_versions"],
+            unchanged=totals["unchanged"],
+        )
+
+    def _one(
+        self,
+        tx: Tx,
+        namespace: str,
+        body: str,
+        uri: str | None,
+        title: str | None,
+        names: list[str],
+        metadata: dict,
+        *,
+        counts_only: bool = False,
+        prepared: Prepared | None = None,
+        touch: bool = True,
+        report: Reporter | None = None,
+        documents: int = 0,
+    ) -> Remembered | tuple[int, str]:
+        """Store one document; with ``counts_only`` return just how many
+        passages it has and how it fared (``new``, ``new_versions`` or
+        ``unchanged``: bulk loads need no addresses back). ``prepared``
+        carries the passages, their shingles, hashes and links when a bulk load computed
+        them ahead (see :func:`prepare_passages`)."""
+        if touch:
+            tx.namespaces.touch(namespace)
+        doc_hash = text.content_hash(body)
+        limit = self.limits.passages_per_document
+        if prepared is None:
+            prepared = prepare_passages(body, limit)
+        pieces, blobs, hashes, links = prepared
+        # No plugin extracts entities (the usual case): no hook call per passage.
+        extract = self.plugins.has_entity_extractors
+        if len(pieces) > limit:
+            raise BadInput(
+                f"document has {len(pieces)} passages; the limit is {limit} (MEMORS_MAX_PASSAGES)"
+            )
+        stamp = now()
+        ensure = tx.entities.ensure
+
+        previous = tx.documents.latest_by_uri(namespace, uri) if uri is not None else None
+        reuse: dict[str, list[str]] = {}
+        if previous is not None:
+            doc_id, last = previous[0].id, previous[1]
+            same = tx.documents.version(doc_id, last)
+            if same is not None and (same.text_hash, same.title, _dumps(same.metadata)) == (
+                doc_hash,
+                title,
+                _dumps(metadata),
+            ):
+                # No new version; entities named this time are still linked.
+                for name in names:
+                    entity = ensure(name, namespace)[0]
+                    for passage in tx.documents.version_passages(doc_id, last):
+                        tx.passages.mention(passage, (entity,))
+                if counts_only:
+                    return len(pieces), "unchanged"
+                return _remembered(tx, doc_id, last)
+            version = last + 1
+            for passage in tx.documents.version_passages(doc_id, last):
+                if tx.tombstones.is_live(passage):
+                    reuse.setdefault(tx.passages.hash_of(passage), []).append(passage)
+        else:
+            doc_id, version = uuid7(), 1
+            tx.documents.insert(Document(doc_id, namespace, uri, stamp))
+        tx.documents.add_version(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
+
+        doc_entities = [ensure(n, namespace)[0] for n in names]
+        mentioned: dict[str, None] = dict.fromkeys(doc_entities)
+        big = report is not None and len(pieces) > 256
+        insert, mention = tx.passages.insert, tx.passages.mention
+        for position, (piece, shingles, phash, named) in enumerate(
+            zip(pieces, blobs, hashes, links, strict=True)
+        ):
+            if big and not position & 127:  # a big document: say how far
+                report(
+                    task="remember",
+                    phase="storing",
+                    documents=documents,
+                    done=position,
+                    total=len(pieces),
+                    unit="passages",
+                )
+            kept = reuse.get(phash)
+            if kept:
+                passage = kept.pop(0)
+            else:
+                passage = uuid7()
+                insert(
+                    namespace,
+                    NewPassage(passage, doc_id, version, position, piece, phash, shingles),
+                    stamp,
+                )
+                linked = list(doc_entities)
+                extracted = self.plugins.extract_entities(piece, namespace) if extract else []
+                for name in [*named, *extracted]:
+                    linked.append(ensure(name, namespace)[0])
+                linked = list(dict.fromkeys(linked))
+                if linked:
+                    mention(passage, linked)
+                    mentioned.update(dict.fromkeys(linked))
+            if version > 1:  # version 1's order is the passages' own positions
+                tx.documents.link_passage(doc_id, version, position, passage)
+        if big:
+            n = len(pieces)
+            report(True, task="remember", phase="storing", documents=documents, done=n, total=n)
+        for leftovers in reuse.values():
+            for passage in leftovers:
+                tx.tombstones.add(
+                    namespace, "passage", passage, "superseded", f"document version {version}"
+                )
+        tx.after_commit(
+            log.info,
+            "document_remembered",
+            namespace=namespace,
+            document=address("document", doc_id),
+            version=version,
+            passages=len(pieces),
+        )
+        if counts_only:
+            return len(pieces), ("new" if version == 1 else "new_versions")
+        return _remembered(tx, doc_id, version)
+
+
+class _ShingleWorker:
+    """The helper process of a bulk load (``memors_core.engine._shingle_worker``).
+
+    Started on first use; at most one batch is out at a time. If it cannot
+    start or fails, the batch is prepared in this process and the load goes
+    on without it.
+    """
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.broken = False
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None
+
+    def send(self, texts: list[str]) -> bool:
+        """Hand texts to the worker; False if it is not available."""
+        if self.broken:
+            return False
+        try:
+            if self.proc is None:
+                import subprocess
+                import sys
+
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "memors_core.engine._shingle_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            import pickle
+
+            from memors_core.engine._shingle_worker import write_frame
+
+            write_frame(self.proc.stdin, pickle.dumps(texts, protocol=5))
+            return True
+        except Exception:
+            self._fail()
+            return False
+
+    def collect(self, docs: list[tuple]) -> list[Prepared]:
+        """The prepared passages of the batch last sent (or prepared here)."""
+        if self.proc is not None and not self.broken:
+            try:
+                import pickle
+
+                from memors_core.engine._shingle_worker import read_frame
+
+                frame = read_frame(self.proc.stdout)
+                if frame is not None:
+                    prepared = pickle.loads(frame)
+                    if len(prepared) == len(docs):
+                        return prepared
+            except Exception:
+                pass
+            self._fail()
+        return [prepare_passages(d[0]) for d in docs]
+
+    def _fail(self) -> None:
+        self.broken = True
+        self.close()
+
+    def close(self) -> None:
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            for stream in (proc.stdin, proc.stdout):
+                try:
+                    stream.close()
+                except Exception:
+                    pass
+            try:
+                proc.wait(timeout=5)
+            except Exception:
+                proc.kill()

@@ -1,0 +1,314 @@
+"""The read side: what ``get``, the listings and ``search`` show, built from
+typed repository calls inside the caller's transaction.
+
+Every function takes a :class:`~memors_core.storage.api.Tx` and returns the
+attrs views of :mod:`memors_core.domain.model`; none opens a transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from memors_core.domain import dates, text
+from memors_core.domain.ids import address
+from memors_core.domain.model import (
+    DocumentView,
+    EntityList,
+    EntitySummary,
+    EntityView,
+    FactList,
+    FactRef,
+    FactView,
+    ItemList,
+    ItemSummary,
+    ItemView,
+    PageView,
+    PassageRef,
+    PassageView,
+    SearchHit,
+)
+from memors_core.domain.rows import Fact, Passage, Tombstone
+from memors_core.storage.api import Tx
+
+GRANULARITIES = ("passage", "page", "fact", "entity", "all")
+
+
+def passage_ref(passage: Passage) -> PassageRef:
+    return PassageRef(
+        address("passage", passage.id), address("document", passage.document), passage.text
+    )
+
+
+def fact_ref(fact: Fact) -> FactRef:
+    return FactRef(
+        address("fact", fact.id),
+        fact.subject_name,
+        fact.predicate,
+        fact.value,
+        fact.valid_from,
+        fact.valid_to,
+    )
+
+
+# --- the record of change ------------------------------------------------------
+
+
+def record_of_change(tx: Tx, ident: str) -> tuple[str, dict[str, Any] | None]:
+    """``(state, record)`` of a row: ``("live", None)``, or the state of a
+    forgotten or superseded row with its record — when (``at``), why
+    (``reason``, as given), by what newer row (``by``, when there is one)
+    and which work item did it (``item``). Raw rows are never modified, so
+    ``by`` is read off the rows themselves."""
+    stone = tx.tombstones.get(ident)
+    if stone is None:
+        return "live", None
+    record: dict[str, Any] = {"at": stone.created_at, "reason": stone.reason}
+    if stone.state == "superseded":
+        record.update(_superseded_by(tx, stone))
+    if stone.item is not None:
+        record["item"] = address("item", stone.item)
+    return stone.state, record
+
+
+def _superseded_by(tx: Tx, stone: Tombstone) -> dict[str, Any]:
+    """The newer row: the next page version, the document version that
+    dropped a passage, the bounded copy of a fact or the fact a conflict kept."""
+    if stone.type == "page":
+        newer = tx.pages.newer(stone.target)
+        return {"by": address("page", newer)} if newer else {}
+    if stone.type == "passage":
+        dropped = tx.documents.version_dropping(stone.target)
+        if dropped is None:
+            return {}
+        return {"by": address("document", dropped[0]), "version": dropped[1]}
+    if stone.type == "fact":
+        # A bounded copy is recorded in the same instant as the tombstone.
+        copy = tx.facts.bounded_copy(stone.target, stone.created_at)
+        if copy is not None:
+            return {"by": address("fact", copy)}
+        if stone.item is not None:
+            resolution = tx.items.resolution(stone.item, stone.namespace)
+            keep = resolution.get("keep") if isinstance(resolution, dict) else None
+            if isinstance(keep, str):
+                keep = [keep]
+            if isinstance(keep, list) and len(keep) == 1 and isinstance(keep[0], str):
+                return {"by": keep[0]}
+    return {}
+
+
+# --- get -------------------------------------------------------------------------
+
+
+def document(tx: Tx, ident: str, namespace: str) -> DocumentView | None:
+    doc = tx.documents.get(ident, namespace)
+    if doc is None:
+        return None
+    latest = tx.documents.latest_version(ident)
+    passages = tx.documents.version_passages(ident, latest.version)
+    versions = [
+        {"version": v.version, "created_at": v.created_at, "title": v.title, "passages": n}
+        for v, n in tx.documents.versions(ident)
+    ]
+    state, record = record_of_change(tx, ident)
+    return DocumentView(
+        address=address("document", ident),
+        type="document",
+        status=state,
+        uri=doc.uri,
+        title=latest.title,
+        metadata=latest.metadata,
+        version=latest.version,
+        created_at=doc.created_at,
+        passages=[address("passage", p) for p in passages],
+        versions=versions,
+        forgotten=record,
+    )
+
+
+def passage(tx: Tx, ident: str, namespace: str) -> PassageView | None:
+    row = tx.passages.get(ident, namespace)
+    if row is None:
+        return None
+    state, record = record_of_change(tx, ident)
+    return PassageView(
+        address=address("passage", ident),
+        type="passage",
+        status=state,
+        document=address("document", row.document),
+        position=row.position,
+        text=row.text,
+        hash=row.hash,
+        entities=[address("entity", e) for e in tx.passages.entities_of(ident)],
+        created_at=row.created_at,
+        **{state: record} if record else {},
+    )
+
+
+def fact(tx: Tx, ident: str, namespace: str) -> FactView | None:
+    row = tx.facts.get(ident, namespace)
+    if row is None:
+        return None
+    state, record = record_of_change(tx, ident)
+    return FactView(
+        address=address("fact", ident),
+        type="fact",
+        status=state,
+        subject=address("entity", row.canonical),
+        subject_name=row.subject_name,
+        predicate=row.predicate,
+        value=row.value,
+        valid_from=row.valid_from,
+        valid_to=row.valid_to,
+        source=address("passage", row.source) if row.source else None,
+        recorded_at=row.recorded_at,
+        expired=row.to_ts is not None and row.to_ts <= dates.now_ts(),
+        **{state: record} if record else {},
+    )
+
+
+def entity(tx: Tx, ident: str, namespace: str) -> EntityView | None:
+    row = tx.entities.get(ident, namespace)
+    if row is None:
+        return None
+    canonical = row.canonical
+    page = tx.pages.current(canonical)
+    merged = canonical != ident
+    return EntityView(
+        address=address("entity", ident),
+        type="entity",
+        status="superseded" if merged else "live",
+        name=row.name,
+        aliases=[] if merged else tx.entities.aliases(ident),
+        passages=[passage_ref(p) for p in tx.entities.live_passages(canonical)],
+        facts=[fact_ref(f) for f in tx.facts.of_entity(canonical)],
+        page=address("page", page.id) if page else None,
+        merged_into=address("entity", canonical) if merged else None,
+    )
+
+
+def page(tx: Tx, ident: str, namespace: str) -> PageView | None:
+    row = tx.pages.get(ident, namespace)
+    if row is None:
+        return None
+    status, record = record_of_change(tx, ident)
+    return PageView(
+        address=address("page", ident),
+        type="page",
+        status=status,
+        entity=address("entity", tx.entities.require(row.entity).canonical),
+        title=row.title,
+        content=row.content,
+        version=row.version,
+        previous=address("page", row.previous) if row.previous else None,
+        is_inference=1,
+        sources=[address("passage", s.passage) for s in tx.pages.sources(ident)],
+        stale=status == "live" and tx.pages.is_stale(ident),
+        flags=row.flags,
+        created_at=row.created_at,
+        **{status: record} if record else {},
+    )
+
+
+def item(tx: Tx, ident: str, namespace: str) -> ItemView | None:
+    row = tx.items.get(int(ident), namespace)
+    if row is None:
+        return None
+    return ItemView(
+        address=address("item", row.id),
+        type="item",
+        status=row.status,
+        id=row.id,
+        kind=row.kind,
+        fingerprint=row.fingerprint,
+        payload=row.payload,
+        resolution=row.resolution,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+VIEWS: dict[str, Callable[[Tx, str, str], Any]] = {
+    "document": document,
+    "passage": passage,
+    "fact": fact,
+    "entity": entity,
+    "page": page,
+    "item": item,
+}
+
+
+def get(tx: Tx, kind: str, ident: str, namespace: str) -> Any:
+    """The view of one thing by its address's kind and id; None if there is none."""
+    return VIEWS[kind](tx, ident, namespace)
+
+
+# --- listings -------------------------------------------------------------------------
+
+
+def entities(tx: Tx, namespace: str) -> EntityList:
+    out = []
+    for row in tx.entities.canonical_list(namespace):
+        page = tx.pages.current(row.id)
+        out.append(
+            EntitySummary(
+                address=address("entity", row.id),
+                name=row.name,
+                aliases=tx.entities.aliases(row.id),
+                passages=len(tx.entities.live_passages(row.id)),
+                facts=len(tx.facts.of_entity(row.id)),
+                page=address("page", page.id) if page else None,
+            )
+        )
+    return EntityList(namespace=namespace, entities=out)
+
+
+def entity_named(tx: Tx, name: str, namespace: str) -> EntityView | None:
+    """The entity called ``name`` (or an entity address); NotFound if none."""
+    return entity(tx, tx.entities.resolve(name, namespace), namespace)
+
+
+def facts(tx: Tx, namespace: str, subject: str | None = None) -> FactList:
+    """Live facts of a namespace, or of the entity ``subject`` (a name or address)."""
+    if subject is not None:
+        rows = tx.facts.of_entity(tx.entities.resolve(subject, namespace))
+    else:
+        rows = tx.facts.live(namespace)
+    return FactList(namespace, [fact_ref(f) for f in rows])
+
+
+def items(tx: Tx, namespace: str, kind: str | None, status: str | None) -> ItemList:
+    return ItemList(
+        namespace,
+        [
+            ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload)
+            for i in tx.items.list(namespace, kind, status)
+        ],
+    )
+
+
+def passage_refs(tx: Tx, ids: Iterable[str]) -> list[PassageRef]:
+    """Payload references for passages, in the order given (missing ones left out)."""
+    return [passage_ref(p) for p in tx.passages.by_ids(ids)]
+
+
+# --- search -------------------------------------------------------------------------
+
+
+def search(
+    tx: Tx, namespace: str, query: str, granularity: str, limit: int, as_of: str | None
+) -> list[SearchHit]:
+    """Ranked hits of one granularity, or of all of them merged by score."""
+    if not text.words(query):
+        return []  # no words: nothing can match, whatever the engine's syntax
+    searchers: dict[str, Callable[[], list[SearchHit]]] = {
+        "passage": lambda: tx.search.passages(namespace, query, limit),
+        "page": lambda: tx.search.pages(namespace, query, limit),
+        "fact": lambda: tx.search.facts(namespace, query, limit, as_of),
+        "entity": lambda: tx.search.entities(namespace, query, limit),
+    }
+    if granularity != "all":
+        return searchers[granularity]()
+    hits = [hit for run in searchers.values() for hit in run()]
+    hits.sort(key=lambda h: h.score, reverse=True)
+    return hits[:limit]

@@ -1,0 +1,1206 @@
+"""The storage contract: behaviour every storage engine keeps, as pytest tests.
+
+The tests talk to a :class:`memors_core.storage.api.Storage` through the
+protocol only (no SQL, no engine internals), so one suite checks every
+engine. An engine's test module runs it by naming how its store is opened::
+
+    from memors_core.testing.storage_contract import SqliteStorage, StorageContract
+
+    class TestSqliteContract(SqliteStorage, StorageContract):
+        pass
+
+A new engine writes its own opener, a :class:`StorageFixtures` with
+:meth:`~StorageFixtures.make_storage` (or, when its stores need set-up and
+tear-down beyond ``close``, its own ``open_storage`` fixture)::
+
+    class PostgresStorage(StorageFixtures):
+        def make_storage(self, where, name, *, readonly=False):
+            return PgStore.open(dsn_for(where, name), readonly=readonly)
+
+Guarantees beyond the protocol are tested only where the engine declares
+them in :class:`~memors_core.storage.api.Capabilities`; the others skip.
+
+The same openers serve any other suite written against ``storage`` — a
+kind's own index, say: write it as a class of tests taking the ``storage``
+(or ``open_storage``) fixture, and run it on an engine by mixing that
+engine's opener in, as above (``class TestMyIndexOnSqlite(SqliteStorage,
+MyIndexContract)``).
+
+Add ``pytest_plugins = ["memors_core.testing"]`` to the ``conftest.py``
+so pytest rewrites the suite's asserts into readable failures.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memors_core.domain import text
+from memors_core.domain.dates import normalise, now
+from memors_core.domain.ids import address, uuid7
+from memors_core.domain.rows import Document, DocumentVersion, NewPassage, ScanMark
+from memors_core.domain.rules import PAGE_MIN_PASSAGES, STALE_NEW_PASSAGES
+from memors_core.errors import BadInput, MemorsError, NotFound, PluginError
+from memors_core.storage.api import Storage, Tx
+
+__all__ = [
+    "NS",
+    "OTHER_NS",
+    "Opener",
+    "SqliteStorage",
+    "StorageContract",
+    "StorageFixtures",
+    "add_document",
+    "add_passage",
+    "forget",
+    "remember",
+    "write_page",
+]
+
+NS = "default"
+OTHER_NS = "elsewhere"
+
+#: ``open_storage(name="store", *, readonly=False)``: a new connection to
+#: the test's store ``name`` (the same name, the same store).
+Opener = Callable[..., Storage]
+
+
+class StorageFixtures:
+    """The fixtures a storage suite uses, from one method an engine overrides.
+
+    ``open_storage(name="store", *, readonly=False)`` opens a new
+    connection to one of the test's stores: calls with the same ``name``
+    reach the same store (two connections to it, as two processes would
+    have), another ``name`` an empty store of its own. ``storage`` is the
+    first connection to ``"store"``. Every connection is closed after the test.
+    """
+
+    def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
+        """Open a connection to the store ``name`` of the test whose own
+        empty directory is ``where`` (creating the store if it is new)."""
+        raise NotImplementedError(f"{type(self).__name__} must say how to open its engine's store")
+
+    def open_backup(self, path: Path) -> Storage:
+        """Open the store :meth:`Storage.backup` wrote at ``path`` (the
+        backup tests skip while this is not overridden)."""
+        pytest.skip(f"{type(self).__name__} does not say how to open a backup")
+
+    @pytest.fixture
+    def open_storage(self, tmp_path: Path) -> Iterator[Opener]:
+        opened: list[Storage] = []
+
+        def open_(name: str = "store", *, readonly: bool = False) -> Storage:
+            storage = self.make_storage(tmp_path, name, readonly=readonly)
+            opened.append(storage)
+            return storage
+
+        yield open_
+        for storage in reversed(opened):
+            storage.close()
+
+    @pytest.fixture
+    def storage(self, open_storage: Opener) -> Storage:
+        return open_storage()
+
+
+class SqliteStorage(StorageFixtures):
+    """The SQLite engine's opener: one database file per store name."""
+
+    def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
+        from memors_core.storage.sqlite.connection import Store
+
+        return Store.open(where / f"{name}.db", readonly=readonly)
+
+    def open_backup(self, path: Path) -> Storage:
+        from memors_core.storage.sqlite.connection import Store
+
+        return Store.open(path, readonly=True)
+
+
+# --- helpers: storing rows through the protocol ---------------------------------------
+
+
+def add_document(
+    tx: Tx, passages: list[str], namespace: str = NS, uri: str | None = None
+) -> tuple[str, list[str]]:
+    """Store a one-version document with these passages; (document id, passage ids)."""
+    tx.namespaces.touch(namespace)
+    document = uuid7()
+    stamp = now()
+    tx.documents.insert(Document(document, namespace, uri, stamp))
+    tx.documents.add_version(
+        DocumentVersion(document, 1, text.content_hash("\n\n".join(passages)), None, {}, stamp)
+    )
+    return document, [
+        add_passage(tx, document, 1, position, body, namespace)
+        for position, body in enumerate(passages)
+    ]
+
+
+def add_passage(
+    tx: Tx, document: str, version: int, position: int, body: str, namespace: str = NS
+) -> str:
+    ident = uuid7()
+    shingles = text.pack_shingles(text.shingle_hashes(body))
+    tx.passages.insert(
+        namespace,
+        NewPassage(ident, document, version, position, body, text.content_hash(body), shingles),
+        now(),
+    )
+    return ident
+
+
+def remember(storage: Storage, body: str, *, about: str | None = None, namespace: str = NS) -> str:
+    """One passage in a document of its own (mentioning the entity ``about``); its id."""
+    with storage.write() as tx:
+        _, [passage] = add_document(tx, [body], namespace)
+        if about is not None:
+            tx.passages.mention(passage, [tx.entities.ensure(about, namespace)[0]])
+    return passage
+
+
+def forget(storage: Storage, kind: str, ident: str, namespace: str = NS) -> bool:
+    with storage.write() as tx:
+        return tx.tombstones.add(namespace, kind, ident, "forgotten", "a test forgot it")
+
+
+def write_page(
+    storage: Storage,
+    entity: str,
+    content: str,
+    cites: list[str],
+    namespace: str = NS,
+    item: int | None = None,
+) -> str:
+    """A new version of the entity's page citing these passages (written for
+    the work item ``item``); its id."""
+    with storage.write() as tx:
+        canonical = tx.entities.ensure(entity, namespace)[0]
+        previous = tx.pages.current(canonical)
+        written = tx.pages.write(
+            namespace,
+            canonical,
+            entity,
+            content,
+            [address("passage", p) for p in cites],
+            previous,
+            item,
+            {},
+        )
+    return written.rsplit("/", 1)[1]
+
+
+def instant(day: str) -> str:
+    """A day as the sortable timestamp search and rules are given (``as_of``, ``now_ts``)."""
+    stamp = normalise(day, "day")
+    assert stamp is not None
+    return stamp
+
+
+class Boom(Exception):
+    """Raised inside a transaction to make it fail."""
+
+
+# --- the contract ------------------------------------------------------------------------
+
+
+class StorageContract(StorageFixtures):
+    """The behaviour tests. Run them by subclassing with an engine's opener
+    (``class TestMyEngine(MyEngineStorage, StorageContract)``)."""
+
+    # --- append-only and liveness ------------------------------------------------------
+
+    def test_a_stored_passage_stays_readable_after_later_writes(self, storage: Storage) -> None:
+        first = remember(storage, "Raft elects a leader by majority vote.")
+        remember(storage, "Paxos agrees on one value.")
+        with storage.write() as tx:
+            tx.facts.record(NS, "Raft", "year", "2014")
+        with storage.read() as tx:
+            passage = tx.passages.get(first)
+            assert passage is not None
+            assert passage.text == "Raft elects a leader by majority vote."
+            assert passage.namespace == NS
+
+    def test_forgetting_leaves_the_row_with_a_tombstone(self, storage: Storage) -> None:
+        passage = remember(storage, "The lease lasts ten seconds.")
+        assert forget(storage, "passage", passage)
+        with storage.read() as tx:
+            kept = tx.passages.get(passage)
+            assert kept is not None and kept.text == "The lease lasts ten seconds."
+            assert not tx.tombstones.is_live(passage)
+            assert tx.tombstones.state(passage) == "forgotten"
+            tombstone = tx.tombstones.get(passage)
+            assert tombstone is not None
+            assert (tombstone.type, tombstone.state, tombstone.reason) == (
+                "passage",
+                "forgotten",
+                "a test forgot it",
+            )
+
+    def test_a_forgotten_fact_is_kept_but_no_longer_live(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            kept = tx.facts.record(NS, "Raft", "leader", "one")
+            gone = tx.facts.record(NS, "Raft", "term", "monotonic")
+        assert forget(storage, "fact", gone)
+        with storage.read() as tx:
+            fact = tx.facts.get(gone)
+            assert fact is not None and fact.value == "monotonic"
+            assert [f.id for f in tx.facts.live(NS)] == [kept]
+            canonical = tx.entities.find("Raft", NS)
+            assert canonical is not None
+            assert [f.id for f in tx.facts.of_entity(canonical)] == [kept]
+
+    def test_an_untouched_row_is_live(self, storage: Storage) -> None:
+        passage = remember(storage, "Quorums overlap in one node.")
+        with storage.read() as tx:
+            assert tx.tombstones.is_live(passage)
+            assert tx.tombstones.state(passage) == "live"
+            assert tx.tombstones.get(passage) is None
+
+    def test_forgetting_twice_is_false_the_second_time(self, storage: Storage) -> None:
+        passage = remember(storage, "Snapshots compact the log.")
+        assert forget(storage, "passage", passage)
+        with storage.write() as tx:
+            assert not tx.tombstones.add(NS, "passage", passage, "superseded")
+            assert not tx.tombstones.add(NS, "passage", passage, "forgotten")
+        with storage.read() as tx:
+            assert tx.tombstones.state(passage) == "forgotten"
+
+    def test_forgetting_a_cited_passage_makes_the_page_stale(self, storage: Storage) -> None:
+        cited = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        other = remember(storage, "[[Paxos]] agrees on a value.", about="Paxos")
+        raft_page = write_page(storage, "Raft", "Raft elects a leader.", [cited])
+        paxos_page = write_page(storage, "Paxos", "Paxos agrees.", [other])
+        with storage.read() as tx:
+            assert not tx.pages.is_stale(raft_page)
+        forget(storage, "passage", cited)
+        with storage.read() as tx:
+            assert tx.pages.is_stale(raft_page)
+            assert not tx.pages.is_stale(paxos_page)
+            page = tx.pages.get(raft_page)
+            assert page is not None
+            assert tx.pages.changes(page) == [
+                {"address": address("passage", cited), "change": "forgotten"}
+            ]
+            assert [p.id for p, _ in tx.pages.stale(NS)] == [raft_page]
+
+    def test_mark_stale_is_true_the_first_time_only(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        page = write_page(storage, "Raft", "Raft elects.", [passage])
+        with storage.write() as tx:
+            assert tx.pages.mark_stale(page, "merge")
+            assert not tx.pages.mark_stale(page, "merge")
+        with storage.read() as tx:
+            assert tx.pages.is_stale(page)
+
+    # --- the clocks ----------------------------------------------------------------------
+
+    def test_the_passage_clock_grows_with_each_insert(self, storage: Storage) -> None:
+        with storage.read() as tx:
+            assert tx.passages.head() == 0
+        seen = []
+        for n in range(3):
+            passage = remember(storage, f"Round {n} of replication.")
+            with storage.read() as tx:
+                row = tx.passages.get(passage)
+                assert row is not None
+                assert tx.passages.head() == row.seq
+                seen.append(row.seq)
+        assert seen == sorted(seen) and len(set(seen)) == 3
+        with storage.write() as tx:
+            _, ids = add_document(tx, ["One.", "Two."])
+            seqs = [p.seq for p in tx.passages.by_ids(ids)]
+            assert seqs[0] > seen[-1] and seqs[1] > seqs[0]
+            assert tx.passages.head() == seqs[1]
+
+    def test_a_rolled_back_insert_does_not_move_the_clock_back(self, storage: Storage) -> None:
+        remember(storage, "Kept passage.")
+        with storage.read() as tx:
+            before = tx.passages.head()
+        with pytest.raises(Boom), storage.write() as tx:
+            add_document(tx, ["Lost passage."])
+            raise Boom
+        with storage.read() as tx:
+            assert tx.passages.head() == before
+        later = remember(storage, "Later passage.")
+        with storage.read() as tx:
+            row = tx.passages.get(later)
+            assert row is not None and row.seq > before
+
+    def test_the_tombstone_clock_orders_tombstones(self, storage: Storage) -> None:
+        a = remember(storage, "First to go.")
+        b = remember(storage, "Second to go.")
+        with storage.read() as tx:
+            start = tx.tombstones.head()
+        forget(storage, "passage", a)
+        with storage.read() as tx:
+            middle = tx.tombstones.head()
+        forget(storage, "passage", b)
+        with storage.read() as tx:
+            assert start < middle < tx.tombstones.head()
+            assert [t.target for t in tx.tombstones.since(NS, start)] == [a, b]
+            assert [t.target for t in tx.tombstones.since(NS, middle)] == [b]
+            assert tx.tombstones.since(OTHER_NS, start) == []
+
+    def test_clock_numbers_are_not_handed_out_again_after_a_purge(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        remember(storage, "Stays.")
+        newest = remember(storage, "Erased soon.")
+        forget(storage, "passage", newest)
+        with storage.read() as tx:
+            passages_before, tombstones_before = tx.passages.head(), tx.tombstones.head()
+        with storage.erasing() as tx:
+            tx.purges.erase_passage(newest)
+        with storage.read() as tx:
+            assert tx.passages.get(newest) is None
+            assert tx.passages.head() >= passages_before
+            assert tx.tombstones.head() >= tombstones_before
+        # A new connection (another process) knows the high-water marks too.
+        again = open_storage()
+        after = remember(again, "Arrives after the purge.")
+        forget(again, "passage", after)
+        with again.read() as tx:
+            row = tx.passages.get(after)
+            assert row is not None and row.seq > passages_before
+            tombstone = tx.tombstones.get(after)
+            assert tombstone is not None and tombstone.seq > tombstones_before
+
+    # --- work items ----------------------------------------------------------------------
+
+    def test_an_item_is_finished_once(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            item = tx.items.create(NS, "page", "raft", "fp1", {"entity": "Raft"}, now())
+        with storage.write() as tx:
+            assert tx.items.finish(item, "done", {"page": "p1"}, now())
+        with storage.write() as tx:
+            assert not tx.items.finish(item, "skipped", {"page": "p2"}, now())
+        with storage.read() as tx:
+            row = tx.items.get(item, NS)
+            assert row is not None
+            assert (row.status, row.resolution, row.payload) == (
+                "done",
+                {"page": "p1"},
+                {"entity": "Raft"},
+            )
+            assert tx.items.resolution(item, NS) == {"page": "p1"}
+            assert tx.items.get(item, OTHER_NS) is None
+
+    def test_an_obsolete_item_cannot_be_finished(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            item = tx.items.create(NS, "page", "raft", "fp1", {}, now())
+            tx.items.obsolete(item, now())
+            assert not tx.items.finish(item, "done", {}, now())
+            row = tx.items.get(item, NS)
+            assert row is not None and row.status == "obsolete"
+
+    def test_open_items_are_listed_by_kind_and_key(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            a = tx.items.create(NS, "page", "raft", "fp-a", {"n": 1}, now())
+            b = tx.items.create(NS, "page", "paxos", "fp-b", {"n": 2}, now())
+            c = tx.items.create(NS, "merge", "raft|paxos", "fp-c", {"n": 3}, now())
+            tx.items.create(OTHER_NS, "page", "raft", "fp-d", {}, now())
+            tx.items.finish(b, "done", {}, now())
+            tx.items.refresh(a, "fp-a2", {"n": 10}, now())
+        with storage.read() as tx:
+            assert tx.items.open_keys(NS, "page") == {"raft": (a, "fp-a2")}
+            assert [i.id for i in tx.items.list(NS)] == [a, b, c]
+            assert [i.id for i in tx.items.list(NS, kind="page", status="open")] == [a]
+            assert tx.items.count_open(NS, ["page", "merge"]) == 2
+            assert tx.items.count_open(NS, ["page", "merge"], after=a) == 1
+            assert [i.id for i in tx.items.open_after(NS, ["page", "merge"], 0, 1)] == [a]
+            assert tx.items.open_counts() == {
+                (NS, "page"): 1,
+                (NS, "merge"): 1,
+                (OTHER_NS, "page"): 1,
+            }
+            last = tx.items.last_for_key(NS, "page", "raft")
+            assert last is not None and last.payload == {"n": 10}
+
+    def test_two_connections_racing_to_finish_an_item_one_wins(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        rounds = 10
+        with storage.write() as tx:
+            items = [tx.items.create(NS, "page", f"k{n}", "fp", {}, now()) for n in range(rounds)]
+        racers = [open_storage(), open_storage()]
+        wins: dict[int, list[str]] = {item: [] for item in items}
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(len(racers))
+
+        def race(racer: Storage, name: str) -> None:
+            try:
+                for item in items:
+                    barrier.wait()
+                    with racer.write() as tx:
+                        if tx.items.finish(item, "done", {"by": name}, now()):
+                            wins[item].append(name)
+            except BaseException as exc:  # reported below, in the test's thread
+                errors.append(exc)
+                barrier.abort()
+
+        threads = [
+            threading.Thread(target=race, args=(racer, f"racer-{n}"))
+            for n, racer in enumerate(racers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert all(len(winners) == 1 for winners in wins.values()), wins
+        with storage.read() as tx:
+            for item in items:
+                row = tx.items.get(item, NS)
+                assert row is not None and row.resolution == {"by": wins[item][0]}
+
+    # --- counters ------------------------------------------------------------------------
+
+    def test_counters_sum_per_kind_and_event(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            tx.counters.bump("items_created", "page", "created")
+            tx.counters.bump("items_created", "page", "created", by=2)
+            tx.counters.bump("items_created", "merge", "created")
+            tx.counters.bump("items_created", "page", "refreshed")
+            tx.counters.bump("other_counter")
+        with storage.write() as tx:
+            tx.counters.bump("items_created", "page", "created", by=4)
+        with storage.read() as tx:
+            assert tx.counters.read("items_created") == {
+                ("page", "created"): 7,
+                ("merge", "created"): 1,
+                ("page", "refreshed"): 1,
+            }
+            assert tx.counters.read("other_counter") == {("", ""): 1}
+            assert tx.counters.read("never_bumped") == {}
+
+    def test_a_rolled_back_bump_is_not_counted(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            tx.counters.bump("searches")
+        with pytest.raises(Boom), storage.write() as tx:
+            tx.counters.bump("searches", by=5)
+            raise Boom
+        with storage.read() as tx:
+            assert tx.counters.read("searches") == {("", ""): 1}
+
+    # --- search ----------------------------------------------------------------------------
+
+    def test_search_finds_live_passages_best_first(self, storage: Storage) -> None:
+        strong = remember(storage, "Raft raft raft: the raft protocol elects a raft leader.")
+        weak = remember(storage, "Paxos is older than raft and harder to explain.")
+        remember(storage, "Nothing about that protocol here at all.")
+        remember(storage, "Raft in another namespace.", namespace=OTHER_NS)
+        with storage.read() as tx:
+            hits = tx.search.passages(NS, "raft", 10)
+        assert [h.address for h in hits] == [address("passage", strong), address("passage", weak)]
+        assert all(h.granularity == "passage" for h in hits)
+        assert hits[0].score >= hits[1].score
+        assert "elects a raft leader" in hits[0].text
+        with storage.read() as tx:
+            assert len(tx.search.passages(NS, "raft", 1)) == 1
+
+    def test_a_forgotten_passage_is_not_found(self, storage: Storage) -> None:
+        gone = remember(storage, "The heartbeat interval is fifty milliseconds.")
+        kept = remember(storage, "A heartbeat keeps followers from starting elections.")
+        forget(storage, "passage", gone)
+        with storage.read() as tx:
+            hits = tx.search.passages(NS, "heartbeat", 10)
+        assert [h.address for h in hits] == [address("passage", kept)]
+
+    def test_a_query_without_words_finds_nothing(self, storage: Storage) -> None:
+        remember(storage, "Raft elects a leader.")
+        with storage.read() as tx:
+            for query in ("", "   ", "?!* -- ()", '"'):
+                assert tx.search.passages(NS, query, 10) == []
+                assert tx.search.pages(NS, query, 10) == []
+                assert tx.search.facts(NS, query, 10, None) == []
+                assert tx.search.entities(NS, query, 10) == []
+
+    def test_search_syntax_in_the_query_is_just_words(self, storage: Storage) -> None:
+        passage = remember(storage, "Raft NEAR leader election.")
+        with storage.read() as tx:
+            hits = tx.search.passages(NS, 'raft AND "leader* OR NEAR(', 10)
+        assert [h.address for h in hits] == [address("passage", passage)]
+
+    def test_search_finds_the_current_page_only(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        old = write_page(storage, "Raft", "Raft elects a leader by heartbeat timeout.", [passage])
+        new = write_page(storage, "Raft", "Raft uses randomized heartbeat timeouts.", [passage])
+        with storage.read() as tx:
+            hits = tx.search.pages(NS, "heartbeat", 10)
+        assert [h.address for h in hits] == [address("page", new)]
+        assert address("page", old) not in [h.address for h in hits]
+
+    def test_search_finds_live_facts_valid_at_a_time(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            old = tx.facts.record(NS, "Raft", "leader", "alpha", None, "2020-01-01")
+            new = tx.facts.record(NS, "Raft", "leader", "beta", "2020-01-01", None)
+            gone = tx.facts.record(NS, "Raft", "leader", "gamma")
+            tx.tombstones.add(NS, "fact", gone, "forgotten")
+        with storage.read() as tx:
+            every = {h.address for h in tx.search.facts(NS, "leader", 10, None)}
+            assert every == {address("fact", old), address("fact", new)}
+            then = tx.search.facts(NS, "leader", 10, instant("2019-06-01"))
+            assert [h.address for h in then] == [address("fact", old)]
+
+    def test_search_finds_an_entity_by_name_not_a_merged_one(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            survivor, _ = tx.entities.ensure("Raft consensus", NS)
+            absorbed, _ = tx.entities.ensure("Raft protocol", NS)
+            tx.entities.merge(survivor, absorbed, NS)
+        with storage.read() as tx:
+            hits = tx.search.entities(NS, "raft", 10)
+        assert [h.address for h in hits] == [address("entity", survivor)]
+
+    # --- transactions ----------------------------------------------------------------------
+
+    def test_a_failed_write_leaves_nothing_and_calls_nothing(self, storage: Storage) -> None:
+        called: list[str] = []
+        with pytest.raises(Boom), storage.write() as tx:
+            _, [passage] = add_document(tx, ["Never stored."])
+            tx.counters.bump("tries")
+            tx.after_commit(called.append, "committed")
+            raise Boom
+        assert called == []
+        with storage.read() as tx:
+            assert tx.passages.get(passage) is None
+            assert tx.counters.read("tries") == {}
+            assert tx.namespaces.names() == []
+
+    def test_after_commit_runs_once_the_write_commits(self, storage: Storage) -> None:
+        called: list[str] = []
+        with storage.write() as tx:
+            tx.after_commit(called.append, "first")
+            with storage.write() as inner:
+                inner.after_commit(called.append, "inner")
+            assert called == []
+        assert called == ["first", "inner"]
+
+    def test_a_failed_nested_write_rolls_back_only_itself(self, storage: Storage) -> None:
+        called: list[str] = []
+        with storage.write() as tx:
+            _, [kept] = add_document(tx, ["Outer passage."])
+            tx.after_commit(called.append, "outer")
+            with pytest.raises(Boom), storage.write() as inner:
+                _, [lost] = add_document(inner, ["Inner passage."])
+                inner.after_commit(called.append, "inner")
+                raise Boom
+            assert tx.passages.get(lost) is None
+            _, [after] = add_document(tx, ["After the savepoint."])
+        assert called == ["outer"]
+        with storage.read() as tx:
+            assert tx.passages.get(kept) is not None
+            assert tx.passages.get(lost) is None
+            rows = tx.passages.by_ids([kept, after])
+            assert [p.id for p in rows] == [kept, after]
+            assert rows[1].seq > rows[0].seq
+
+    def test_a_read_sees_one_snapshot(self, storage: Storage, open_storage: Opener) -> None:
+        remember(storage, "Before the read.")
+        writer = open_storage()
+        with storage.read() as tx:
+            assert tx.passages.live_count(NS) == 1
+            remember(writer, "Written meanwhile.")
+            assert tx.passages.live_count(NS) == 1
+        with storage.read() as tx:
+            assert tx.passages.live_count(NS) == 2
+
+    def test_a_read_only_storage_refuses_to_write(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        passage = remember(storage, "Readable by anyone.")
+        reader = open_storage(readonly=True)
+        assert reader.readonly and not storage.readonly
+        with reader.read() as tx:
+            row = tx.passages.get(passage)
+            assert row is not None and row.text == "Readable by anyone."
+        with pytest.raises(MemorsError), reader.write() as tx:
+            tx.namespaces.touch("never")
+        with storage.read() as tx:
+            assert "never" not in tx.namespaces.names()
+
+    def test_native_serves_only_the_store_s_own_engine(self, storage: Storage) -> None:
+        # A kind's per-engine module asks for its engine's handle; on another
+        # engine it must fail by name, never run.
+        with storage.read() as tx:
+            assert tx.engine == storage.engine
+            assert tx.native(storage.engine) is not None
+            with pytest.raises(PluginError, match=storage.engine):
+                tx.native(f"not-{storage.engine}")
+
+    # --- namespaces --------------------------------------------------------------------------
+
+    def test_namespaces_in_use_are_listed_once(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            tx.namespaces.touch("zeta")
+            tx.namespaces.touch("alpha")
+            tx.namespaces.touch("zeta")
+        with storage.read() as tx:
+            assert tx.namespaces.names() == ["alpha", "zeta"]
+
+    # --- entities ------------------------------------------------------------------------------
+
+    def test_ensure_is_idempotent_and_folds_case_and_space(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            ident, created = tx.entities.ensure("Quorum Replication", NS)
+            assert created
+            assert tx.entities.ensure("Quorum Replication", NS) == (ident, False)
+            assert tx.entities.ensure("  quorum   REPLICATION ", NS) == (ident, False)
+            other, created = tx.entities.ensure("quorum-replication", NS)
+            assert created and other != ident
+            elsewhere, created = tx.entities.ensure("Quorum Replication", OTHER_NS)
+            assert created and elsewhere != ident
+        with storage.read() as tx:
+            entity = tx.entities.get(ident)
+            assert entity is not None
+            assert (entity.name, entity.canonical, entity.namespace) == (
+                "Quorum Replication",
+                ident,
+                NS,
+            )
+            assert tx.entities.find("QUORUM replication", NS) == ident
+            assert tx.entities.find("Quorum Replication", "nowhere") is None
+            assert tx.entities.count(NS) == 2
+            assert tx.entities.get(ident, OTHER_NS) is None
+
+    def test_an_empty_entity_name_is_bad_input(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            for name in ("", "   "):
+                with pytest.raises(BadInput):
+                    tx.entities.ensure(name, NS)
+
+    def test_an_alias_finds_the_entity(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            ident, _ = tx.entities.ensure("PostgreSQL", NS)
+            tx.entities.add_alias(ident, NS, "Postgres")
+            tx.entities.add_alias(ident, NS, "Postgres")
+            tx.entities.add_alias(ident, NS, "postgresql")  # the name itself, folded
+        with storage.read() as tx:
+            assert tx.entities.find("postgres", NS) == ident
+            assert tx.entities.resolve("POSTGRES", NS) == ident
+            assert tx.entities.resolve(address("entity", ident), NS) == ident
+            assert tx.entities.aliases(ident) == ["Postgres"]
+            with pytest.raises(NotFound):
+                tx.entities.resolve("MySQL", NS)
+
+    def test_merge_points_the_absorbed_entity_at_the_survivor(self, storage: Storage) -> None:
+        p1 = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        p2 = remember(storage, "[[Raft protocol]] replicates a log.", about="Raft protocol")
+        p3 = remember(storage, "[[Raft algorithm]] is understandable.", about="Raft algorithm")
+        with storage.write() as tx:
+            survivor = tx.entities.resolve("Raft", NS)
+            absorbed = tx.entities.resolve("Raft protocol", NS)
+            third = tx.entities.resolve("Raft algorithm", NS)
+            tx.entities.merge(absorbed, third, NS)  # third -> absorbed, then both -> survivor
+            tx.entities.merge(survivor, absorbed, NS)
+        with storage.read() as tx:
+            for ident in (absorbed, third):
+                entity = tx.entities.get(ident)
+                assert entity is not None and entity.canonical == survivor
+            assert tx.entities.find("Raft protocol", NS) == survivor
+            assert tx.entities.canonical_of([absorbed, third]) == {survivor}
+            assert [e.id for e in tx.entities.canonical_list(NS)] == [survivor]
+            assert set(tx.entities.aliases(survivor)) == {"Raft protocol", "Raft algorithm"}
+            assert [p.id for p in tx.entities.live_passages(survivor)] == [p1, p2, p3]
+            assert tx.passages.entities_of(p3) == [survivor]
+
+    def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
+        remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
+        with storage.write() as tx:
+            named = tx.entities.resolve("Quorum Replication", NS)
+            folded, _ = tx.entities.ensure("quorum-replication", NS)
+            lonely, _ = tx.entities.ensure("Lonely", NS)
+        with storage.read() as tx:
+            assert tx.entities.same_name_pairs(NS) == [(named, folded)]
+            assert set(tx.entities.orphans(NS)) == {folded, lonely}
+
+    # --- facts ---------------------------------------------------------------------------------
+
+    def test_facts_that_disagree_are_paired(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            alpha = tx.facts.record(NS, "Raft", "leader", "alpha")
+            beta = tx.facts.record(NS, "raft", "Leader", "beta")
+            upper = tx.facts.record(NS, "Raft", "leader", "ALPHA")  # folds equal to alpha
+            tx.facts.record(NS, "Raft", "term", "beta")  # another predicate
+            tx.facts.record(NS, "Paxos", "leader", "gamma")  # another subject
+            before = tx.facts.record(NS, "Zab", "leader", "x", None, "2020-01-01")
+            after = tx.facts.record(NS, "Zab", "leader", "y", "2020-01-01", None)
+        with storage.read() as tx:
+            assert tx.facts.conflicting(NS) == [(alpha, beta), (beta, upper)]
+            assert tx.facts.disagree(alpha, beta)
+            assert not tx.facts.disagree(alpha, upper)
+            assert not tx.facts.disagree(before, after)  # half-open: they only touch
+            raft = tx.entities.resolve("Raft", NS)
+            assert tx.facts.conflicting(NS, only=[raft]) == [(alpha, beta), (beta, upper)]
+            assert tx.facts.conflicting(NS, only=[tx.entities.resolve("Paxos", NS)]) == []
+        forget(storage, "fact", beta)
+        with storage.read() as tx:
+            assert tx.facts.conflicting(NS) == []
+            assert not tx.facts.disagree(alpha, beta)
+        with storage.write() as tx:
+            assert tx.facts.disagree(before, tx.facts.record(NS, "Zab", "leader", "z"))
+
+    def test_facts_about_merged_entities_can_disagree(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            a = tx.facts.record(NS, "Raft", "leader", "alpha")
+            b = tx.facts.record(NS, "Raft protocol", "leader", "beta")
+            assert tx.facts.conflicting(NS) == []
+            survivor = tx.entities.resolve("Raft", NS)
+            tx.entities.merge(survivor, tx.entities.resolve("Raft protocol", NS), NS)
+        with storage.read() as tx:
+            assert tx.facts.conflicting(NS) == [(a, b)]
+            fact = tx.facts.get(b)
+            assert fact is not None
+            assert (fact.canonical, fact.subject_name) == (survivor, "Raft")
+            assert [f.id for f in tx.facts.of_entity(survivor)] == [a, b]
+
+    def test_expired_facts_and_bounded_copies(self, storage: Storage) -> None:
+        stamp = now()
+        with storage.write() as tx:
+            old = tx.facts.record(NS, "Raft", "leader", "alpha", "2019-01-01", "2020-01-01")
+            tx.facts.record(NS, "Raft", "leader", "beta", "2020-01-01", None)
+            copy = tx.facts.copy(old, "2019-01-01", "2021-01-01", stamp)
+        with storage.read() as tx:
+            assert [f.id for f in tx.facts.expired(NS, instant("2020-06-01"))] == [old]
+            assert tx.facts.expired(NS, instant("2019-06-01")) == []
+            assert tx.facts.bounded_copy(old, stamp) == copy
+            row = tx.facts.get(copy)
+            assert row is not None
+            assert (row.value, row.valid_to, row.recorded_at) == ("alpha", "2021-01-01", stamp)
+            assert [f.id for f in tx.facts.by_ids([copy, uuid7(), old])] == [copy, old]
+
+    def test_a_fact_source_must_be_a_passage_of_the_namespace(self, storage: Storage) -> None:
+        passage = remember(storage, "Raft elects a leader.", namespace=OTHER_NS)
+        with storage.write() as tx:
+            with pytest.raises(NotFound):
+                tx.facts.record(NS, "Raft", "leader", "one", source=address("passage", passage))
+            with pytest.raises(BadInput):
+                tx.facts.record(NS, "Raft", "leader", "one", "2021-01-01", "2020-01-01")
+            assert tx.facts.live(NS) == []
+
+    # --- merge candidates and the change log -------------------------------------------------
+
+    def test_a_merge_candidate_is_opened_once_per_pair(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            a, _ = tx.entities.ensure("Raft", NS)
+            b, _ = tx.entities.ensure("Raft protocol", NS)
+            ident, status = tx.merges.open(NS, a, b, "names")
+            assert status == "open"
+            assert tx.merges.open(NS, b, a, "agent") == (ident, "open")
+            tx.merges.set_status(ident, "rejected")
+            assert tx.merges.open(NS, a, b, "names") == (ident, "rejected")
+        with storage.read() as tx:
+            candidate = tx.merges.get(ident)
+            assert candidate is not None
+            assert (candidate.first, candidate.second, candidate.status) == (a, b, "rejected")
+            assert [c.id for c in tx.merges.in_namespace(NS)] == [ident]
+            assert tx.merges.in_namespace(NS, "open") == []
+            assert tx.merges.in_namespace(OTHER_NS) == []
+
+    def test_the_change_log_names_the_entities_touched_since_a_mark(self, storage: Storage) -> None:
+        remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        with storage.read() as tx:
+            mark = tx.changes.head()
+            raft = tx.entities.resolve("Raft", NS)
+            assert raft in tx.changes.entities_since(NS, 0)
+        remember(storage, "[[Paxos]] agrees.", about="Paxos")
+        with storage.write() as tx:
+            paxos = tx.entities.resolve("Paxos", NS)
+            assert tx.changes.head() > mark
+            assert tx.changes.entities_since(NS, mark) == {paxos}
+            assert tx.changes.entities_since(OTHER_NS, 0) == set()
+            tx.changes.set_mark(NS, "page", ScanMark(mark, 1, 0))
+            assert tx.changes.mark(NS, "page") == ScanMark(mark, 1, 0)
+            assert tx.changes.mark(NS, "merge") is None
+            tx.changes.forget_marks(NS)
+            assert tx.changes.mark(NS, "page") is None
+
+    def test_merging_shows_the_absorbed_entity_under_its_survivor(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            survivor, _ = tx.entities.ensure("Raft", NS)
+            absorbed, _ = tx.entities.ensure("Raft protocol", NS)
+            mark = tx.changes.head()
+            tx.entities.merge(survivor, absorbed, NS)
+            assert survivor in tx.changes.entities_since(NS, mark)
+
+    # --- the shared rules: needing a page, stale --------------------------------------------
+
+    def test_an_entity_needs_a_page_from_enough_live_passages(self, storage: Storage) -> None:
+        passages = [
+            remember(storage, f"[[Raft]] fact number {n}.", about="Raft")
+            for n in range(PAGE_MIN_PASSAGES)
+        ]
+        remember(storage, "[[Paxos]] only once.", about="Paxos")
+        with storage.read() as tx:
+            raft = tx.entities.resolve("Raft", NS)
+            assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES) == [(raft, PAGE_MIN_PASSAGES)]
+            assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES, only=[]) == []
+        forget(storage, "passage", passages[0])
+        with storage.read() as tx:
+            assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES) == []
+            assert tx.passages.live_count(NS) == PAGE_MIN_PASSAGES
+        write_page(storage, "Raft", "Raft.", passages[1:])
+        with storage.read() as tx:
+            assert tx.entities.needing_page(NS, 1) == [(tx.entities.resolve("Paxos", NS), 1)]
+
+    def test_enough_new_passages_make_a_page_stale(self, storage: Storage) -> None:
+        first = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        page = write_page(storage, "Raft", "Raft elects.", [first])
+        new = [
+            remember(storage, f"[[Raft]] new detail {n}.", about="Raft")
+            for n in range(STALE_NEW_PASSAGES)
+        ]
+        with storage.read() as tx:
+            assert tx.pages.is_stale(page)
+            row = tx.pages.get(page)
+            assert row is not None
+            assert tx.pages.changes(row) == [
+                {"address": address("passage", p), "change": "new"} for p in new
+            ]
+            assert tx.pages.stale_counts() == {NS: 1}
+        forget(storage, "passage", new[0])
+        with storage.read() as tx:
+            assert not tx.pages.is_stale(page)
+            assert tx.pages.stale_counts() == {}
+
+    def test_live_shingles_follow_the_clock(self, storage: Storage) -> None:
+        a = remember(storage, "Raft elects a leader by majority vote quickly.")
+        b = remember(storage, "Paxos agrees on one value among the acceptors.")
+        c = remember(storage, "Zab broadcasts atomically to its followers.")
+        remember(storage, "Another namespace entirely, with words.", namespace=OTHER_NS)
+        forget(storage, "passage", b)
+        with storage.read() as tx:
+            rows = {r.id: r for r in tx.passages.live_shingles(NS)}
+            assert list(rows) == [a, c]
+            expected = text.pack_shingles(text.shingle_hashes(tx.passages.get(a).text))  # type: ignore[union-attr]
+            assert rows[a].shingles == expected
+            assert [r.id for r in tx.passages.live_shingles(NS, after=rows[a].seq)] == [c]
+            assert [r.id for r in tx.passages.live_shingles(NS, seqs=[rows[c].seq])] == [c]
+
+    # --- pages -----------------------------------------------------------------------------------
+
+    def test_a_new_page_version_supersedes_the_old_one(self, storage: Storage) -> None:
+        a = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        b = remember(storage, "[[Raft]] replicates a log.", about="Raft")
+        v1 = write_page(storage, "Raft", "Raft elects.", [a])
+        v2 = write_page(storage, "Raft", "Raft elects and replicates.", [a, b, a])
+        with storage.read() as tx:
+            raft = tx.entities.resolve("Raft", NS)
+            current = tx.pages.current(raft)
+            assert current is not None and current.id == v2
+            assert (current.version, current.previous, current.content) == (
+                2,
+                v1,
+                "Raft elects and replicates.",
+            )
+            old = tx.pages.get(v1)
+            assert old is not None and old.content == "Raft elects."
+            assert tx.tombstones.state(v1) == "superseded"
+            assert tx.tombstones.is_live(v2)
+            assert tx.pages.newer(v1) == v2
+            assert tx.pages.newer(v2) is None
+            assert tx.pages.last_written(raft) == v2
+            assert [p.id for p in tx.pages.live(NS)] == [v2]
+            assert tx.pages.live_counts() == {NS: 1}
+            hashes = {p.id: p.hash for p in tx.passages.by_ids([a, b])}
+            assert {(s.passage, s.hash) for s in tx.pages.sources(v2)} == set(hashes.items())
+            assert [(s.passage, s.hash) for s in tx.pages.sources(v1)] == [(a, hashes[a])]
+
+    def test_a_page_records_the_passage_clock_it_was_built_at(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        page = write_page(storage, "Raft", "Raft elects.", [passage])
+        with storage.read() as tx:
+            row = tx.pages.get(page)
+            assert row is not None and row.built_at == tx.passages.head()
+
+    def test_a_page_cannot_cite_a_missing_passage(self, storage: Storage) -> None:
+        with pytest.raises(NotFound):
+            write_page(storage, "Raft", "Raft elects.", [uuid7()])
+        with storage.read() as tx:
+            assert tx.pages.live(NS) == []
+
+    def test_a_merged_entity_s_page_is_the_survivor_s(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft protocol]] elects.", about="Raft protocol")
+        page = write_page(storage, "Raft protocol", "Raft elects.", [passage])
+        with storage.write() as tx:
+            survivor, _ = tx.entities.ensure("Raft", NS)
+            tx.entities.merge(survivor, tx.entities.resolve("Raft protocol", NS), NS)
+        with storage.read() as tx:
+            current = tx.pages.current(survivor)
+            assert current is not None and current.id == page
+
+    # --- documents and their versions --------------------------------------------------------------
+
+    def test_document_versions_keep_their_passages(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, [kept, dropped] = add_document(tx, ["Kept.", "Dropped."], uri="file:///n.md")
+            tx.documents.add_version(DocumentVersion(document, 2, "h2", "Notes", {"k": 1}, now()))
+            tx.documents.link_passage(document, 2, 0, kept)
+            added = add_passage(tx, document, 2, 1, "Added.")
+            tx.documents.link_passage(document, 2, 1, added)
+            tx.tombstones.add(NS, "passage", dropped, "superseded", "document version 2")
+        with storage.read() as tx:
+            assert tx.documents.version_passages(document, 1) == [kept, dropped]
+            assert tx.documents.version_passages(document, 2) == [kept, added]
+            assert [(v.version, n) for v, n in tx.documents.versions(document)] == [(1, 2), (2, 2)]
+            latest = tx.documents.latest_version(document)
+            assert (latest.version, latest.title, latest.metadata) == (2, "Notes", {"k": 1})
+            found = tx.documents.latest_by_uri(NS, "file:///n.md")
+            assert found is not None and (found[0].id, found[1]) == (document, 2)
+            assert tx.documents.latest_by_uri(OTHER_NS, "file:///n.md") is None
+            assert tx.documents.version_dropping(dropped) == (document, 2)
+            assert tx.documents.version_dropping(kept) is None
+            assert tx.passages.live_of_document(document) == [kept, added]
+            assert tx.documents.get(document, OTHER_NS) is None
+            with pytest.raises(NotFound):
+                tx.documents.latest_version(uuid7())
+
+    def test_a_forgotten_document_is_not_found_by_its_uri(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, _ = add_document(tx, ["Text."], uri="file:///gone.md")
+        forget(storage, "document", document)
+        with storage.read() as tx:
+            assert tx.documents.latest_by_uri(NS, "file:///gone.md") is None
+            assert tx.documents.get(document, NS) is not None
+
+    # --- purge -----------------------------------------------------------------------------------
+
+    def test_an_erased_passage_is_gone_and_not_found(self, storage: Storage) -> None:
+        gone = remember(storage, "The secret rotation key is swordfish.", about="Rotation")
+        kept = remember(storage, "The rotation happens every ninety days.", about="Rotation")
+        with storage.erasing() as tx:
+            assert [
+                p.id
+                for p in tx.purges.passages_of(
+                    tx.passages.get(gone).document  # type: ignore[union-attr]
+                )
+            ] == [gone]
+            tx.purges.erase_passage(gone)
+        with storage.read() as tx:
+            assert tx.passages.get(gone) is None
+            hits = tx.search.passages(NS, "rotation swordfish", 10)
+            assert [h.address for h in hits] == [address("passage", kept)]
+            rotation = tx.entities.resolve("Rotation", NS)
+            assert [p.id for p in tx.entities.live_passages(rotation)] == [kept]
+
+    def test_a_document_is_erased_with_everything_that_names_it(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, [secret] = add_document(tx, ["[[Vault]] opens with the word swordfish."])
+            vault, _ = tx.entities.ensure("Vault", NS)
+            tx.passages.mention(secret, [vault])
+        v1 = write_page(storage, "Vault", "The vault opens with swordfish.", [secret])
+        with storage.write() as tx:
+            page_item = tx.items.create(NS, "page", "vault", "fp-page", {"cites": [secret]}, now())
+        v2 = write_page(storage, "Vault", "The vault opens with a word.", [secret], item=page_item)
+        kept = remember(storage, "[[Keeper]] stays.", about="Keeper")
+        with storage.write() as tx:
+            fact = tx.facts.record(
+                NS, "Vault", "word", "swordfish", source=address("passage", secret)
+            )
+            tx.items.finish(page_item, "done", {"page": v2}, now())
+            open_item = tx.items.create(NS, "stale", "vault", "fp-open", {"cites": [secret]}, now())
+        with storage.erasing() as tx:
+            assert [p.id for p in tx.purges.passages_of(document)] == [secret]
+            assert tx.purges.mentioned([secret]) == {vault}
+            assert tx.purges.pages_citing([secret]) == {v1, v2}
+            assert tx.purges.later_pages([v1]) == {v2}
+            assert tx.purges.unnamed_entities([vault]) == []  # still mentioned
+            for page in (v2, v1):
+                tx.purges.erase_page(page)
+            tx.purges.erase_fact(fact)
+            tx.purges.erase_passage(secret)
+            tx.purges.erase_document(document)
+            tx.purges.redact_items(secret, {"redacted": True})
+            assert tx.purges.unnamed_entities([vault]) == [vault]
+            tx.purges.erase_entity(vault)
+        with storage.read() as tx:
+            assert tx.passages.get(secret) is None
+            assert tx.documents.get(document, NS) is None
+            assert tx.facts.get(fact) is None
+            assert tx.pages.get(v1) is None and tx.pages.get(v2) is None
+            assert tx.entities.get(vault) is None and tx.entities.find("Vault", NS) is None
+            for search in (tx.search.passages, tx.search.pages, tx.search.entities):
+                assert search(NS, "swordfish vault", 10) == []
+            assert tx.search.facts(NS, "swordfish", 10, None) == []
+            for ident in (page_item, open_item):
+                item = tx.items.get(ident, NS)
+                assert item is not None and item.payload == {"redacted": True}
+                assert secret not in str(item.resolution)
+            # neither still counts as done or as scanned for its inputs
+            done = tx.items.get(page_item, NS)
+            assert done is not None and done.fingerprint != "fp-page"
+            assert tx.items.open_keys(NS, "stale")["vault"][1] != "fp-open"
+            assert tx.passages.get(kept) is not None
+            assert tx.entities.find("Keeper", NS) is not None
+
+    def test_a_failed_erasure_erases_nothing(self, storage: Storage) -> None:
+        passage = remember(storage, "Must survive.")
+        with pytest.raises(Boom), storage.erasing() as tx:
+            tx.purges.erase_passage(passage)
+            raise Boom
+        with storage.read() as tx:
+            assert tx.passages.get(passage) is not None
+
+    def test_a_purge_is_audited_until_its_steps_are_done(self, storage: Storage) -> None:
+        with storage.erasing() as tx:
+            audit = tx.purges.record(NS, "memo://document/x", ["memo://passage/y"])
+        with storage.read() as tx:
+            record = tx.purges.last(NS, "memo://document/x")
+            assert record is not None
+            assert (record.id, record.erased) == (audit, ["memo://passage/y"])
+            [pending] = tx.purges.pending(NS)
+            assert (pending.purge, pending.steps) == (audit, list(storage.purge_steps))
+            assert tx.purges.pending(OTHER_NS) == []
+        for step in storage.purge_steps:
+            assert storage.run_purge_step(step, wait=True)
+            with storage.write() as tx:
+                tx.purges.step_done(step, [audit])
+        with storage.read() as tx:
+            assert tx.purges.pending() == []
+            assert tx.purges.last(NS, "memo://document/x") is not None
+
+    def test_a_purged_text_is_in_no_file_of_the_store(self, storage: Storage) -> None:
+        if not storage.capabilities.secure_erase:
+            pytest.skip("the engine does not declare secure_erase")
+        secret = ["zebracornish", "quartzlingo", "octarineblue"]
+        passage = remember(storage, f"The door code is {' '.join(secret)} for now.")
+        remember(storage, "Another passage that stays.")
+        with storage.erasing() as tx:
+            tx.purges.erase_passage(passage)
+            audit = tx.purges.record(NS, address("passage", passage), [address("passage", passage)])
+        for step in storage.purge_steps:
+            assert storage.run_purge_step(step, wait=True)
+            with storage.write() as tx:
+                tx.purges.step_done(step, [audit])
+        where = Path(storage.location)
+        files = [p for p in where.parent.glob(where.name + "*") if p.is_file()]
+        assert files
+        for path in files:
+            content = path.read_bytes()
+            assert [w for w in secret if w.encode() in content] == [], path
+
+    # --- backup --------------------------------------------------------------------------------
+
+    def test_a_backup_taken_while_others_write_holds_what_was_committed(
+        self, storage: Storage, open_storage: Opener, tmp_path: Path
+    ) -> None:
+        if not storage.capabilities.online_backup:
+            pytest.skip("the engine does not declare online_backup")
+        committed = remember(storage, "Committed before the backup.")
+        writer = open_storage()
+        target = tmp_path / "backup-of-store"
+        with writer.write() as tx:
+            _, [pending] = add_document(tx, ["Not committed when the backup ran."])
+            result = storage.backup(str(target))
+        assert result["path"] == str(target)
+        copy = self.open_backup(target)
+        try:
+            with copy.read() as tx:
+                assert tx.passages.get(committed) is not None
+                assert tx.passages.get(pending) is None
+        finally:
+            copy.close()
+        with pytest.raises(BadInput):
+            storage.backup(str(target))
+
+    # --- export and import ---------------------------------------------------------------------
+
+    def _fill(self, storage: Storage) -> dict[str, Any]:
+        a = remember(storage, "[[Raft]] elects a leader by heartbeat.", about="Raft")
+        b = remember(storage, "[[Raft]] replicates its log.", about="Raft")
+        remember(storage, "Elsewhere entirely.", namespace=OTHER_NS)
+        page = write_page(storage, "Raft", "Raft elects a leader.", [a, b])
+        forget(storage, "passage", b)
+        with storage.write() as tx:
+            fact = tx.facts.record(NS, "Raft", "leader", "one", source=address("passage", a))
+            item = tx.items.create(NS, "page", "raft", "fp", {"entity": "Raft"}, now())
+            tx.items.finish(item, "done", {"page": page}, now())
+            tx.counters.bump("remembered", "", "", 3)
+        return {"a": a, "b": b, "page": page, "fact": fact, "item": item}
+
+    def test_an_export_imports_into_an_empty_store_as_it_was(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        ids = self._fill(storage)
+        with storage.read() as tx:
+            rows = list(tx.transfer.export())
+            heads = (tx.passages.head(), tx.tombstones.head())
+        assert {table for table, _ in rows} <= set(tx.transfer.tables)
+        copy = open_storage("copy")
+        with copy.write() as tx:
+            assert tx.transfer.is_empty()
+            for table, row in rows:
+                tx.transfer.restore(table, row)
+            tx.transfer.restored()
+        with copy.read() as tx:
+            assert not tx.transfer.is_empty()
+            assert list(tx.transfer.export()) == rows
+            assert (tx.passages.head(), tx.tombstones.head()) == heads
+            assert tx.tombstones.state(ids["b"]) == "forgotten"
+            raft = tx.entities.resolve("Raft", NS)
+            current = tx.pages.current(raft)
+            assert current is not None and current.id == ids["page"]
+            assert tx.pages.is_stale(ids["page"])
+            fact = tx.facts.get(ids["fact"])
+            assert fact is not None and fact.source == ids["a"]
+            item = tx.items.get(ids["item"], NS)
+            assert item is not None and item.resolution == {"page": ids["page"]}
+            assert tx.counters.read("remembered") == {("", ""): 3}
+            # The search indexes are rebuilt from the imported rows.
+            hits = tx.search.passages(NS, "heartbeat", 10)
+            assert [h.address for h in hits] == [address("passage", ids["a"])]
+            assert [h.address for h in tx.search.pages(NS, "leader", 10)] == [
+                address("page", ids["page"])
+            ]
+        later = remember(copy, "Arrives after the import.")
+        with copy.read() as tx:
+            row = tx.passages.get(later)
+            assert row is not None and row.seq > heads[0]
+
+    def test_a_namespace_export_holds_that_namespace_only(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        self._fill(storage)
+        with storage.read() as tx:
+            rows = list(tx.transfer.export(OTHER_NS))
+        copy = open_storage("copy")
+        with copy.write() as tx:
+            for table, row in rows:
+                tx.transfer.restore(table, row)
+            tx.transfer.restored()
+        with copy.read() as tx:
+            assert tx.namespaces.names() == [OTHER_NS]
+            assert tx.passages.live_count(OTHER_NS) == 1
+            assert tx.passages.live_count(NS) == 0
+            assert tx.entities.find("Raft", NS) is None
+
+    def test_an_import_keeps_the_clock_of_a_purged_store(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        remember(storage, "Stays.")
+        newest = remember(storage, "Erased before the export.")
+        with storage.read() as tx:
+            head = tx.passages.head()
+        with storage.erasing() as tx:
+            tx.purges.erase_passage(newest)
+        with storage.read() as tx:
+            rows = list(tx.transfer.export())
+        copy = open_storage("copy")
+        with copy.write() as tx:
+            for table, row in rows:
+                tx.transfer.restore(table, row)
+            tx.transfer.restored()
+        later = remember(copy, "Arrives after the import.")
+        with copy.read() as tx:
+            row = tx.passages.get(later)
+            assert row is not None and row.seq > head
+
+    def test_a_row_of_no_exported_table_is_bad_input(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            with pytest.raises(BadInput):
+                tx.transfer.restore("no_such_table", {"id": 1})
+            assert tx.transfer.is_empty()
