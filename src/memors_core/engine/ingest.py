@@ -91,17 +91,8 @@ class Ingest:
         progress: Callable[[Progress], None] | None = None,
         where: Callable[[int], str] | None = None,
     ) -> RememberedMany:
-        """Store many documents, one transaction per ``batch``.
-
-        Each document is a mapping with ``text`` and optional ``uri``,
-        ``title``, ``entities``, ``metadata``. A bad document stops the load
-        with an error naming it (``where(n)`` names the n-th, counting from
-        1; default ``document n``); the batches before it stay stored.
-        ``progress`` gets a :class:`~memors_core.engine.progress.Progress` now and
-        then: ``documents`` stored so far (phase ``storing``, or
-        ``preparing`` while a batch is split in this process), with a big
-        document's passages as ``done`` of ``total``.
-        """
+        """Store many documents, one transaction per ``batch`` (see
+        :meth:`memors_core.Memory.remember_many`)."""
         name = where or (lambda n: f"document {n}")
         totals = Counter()
         pending: list[tuple] = []

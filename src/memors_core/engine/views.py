@@ -18,7 +18,6 @@ from memors_core.domain.model import (
     EntitySummary,
     EntityView,
     FactList,
-    FactRef,
     FactView,
     ItemList,
     ItemSummary,
@@ -28,27 +27,11 @@ from memors_core.domain.model import (
     PassageView,
     SearchHit,
 )
-from memors_core.domain.rows import Fact, Passage, Tombstone
+from memors_core.domain.refs import fact_ref, passage_ref
+from memors_core.domain.rows import Tombstone
 from memors_core.storage.api import Tx
 
 GRANULARITIES = ("passage", "page", "fact", "entity", "all")
-
-
-def passage_ref(passage: Passage) -> PassageRef:
-    return PassageRef(
-        address("passage", passage.id), address("document", passage.document), passage.text
-    )
-
-
-def fact_ref(fact: Fact) -> FactRef:
-    return FactRef(
-        address("fact", fact.id),
-        fact.subject_name,
-        fact.predicate,
-        fact.value,
-        fact.valid_from,
-        fact.valid_to,
-    )
 
 
 # --- the record of change ------------------------------------------------------

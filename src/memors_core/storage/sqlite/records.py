@@ -287,8 +287,7 @@ class SqlitePassages(Repo):
             if ids is not None and seqs is not None:
                 keep = set(seqs)
                 cur = (row for row in cur if row[0] in keep)
-        for row in cur:
-            yield PassageShingles(*row)
+        return map(PassageShingles._make, cur)
 
     def live_count(self, namespace: str) -> int:
         return self.scalar(
