@@ -23,11 +23,11 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from jsonrpc import initialize
-from mcp import Client
 from memors_core import MemorsError, Memory
 from memors_core.domain import text
 from memors_core.settings import Limits
@@ -868,7 +868,7 @@ def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(tmp_path: Path):
         )  # fmt: skip
 
     # Lines the SDK's transport cannot parse get an error reply (a parse error, or an
-    # error with their id when it can be read: tests/mcp/test_mcp_hostile.py checks those),
+    # error with their id when it can be read: tests/mcp_server/test_mcp_hostile.py checks those),
     # and the server must simply go on serving.
     unparseable = [
         "{not json",

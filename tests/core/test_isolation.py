@@ -22,9 +22,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp import Client
 from mcp_clients.harness import ServerProcess, http_get, http_post
 from memors_core import MemorsError, Memory
 from memors_core.testing import passages_about

@@ -352,8 +352,8 @@ def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(tmp_path
 
 def test_serve_http_off_a_terminal_writes_only_json_lines_uvicorn_and_sdk_included(tmp_path):
     import anyio
-
     from mcp import Client
+
     from mcp_clients.harness import ServerProcess
 
     db = tmp_path / "http.db"

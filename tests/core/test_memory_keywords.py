@@ -8,8 +8,8 @@ import inspect
 from pathlib import Path
 
 import anyio
-
 from mcp import Client
+
 from memors_core import Memory
 from memors_core.testing import passages_about
 from memors_mcp.server import build_server

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from mcp import Client
+
 from memors_core import Memory
 from memors_core.testing import open_items, write_page
 from memors_mcp.server import build_server

@@ -13,8 +13,8 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-
 from mcp import Client
+
 from mcp_clients.harness import Calls, stdio_params
 from memors_core.errors import BadInput, Refused
 from memors_core.testing import temporary_memory

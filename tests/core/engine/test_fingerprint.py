@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 from mcp import Client
+
 from mcp_clients.harness import Calls, stdio_params
 from memors_core.testing import passages_about
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
-
 from mcp import Client, StdioServerParameters
+
 from memors_core import BadInput, PluginError, hookimpl
 from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import (

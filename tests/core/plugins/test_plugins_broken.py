@@ -19,9 +19,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from mcp import Client, StdioServerParameters
 from memors_core import Memory, PluginError
 from memors_core.testing import passages_about, plugin_env, run_cli
 

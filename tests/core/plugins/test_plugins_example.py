@@ -28,8 +28,8 @@ from typing import Any
 
 import anyio
 import pytest
-
 from mcp import Client, StdioServerParameters
+
 from paths import ROOT
 
 ROOT = ROOT

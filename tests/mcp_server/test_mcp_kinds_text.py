@@ -18,8 +18,8 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-
 from mcp import Client, StdioServerParameters
+
 from mcp_clients.harness import server_env
 from memors_core import hookimpl
 from memors_core.plugins.kinds import Candidate, Kind, fingerprint

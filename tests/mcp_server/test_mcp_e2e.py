@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from mcp import Client, StdioServerParameters
 from mcp_clients.harness import (
     ServerProcess,
     full_scenario,

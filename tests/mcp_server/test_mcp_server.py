@@ -13,9 +13,9 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from mcp import Client
 from mcp_clients.harness import PROMPT, SMALL_DOCUMENT_LIMIT, TEMPLATES, TOOLS, full_scenario
 from memors_core import Memory
 from memors_core.testing import passages_about

@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 import pytest
-
 from mcp import Client
+
 from memors_core import BadInput, Memory
 from memors_mcp.server import build_server
 from memors_mcp.tools import COMPACT_DEFAULT_BYTES, COMPACT_DEFAULT_LIMIT, item_bytes

@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import attrs
 import pytest
-
 from mcp import Client
+
 from memors_core import Memory
 from memors_core.domain import model
 from memors_core.wire import to_json
