@@ -609,6 +609,20 @@ class StorageContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.passages.live_count(NS) == 2
 
+    def test_a_read_transaction_refuses_to_write(self, storage: Storage) -> None:
+        remember(storage, "Stored before the read.")
+        with storage.read() as tx:
+            # (each engine raises its own error, saying the transaction is read-only)
+            with pytest.raises(Exception, match=r"(?i)read.?only"):
+                tx.namespaces.touch("written-in-a-read")
+            assert tx.passages.live_count(NS) == 1
+        with storage.read() as tx:
+            assert "written-in-a-read" not in tx.namespaces.names()
+        with storage.write() as tx:  # and the store still writes after it
+            tx.namespaces.touch("written-after")
+        with storage.read() as tx:
+            assert "written-after" in tx.namespaces.names()
+
     def test_a_read_only_storage_refuses_to_write(
         self, storage: Storage, open_storage: Opener
     ) -> None:

@@ -261,7 +261,8 @@ class Store:
 
     @contextlib.contextmanager
     def read(self) -> Iterator[SqliteTx]:
-        """A read transaction: one consistent snapshot for several queries."""
+        """A read transaction: one consistent snapshot for several queries,
+        in which every write is refused (``query_only``)."""
         with self._lock:
             yield from self._read()
 
@@ -271,12 +272,16 @@ class Store:
             return
         self._begin("BEGIN")
         self._depth = 1
+        if not self.readonly:  # (a read-only store is query_only for good)
+            self.conn.execute("PRAGMA query_only = ON")
         try:
             yield self.tx
         finally:
             self._depth = 0
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("COMMIT")
+            if not self.readonly:
+                self.conn.execute("PRAGMA query_only = OFF")
 
     def _begin(self, sql: str) -> None:
         # The busy handler already waited MEMORS_BUSY_TIMEOUT_MS; give a
