@@ -41,6 +41,7 @@ from memors_core.settings import FIELD_SETTING, Limits
 from memors_core.storage import open_storage
 
 if TYPE_CHECKING:
+    from memors_core.plugins.kinds import KindRegistry
     from memors_core.storage.api import Storage
 
 log = get_logger("memors")
@@ -61,18 +62,25 @@ class Memory:
         self.store = store
         #: The plugins; their hooks are called through its methods only.
         self.pm = pm if pm is not None else build_plugin_manager()
-        self.kinds = self.pm.kinds
         if not store.readonly:
             # Each kind's own state (the duplicate prefix index) at the version
             # it knows, before anything scans; a read-only open changes nothing.
             store.migrate_kinds(self.kinds.migrations(store.engine))
-        #: Installed plugins that failed to load and were set aside: entry-point
-        #: name -> what went wrong, one line. Everything else works; their kinds
-        #: (a kind is named like its plugin) cannot be compacted or submitted.
-        self.plugin_errors: dict[str, str] = self.pm.plugin_errors
         self.limits = Limits()
         self._ingest = Ingest(store, self.pm, self.limits)
         self._services = Services(store, self.pm, self.limits)
+
+    @property
+    def kinds(self) -> KindRegistry:
+        """The registered kinds (the plugins', read each time: never a stale copy)."""
+        return self.pm.kinds
+
+    @property
+    def plugin_errors(self) -> dict[str, str]:
+        """Installed plugins that failed to load and were set aside: entry-point
+        name -> what went wrong, one line. Everything else works; their kinds
+        (a kind is named like its plugin) cannot be compacted or submitted."""
+        return self.pm.plugin_errors
 
     @classmethod
     def open(

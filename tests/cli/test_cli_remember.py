@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import apsw
@@ -153,11 +152,9 @@ def _jsonl(path: Path, n: int) -> None:
             f.write(json.dumps(doc) + "\n")
 
 
-def test_a_5000_document_jsonl_file_loads_quickly(cli):
+def test_a_5000_document_jsonl_file_loads_and_is_searchable(cli):
     _jsonl(cli.tmp / "big.jsonl", 5000)
-    start = time.perf_counter()
     r = cli("remember", "--jsonl", "big.jsonl", "--json")
-    elapsed = time.perf_counter() - start
     assert r.code == 0, r
     assert r.json == {
         "documents": 5000,
@@ -167,9 +164,9 @@ def test_a_5000_document_jsonl_file_loads_quickly(cli):
         "new_versions": 0,
         "unchanged": 0,
     }
-    # One transaction per batch: a commit per document would take far longer.
-    # (Measured 2.1 s on a shared 2-core machine; the bound is more than ten times that.)
-    assert elapsed < 30, elapsed
+    # (That a load commits once per batch, not per document, is counted by
+    # tests/core/test_memory.py::test_remember_many_returns_counts_and_commits_once_per_batch;
+    # speed is measured in benchmarks/.)
     assert count(cli, "passages") == 5000
     hits = cli("search", "round 4321", "--json").json["results"]
     assert hits and "round 4321 " in hits[0]["text"]

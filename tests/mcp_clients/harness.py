@@ -119,7 +119,7 @@ class ServerProcess:
         return "".join(self.stderr_lines)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # (a wait for start-up, generous for a loaded machine)
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"{self.base}/metrics", timeout=2).close()

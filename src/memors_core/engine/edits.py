@@ -7,11 +7,15 @@ arguments were checked by :class:`~memors_core.memory.Memory`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memors_core.domain.ids import address
 from memors_core.domain.model import FactRecorded, Forgotten, MergeProposed
 from memors_core.errors import BadInput, NotFound, Refused
 from memors_core.log import get_logger
-from memors_core.storage.api import Tx
+
+if TYPE_CHECKING:
+    from memors_core.storage.api import Tx
 
 log = get_logger("memors")
 

@@ -14,6 +14,8 @@ and never writes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memors_core.domain.dates import now_ts
 from memors_core.domain.ids import address
 from memors_core.domain.model import Finding, LintReport
@@ -22,7 +24,9 @@ from memors_core.log import get_logger
 from memors_core.plugins.hookspecs import hookimpl
 from memors_core.plugins.kinds import LintContext
 from memors_core.plugins.manager import Plugins
-from memors_core.storage.api import Tx
+
+if TYPE_CHECKING:
+    from memors_core.storage.api import Tx
 
 log = get_logger("memors.lint")
 

@@ -8,13 +8,16 @@ whichever process did the work, and survives restarts.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from memors_core.domain.counters import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL
 from memors_core.engine.compaction import EVENTS
-from memors_core.storage.api import Storage
+
+if TYPE_CHECKING:
+    from memors_core.storage.api import Storage
 
 
 class StoreCollector:

@@ -8,7 +8,7 @@ attrs views of :mod:`memors_core.domain.model`; none opens a transaction.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import dates, text
 from memors_core.domain.ids import address
@@ -29,7 +29,9 @@ from memors_core.domain.model import (
 )
 from memors_core.domain.refs import fact_ref, passage_ref
 from memors_core.domain.rows import Tombstone
-from memors_core.storage.api import Tx
+
+if TYPE_CHECKING:
+    from memors_core.storage.api import Tx
 
 GRANULARITIES = ("passage", "page", "fact", "entity", "all")
 

@@ -337,7 +337,7 @@ def test_http_server_serves_the_same_exposition(tmp_path):
     )
     try:
         body = None
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # (a wait for start-up, generous for a loaded machine)
         while time.monotonic() < deadline and server.poll() is None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:

@@ -50,17 +50,11 @@ class Repo:
 
     def __init__(self, tx: SqliteTx) -> None:
         self.tx = tx
-        self.db = tx.db  # one(), all(), scalar(), conn
-
-    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
-        return self.db.conn.execute(sql, params).fetchone()
-
-    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
-        return self.db.conn.execute(sql, params).fetchall()
-
-    def scalar(self, sql: str, params: tuple | dict = ()) -> Any:
-        row = self.db.conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
+        self.db = tx.db
+        # The connection's own query helpers (Store.one, .all, .scalar), bound once.
+        self.one = self.db.one
+        self.all = self.db.all
+        self.scalar = self.db.scalar
 
     def run(self, sql: str, params: tuple | dict = ()) -> int:
         """Execute a statement; returns how many rows it changed."""
