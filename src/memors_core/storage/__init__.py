@@ -13,12 +13,26 @@ if TYPE_CHECKING:
 def open_storage(
     location: str | os.PathLike[str] | None = None, *, readonly: bool = False
 ) -> Storage:
-    """The store at ``location`` (a file path for SQLite; None: the default
-    path of SPEC §3), creating it unless ``readonly``.
+    """The store at ``location`` (a file path for SQLite, a ``postgresql://``
+    address for PostgreSQL; None: the default path of SPEC §3), creating it
+    (its schema, on PostgreSQL) unless ``readonly``.
 
     ``readonly``: nothing is created or changed, every write is refused, and
     a store that does not exist yet reads as an empty one.
     """
+    if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
+        try:
+            from memors_core.storage.postgres.connection import PgStore
+        except ImportError as exc:
+            if getattr(exc, "name", "") and exc.name.split(".")[0] in ("psycopg", "psycopg_binary"):
+                from memors_core.errors import BadInput
+
+                raise BadInput(
+                    "a postgresql:// store needs the PostgreSQL engine: "
+                    "pip install 'memors[postgres]'"
+                ) from None
+            raise
+        return PgStore.open(location, readonly=readonly)
     if readonly:
         from memors_core.settings import default_path
         from memors_core.storage.sqlite.readonly import open_readonly

@@ -6,7 +6,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -321,6 +321,17 @@ class Store:
         return backup(self, path)
 
     # --- helpers -------------------------------------------------------------
+
+    def execute(self, sql: str, params: tuple | dict = ()) -> apsw.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Iterable[tuple]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def run(self, sql: str, params: tuple | dict = ()) -> int:
+        """Execute one statement; how many rows it changed."""
+        self.conn.execute(sql, params)
+        return self.conn.changes()
 
     def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
         return self.conn.execute(sql, params).fetchone()

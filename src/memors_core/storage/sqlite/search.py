@@ -5,7 +5,7 @@ from __future__ import annotations
 from memors_core.domain import text
 from memors_core.domain.ids import address
 from memors_core.domain.model import SearchHit
-from memors_core.storage.sqlite.records import Repo, live
+from memors_core.storage.sql.records import Repo, live
 
 SNIPPET_TOKENS = 40
 

@@ -18,7 +18,7 @@ import apsw
 
 from memors_core.errors import BadInput
 from memors_core.log import get_logger
-from memors_core.storage.sqlite.records import Repo
+from memors_core.storage.sql.records import Repo
 from memors_core.storage.sqlite.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:

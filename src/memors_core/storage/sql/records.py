@@ -24,7 +24,7 @@ from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
 
 if TYPE_CHECKING:
-    from memors_core.storage.sqlite.engine import SqliteTx
+    from memors_core.storage.sql.engine import SqlTx
 
 log = get_logger("memors")
 
@@ -48,7 +48,7 @@ def dumps(value: Any) -> str:
 class Repo:
     """A repository: the transaction's connection and its sibling repositories."""
 
-    def __init__(self, tx: SqliteTx) -> None:
+    def __init__(self, tx: SqlTx) -> None:
         self.tx = tx
         self.db = tx.db
         # The connection's own query helpers (Store.one, .all, .scalar), bound once.
@@ -58,11 +58,10 @@ class Repo:
 
     def run(self, sql: str, params: tuple | dict = ()) -> int:
         """Execute a statement; returns how many rows it changed."""
-        self.db.conn.execute(sql, params)
-        return self.db.conn.changes()
+        return self.db.run(sql, params)
 
 
-class SqliteNamespaces(Repo):
+class SqlNamespaces(Repo):
     def touch(self, namespace: str) -> None:
         self.run(
             "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, now())
@@ -79,7 +78,7 @@ def _version(row: tuple) -> DocumentVersion:
 _VERSION_COLS = "document, version, text_hash, title, metadata, created_at"
 
 
-class SqliteDocuments(Repo):
+class SqlDocuments(Repo):
     def get(self, ident: str, namespace: str) -> Document | None:
         row = self.one(
             "SELECT id, namespace, uri, created_at FROM documents WHERE id = ? AND namespace = ?",
@@ -172,7 +171,8 @@ class SqliteDocuments(Repo):
                JOIN document_versions v ON v.document = p.document AND v.version > p.version
                WHERE p.id = ?1 AND NOT EXISTS (
                    SELECT 1 FROM version_passages l WHERE l.document = p.document
-                   AND l.version = v.version AND l.passage = ?1)""",
+                   AND l.version = v.version AND l.passage = ?1)
+               GROUP BY p.document""",
             (passage,),
         )
         return None if row is None or row[1] is None else (row[0], row[1])
@@ -183,13 +183,13 @@ _PASSAGE_COLS = (
 )
 
 
-class SqlitePassages(Repo):
+class SqlPassages(Repo):
     def head(self) -> int:
         return self.tx.clock("passages")
 
     def insert(self, namespace: str, passage: NewPassage, created_at: str) -> int:
         seq = self.tx.tick("passages")
-        self.db.conn.execute(
+        self.db.execute(
             "INSERT INTO passages(rowid, id, namespace, document, version, position, text, hash, "
             "shingles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -240,7 +240,7 @@ class SqlitePassages(Repo):
         ]
 
     def mention(self, passage: str, entities: Iterable[str]) -> None:
-        self.db.conn.executemany(
+        self.db.executemany(
             "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)",
             [(passage, e) for e in entities],
         )
@@ -249,8 +249,8 @@ class SqlitePassages(Repo):
         return [
             r[0]
             for r in self.all(
-                "SELECT DISTINCT e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
-                "WHERE m.passage = ? ORDER BY e.rowid",
+                "SELECT e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
+                "WHERE m.passage = ? GROUP BY e.canonical ORDER BY MIN(e.rowid)",
                 (passage,),
             )
         ]
@@ -263,7 +263,7 @@ class SqlitePassages(Repo):
         ids: Iterable[str] | None = None,
     ) -> Iterator[PassageShingles]:
         if seqs is None and ids is None:
-            cur = self.db.conn.execute(
+            cur = self.db.execute(
                 f"""SELECT p.rowid, p.id, p.document, p.shingles FROM passages p
                     WHERE p.namespace = ? AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
                 (namespace, after),
@@ -272,9 +272,10 @@ class SqlitePassages(Repo):
             # The wanted rows drive the join (each one found by its key),
             # never a walk of the namespace's passages.
             column, wanted = ("rowid", seqs) if ids is None else ("id", ids)
-            cur = self.db.conn.execute(
+            key = "CAST(j.value AS INTEGER)" if ids is None else "j.value"
+            cur = self.db.execute(
                 f"""SELECT p.rowid, p.id, p.document, p.shingles
-                    FROM json_each(?) j CROSS JOIN passages p ON p.{column} = j.value
+                    FROM json_each(?) j CROSS JOIN passages p ON p.{column} = {key}
                     WHERE p.namespace = ? AND p.rowid > ? AND {live("p")} ORDER BY p.rowid""",
                 (json.dumps(sorted(set(wanted))), namespace, after),
             )
@@ -289,7 +290,7 @@ class SqlitePassages(Repo):
         )
 
     def live(self, namespace: str) -> Iterator[Passage]:
-        cur = self.db.conn.execute(
+        cur = self.db.execute(
             f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.namespace = ? AND {live('p')} "
             "ORDER BY p.rowid",
             (namespace,),
@@ -301,7 +302,7 @@ class SqlitePassages(Repo):
 _ENTITY_COLS = "e.rowid, e.id, e.namespace, e.name, e.canonical, e.created_at"
 
 
-class SqliteEntities(Repo):
+class SqlEntities(Repo):
     def find(self, name: str, namespace: str) -> str | None:
         key = text.match_key(name)
         row = self.one(
@@ -434,7 +435,7 @@ class SqliteEntities(Repo):
                 JOIN passages p ON p.id = m.passage
                 WHERE e.namespace = ? AND {live("p")} {restrict}
                 GROUP BY e.canonical
-                HAVING n >= ? AND NOT EXISTS (
+                HAVING COUNT(DISTINCT p.rowid) >= ? AND NOT EXISTS (
                     SELECT 1 FROM pages pg JOIN entities pe ON pe.id = pg.entity
                     WHERE pe.canonical = e.canonical AND {live("pg")})
                 ORDER BY MIN(e.rowid)""",
@@ -502,7 +503,7 @@ _DISAGREE = f"""a.predicate_folded = b.predicate_folded AND a.value_folded <> b.
     AND {live("a")} AND {live("b")}"""
 
 
-class SqliteFacts(Repo):
+class SqlFacts(Repo):
     def record(
         self,
         namespace: str,
@@ -638,7 +639,7 @@ class SqliteFacts(Repo):
 _TOMBSTONE_COLS = "rowid, namespace, target, type, state, reason, item, created_at"
 
 
-class SqliteTombstones(Repo):
+class SqlTombstones(Repo):
     def head(self) -> int:
         return self.tx.clock("tombstones")
 

@@ -10,7 +10,7 @@ from memors_core.domain.dates import now
 from memors_core.domain.ids import address
 from memors_core.domain.rows import Item, MergeCandidate, ScanMark
 from memors_core.log import get_logger
-from memors_core.storage.sqlite.records import Repo, dumps
+from memors_core.storage.sql.records import Repo, dumps
 
 log = get_logger("memors")
 
@@ -29,7 +29,7 @@ def _item(row: tuple) -> Item:
     )
 
 
-class SqliteItems(Repo):
+class SqlItems(Repo):
     def get(self, ident: int, namespace: str) -> Item | None:
         row = self.one(
             f"SELECT {_ITEM_COLS} FROM work_items WHERE id = ? AND namespace = ?",
@@ -70,7 +70,7 @@ class SqliteItems(Repo):
     def create(
         self, namespace: str, kind: str, key: str, fingerprint: str, payload: Any, at: str
     ) -> int:
-        cur = self.db.conn.execute(
+        cur = self.db.execute(
             "INSERT INTO work_items(namespace, kind, key, status, fingerprint, payload, "
             "created_at, updated_at) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING id",
             (namespace, kind, key, fingerprint, dumps(payload), at, at),
@@ -112,8 +112,9 @@ class SqliteItems(Repo):
             _item(r)
             for r in self.all(
                 f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
-                "AND kind IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY id LIMIT ?",
-                (namespace, json.dumps(kinds), after, -1 if limit is None else limit),
+                "AND kind IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY id"
+                + ("" if limit is None else f" LIMIT {int(limit)}"),
+                (namespace, json.dumps(kinds), after),
             )
         ]
 
@@ -136,7 +137,7 @@ class SqliteItems(Repo):
 _CANDIDATE_COLS = "id, namespace, first, second, origin, status, created_at"
 
 
-class SqliteMergeCandidates(Repo):
+class SqlMergeCandidates(Repo):
     def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]:
         pair = "|".join(sorted((first, second)))
         opened = self.run(
@@ -180,12 +181,10 @@ class SqliteMergeCandidates(Repo):
         ]
 
 
-class SqliteChangeLog(Repo):
+class SqlChangeLog(Repo):
     def head(self) -> int:
-        # AUTOINCREMENT: the log's numbers are never reused after pruning.
-        return self.scalar(
-            "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'changes'"
-        )
+        # The engine's sequence: the log's numbers are never reused after pruning.
+        return self.scalar(self.tx.change_head_sql)
 
     def entities_since(self, namespace: str, after: int) -> set[str]:
         touched = {
@@ -226,12 +225,12 @@ class SqliteChangeLog(Repo):
             self.run("DELETE FROM changes WHERE namespace = ? AND seq <= ?", (namespace, low))
 
 
-class SqliteCounters(Repo):
+class SqlCounters(Repo):
     def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
         if by:
             self.run(
                 "INSERT INTO counters(name, kind, event, value) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(name, kind, event) DO UPDATE SET value = value + excluded.value",
+                "ON CONFLICT(name, kind, event) DO UPDATE SET value = counters.value + excluded.value",
                 (name, kind, event, by),
             )
 

@@ -13,7 +13,7 @@ from memors_core.domain.rows import Page, PageSource
 from memors_core.domain.rules import STALE_NEW_PASSAGES
 from memors_core.errors import NotFound
 from memors_core.log import get_logger
-from memors_core.storage.sqlite.records import Repo, dumps, live, restrict_to
+from memors_core.storage.sql.records import Repo, dumps, live, restrict_to
 
 log = get_logger("memors")
 
@@ -31,7 +31,7 @@ STALE_PAGE = f"""(
             SELECT DISTINCT p.rowid FROM entities x JOIN mentions m ON m.entity = x.id
             JOIN passages p ON p.id = m.passage
             WHERE x.canonical = e.canonical AND p.rowid > pg.built_seq AND {live("p")}
-            LIMIT {STALE_NEW_PASSAGES})) >= {STALE_NEW_PASSAGES}
+            LIMIT {STALE_NEW_PASSAGES}) AS recent) >= {STALE_NEW_PASSAGES}
 )"""
 
 _COLS = (
@@ -45,7 +45,7 @@ def _page(row: tuple) -> Page:
     return Page(*row[:9], json.loads(row[9]), row[10], row[11])
 
 
-class SqlitePages(Repo):
+class SqlPages(Repo):
     def current(self, canonical: str) -> Page | None:
         row = self.one(
             f"""SELECT {_COLS} FROM {_FROM}

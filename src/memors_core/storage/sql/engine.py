@@ -1,0 +1,107 @@
+"""The transaction object both SQL engines share: one instance per
+connection, holding the repositories and counting the clocks."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from memors_core.errors import PluginError
+from memors_core.storage.sql.pages import SqlPages
+from memors_core.storage.sql.queue import (
+    SqlChangeLog,
+    SqlCounters,
+    SqlItems,
+    SqlMergeCandidates,
+)
+from memors_core.storage.sql.records import (
+    SqlDocuments,
+    SqlEntities,
+    SqlFacts,
+    SqlNamespaces,
+    SqlPassages,
+    SqlTombstones,
+)
+
+#: The clocks: rows ordered by arrival whose numbers incremental scans keep.
+CLOCKS = ("passages", "tombstones")
+
+
+class SqlTx:
+    """The repositories of one connection (:class:`memors_core.storage.api.Tx`).
+
+    One object serves every transaction of the connection: a repository
+    method runs in whatever transaction the connection is in. An engine
+    subclasses it, names its own repository classes where they differ
+    (:attr:`repositories`), and says how its clocks are read.
+    """
+
+    engine: ClassVar[str]
+    #: attribute -> repository class; an engine overrides the entries it must.
+    repositories: ClassVar[dict[str, type]] = {
+        "namespaces": SqlNamespaces,
+        "documents": SqlDocuments,
+        "passages": SqlPassages,
+        "entities": SqlEntities,
+        "facts": SqlFacts,
+        "pages": SqlPages,
+        "tombstones": SqlTombstones,
+        "merges": SqlMergeCandidates,
+        "items": SqlItems,
+        "changes": SqlChangeLog,
+        "counters": SqlCounters,
+    }
+    #: SQL of one clock's high-water mark: the highest row number or the
+    #: recorded mark, whichever is higher (parameter: the clock's name,
+    #: ``{table}`` its table).
+    clock_sql: ClassVar[str]
+    #: SQL that records a clock's mark, never lowering it (name, value).
+    hold_clock_sql: ClassVar[str]
+    #: SQL of the change log's clock: the newest number its sequence gave.
+    change_head_sql: ClassVar[str]
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+        # Within one write transaction the next clock values are counted
+        # here instead of being read per row (a bulk load stores thousands).
+        self._ticks: dict[str, int] = {}
+        for name, cls in self.repositories.items():
+            setattr(self, name, cls(self))
+
+    def after_commit(self, fn: Any, /, *args: Any, **kwargs: Any) -> None:
+        self.db.after_commit(fn, *args, **kwargs)
+
+    def native(self, engine: str) -> Any:
+        """The engine's own connection (see :meth:`memors_core.storage.api.Tx.native`)."""
+        if engine != self.engine:
+            raise PluginError(
+                f"this store runs on the {self.engine} engine, not {engine}: "
+                f"a kind's {engine} module cannot work on it"
+            )
+        return self.db.conn
+
+    # --- the logical clocks ------------------------------------------------------
+
+    def clock(self, name: str) -> int:
+        """The newest number ``name``'s clock handed out (0 for none).
+
+        A new row gets the highest row number plus one, so once purge erased
+        the newest rows their numbers would come round again; the ``clock``
+        table keeps the high-water mark across purges."""
+        if name in self._ticks:
+            return self._ticks[name]
+        return self.db.scalar(self.clock_sql.format(table=name), (name,))
+
+    def tick(self, name: str) -> int:
+        """The next number of ``name``'s clock (inside a write transaction)."""
+        value = self.clock(name) + 1
+        self._ticks[name] = value
+        return value
+
+    def hold_clocks(self) -> None:
+        """Record every clock's high-water mark (before purge erases rows)."""
+        for name in CLOCKS:
+            self.db.run(self.hold_clock_sql, (name, self.clock(name)))
+
+    def reset_clocks(self) -> None:
+        """Forget counted clock values (a transaction began or rolled back)."""
+        self._ticks.clear()
