@@ -1,11 +1,12 @@
-# memors — two commands: `make demo` and `make test` (both set up .venv first).
+# memors — two commands: `make demo` and `make test` (both set up .venv first;
+# `make test` runs the suite on SQLite, then on PostgreSQL).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint contracts unit bench-setup bench bench-quick man clean
+.PHONY: setup demo test lint contracts unit unit-postgres bench-setup bench bench-quick man clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +30,13 @@ contracts: setup
 unit: setup
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
 
-test: lint contracts unit
+# The same suite on the PostgreSQL engine (a fresh database per test, cloned
+# from a migrated template; server: $$MEMORS_TEST_POSTGRES, default the local
+# socket). An unreachable server fails the run instead of skipping it.
+unit-postgres: setup
+	MEMORS_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q --engine=postgres
+
+test: lint contracts unit unit-postgres
 
 # The benchmarks also need the `bench` extra (datasketch, the MinHash reference).
 bench-setup: setup

@@ -10,12 +10,14 @@ pytest_plugins = ["memors_core.testing"]
 
 
 @pytest.fixture
-def cli(tmp_path: Path):
+def cli(tmp_path: Path, store_address: str | Path):
     """Run the real ``memors-mcp`` (as ``python -m memors_cli``) against a
-    temporary store: ``cli("search", "raft", "--json", input=...)``."""
+    fresh store (``store_address``: a file under ``tmp_path``, or a PostgreSQL
+    database under ``--engine=postgres``): ``cli("search", "raft", "--json",
+    input=...)``; ``cli.db`` is its address, ``cli.tmp`` the directory it runs in."""
     from memors_core.testing import CLIResult, run_cli  # late: pytest rewrites its asserts
 
-    db = tmp_path / "cli.db"
+    db = tmp_path / "cli.db" if isinstance(store_address, Path) else store_address
 
     def run(
         *args: str,

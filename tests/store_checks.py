@@ -1,8 +1,11 @@
-"""Consistency checks on a store file, shared by the reliability tests.
+"""Consistency checks on a store, shared by the reliability tests.
 
-:func:`store_problems` opens the file the way a fresh process would (so a
+:func:`store_problems` opens the store the way a fresh process would (so a
 killed writer's WAL is recovered first) and returns every broken invariant
-as a line of text: an empty list is a healthy store.
+as a line of text: an empty list is a healthy store. It takes a SQLite file
+or a ``postgresql://`` address; :func:`connect` likewise gives a plain
+connection to either (on PostgreSQL one that reads SQLite's spelling of the
+shared SQL, ``?`` placeholders included, through the engine's own renderer).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -38,13 +42,15 @@ ORPHANS: list[tuple[str, str]] = [
     ),
     (
         "a first version with a gap in its passages",
-        "SELECT document FROM passages WHERE version = 1 GROUP BY document "
-        "HAVING MAX(position) + 1 <> COUNT(*) OR MIN(position) <> 0",
+        "SELECT document FROM passages WHERE version = 1 "
+        "AND NOT EXISTS (SELECT 1 FROM purges) "  # (purging a passage leaves its gap)
+        "GROUP BY document HAVING MAX(position) + 1 <> COUNT(*) OR MIN(position) <> 0",
     ),
     (
         "a later version's passage list with a gap",
-        "SELECT document, version FROM version_passages GROUP BY document, version "
-        "HAVING MAX(position) + 1 <> COUNT(*)",
+        "SELECT document, version FROM version_passages "
+        "WHERE NOT EXISTS (SELECT 1 FROM purges) "
+        "GROUP BY document, version HAVING MAX(position) + 1 <> COUNT(*)",
     ),
     (
         "a version's passage list naming a missing passage",
@@ -105,8 +111,50 @@ ORPHANS: list[tuple[str, str]] = [
 ]
 
 
-def connect(path: Path | str) -> apsw.Connection:
-    """A plain connection, as a fresh process would open the file."""
+def rows_of(memory: Any, sql: str, params: Any = ()) -> list[tuple]:
+    """The rows of one query (SQLite's spelling) on an open Memory's store, in a
+    read transaction of its own (or the one open): a PostgreSQL store runs SQL
+    inside a transaction only."""
+    with memory.store.read():
+        return memory.store.all(sql, params)
+
+
+def value_of(memory: Any, sql: str, params: Any = ()) -> Any:
+    """The first column of the first row of one query (None: no row), as :func:`rows_of`."""
+    with memory.store.read():
+        return memory.store.scalar(sql, params)
+
+
+def is_postgres(path: Path | str) -> bool:
+    return isinstance(path, str) and path.startswith(("postgresql://", "postgres://"))
+
+
+class PgConnection:
+    """A plain psycopg connection (autocommit) taking SQL in SQLite's spelling,
+    like :func:`connect`'s apsw one: ``execute(sql, params)`` gives a cursor."""
+
+    def __init__(self, url: str | None = None, *, conn: Any = None) -> None:
+        import psycopg
+
+        self.conn = conn if conn is not None else psycopg.connect(url, autocommit=True)
+        self.owned = conn is None
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        from memors_core.storage.postgres.dialect import render
+
+        rendered = render(sql)
+        return self.conn.execute(rendered.sql, list(rendered.params(params)))
+
+    def close(self) -> None:
+        if self.owned:
+            self.conn.close()
+
+
+def connect(path: Path | str) -> Any:
+    """A plain connection, as a fresh process would open the store: apsw for a
+    SQLite file, :class:`PgConnection` for a ``postgresql://`` address."""
+    if is_postgres(path):
+        return PgConnection(str(path))
     conn = apsw.Connection(str(path))
     conn.setbusytimeout(15_000)
     return conn
@@ -116,9 +164,30 @@ def store_problems(path: Path | str) -> list[str]:
     """Every broken invariant of the store at ``path`` (empty when healthy)."""
     conn = connect(path)
     try:
+        if isinstance(conn, PgConnection):
+            return list(_pg_problems(conn))
         return list(_problems(conn))
     finally:
         conn.close()
+
+
+def open_store_problems(memory: Any) -> list[str]:
+    """:func:`store_problems` of an open :class:`Memory`, through its own
+    connection (on SQLite: a fresh connection to its file)."""
+    if memory.store.engine == "sqlite":
+        return store_problems(memory.store.path)
+    with memory.store.read():
+        return list(_pg_problems(PgConnection(conn=memory.store.conn)))
+
+
+def _pg_problems(conn: PgConnection) -> Iterator[str]:
+    """The engine-neutral checks: orphans and counters. (PostgreSQL keeps its
+    own pages and indexes consistent; its search index is its engine's own.)"""
+    for what, sql in ORPHANS:
+        rows = conn.execute(sql).fetchall()
+        if rows:
+            yield f"{what}: {rows[:3]} ({len(rows)} in all)"
+    yield from _counter_problems(conn)
 
 
 def _problems(conn: apsw.Connection) -> Iterator[str]:
@@ -154,7 +223,7 @@ def _problems(conn: apsw.Connection) -> Iterator[str]:
     yield from _counter_problems(conn)
 
 
-def counters(conn: apsw.Connection) -> dict[tuple[str, str], int]:
+def counters(conn: Any) -> dict[tuple[str, str], int]:
     return {
         (kind, event): value
         for kind, event, value in conn.execute(
@@ -163,7 +232,7 @@ def counters(conn: apsw.Connection) -> dict[tuple[str, str], int]:
     }
 
 
-def _counter_problems(conn: apsw.Connection) -> Iterator[str]:
+def _counter_problems(conn: Any) -> Iterator[str]:
     """Persisted counters equal the rows they count.
 
     Items are never deleted and leave ``open`` once, so ``created`` counts

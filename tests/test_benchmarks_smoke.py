@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.sqlite_only("benchmarks.run measures the SQLite engine (the next test runs both)")
 def test_bench_harness_prints_every_figure(tmp_path):
     proc = subprocess.run(
         [
@@ -53,6 +56,46 @@ def test_bench_harness_prints_every_figure(tmp_path):
     assert "same" in again and "0 created" in again, again
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_engines_harness_prints_every_figure(engine):
+    if engine == "postgres":
+        from memors_core.testing.postgres import require_server
+
+        require_server()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.engines",
+            "--size",
+            "1000",
+            "--engines",
+            engine,
+            "--skip-mcp",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    for figure in (
+        f"{engine}: remember 1000 passages",
+        f"{engine}: compact, full (every kind)",
+        f"{engine}: compact after the 1% (incremental)",
+        f"{engine}: search p50 / p95 (2 words, limit 10)",
+        f"{engine}: search p50 / p95 (8 words, limit 10)",
+        f"{engine}: store size",
+        "remember, passages/s",
+    ):
+        assert figure in out, figure
+    # the same generated questions find passages on either engine
+    hits = [line for line in out.splitlines() if "hits/query" in line]
+    assert len(hits) == 2 and all(" 0.0 hits" not in line for line in hits), hits
+
+
+@pytest.mark.sqlite_only("a store file that does not exist")
 def test_metrics_never_creates_a_store(cli):
     missing = cli.tmp / "absent" / "memors.db"
     r = cli("metrics", "--db", str(missing))

@@ -4,9 +4,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.sqlite_only("the demo plays on its own SQLite file, .demo/memors.db")
 def test_demo_runs_end_to_end_and_leaves_nothing_to_do():
     proc = subprocess.run(
         [sys.executable, str(ROOT / "demo" / "run_demo.py")],

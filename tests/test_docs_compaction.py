@@ -96,9 +96,9 @@ class Addresses:
             assert shown == real and type(shown) is type(real), f"{where}: {real!r} != {shown!r}"
 
 
-def run_doc(workdir: Path, text: str) -> Addresses:
+def run_doc(workdir: Path, text: str, db: Path | str | None = None) -> Addresses:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORS_")}
-    env["MEMORS_DB"] = str(workdir / "memors.db")
+    env["MEMORS_DB"] = str(db if db is not None else workdir / "memors.db")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     addresses = Addresses()
     blocks = doc_blocks(text)
@@ -122,9 +122,9 @@ def run_doc(workdir: Path, text: str) -> Addresses:
     return addresses
 
 
-def test_the_worked_example_runs_and_prints_what_the_doc_shows(tmp_path):
+def test_the_worked_example_runs_and_prints_what_the_doc_shows(tmp_path, store_address):
     text = DOC.read_text(encoding="utf-8")
-    addresses = run_doc(tmp_path, text)
+    addresses = run_doc(tmp_path, text, store_address)
     assert addresses.real  # the doc shows real addresses, mapped to this run's
 
 

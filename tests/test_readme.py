@@ -17,7 +17,7 @@ def sh_blocks() -> list[str]:
     return re.findall(r"```sh\n(.*?)```", text, re.S)
 
 
-def run_block(block: str, cwd: Path, db: Path) -> str:
+def run_block(block: str, cwd: Path, db: Path | str) -> str:
     script = block.replace("/tmp/memors-tour.db", str(db))
     script = script.replace('"$PWD/.venv/bin', f'"{Path(sys.executable).parent}')
     proc = subprocess.run(
@@ -37,10 +37,11 @@ def run_block(block: str, cwd: Path, db: Path) -> str:
     return proc.stdout
 
 
-def test_readme_tour_runs(tmp_path: Path):
-    tour, submit = sh_blocks()
+def test_readme_tour_runs(tmp_path: Path, fresh_store):
+    # The tour and its page (the PostgreSQL block after them names a server of yours).
+    tour, submit = sh_blocks()[:2]
     (tmp_path / "demo").symlink_to(ROOT / "demo")
-    db = tmp_path / "tour.db"
+    db = fresh_store("tour.db")
     out = run_block(tour, tmp_path, db)
     assert "Raft" in out
     # Learn the page item's payload the way an agent would, and write the page from it.

@@ -30,7 +30,8 @@ DESCRIPTION = (
 )
 
 EPILOG = (
-    "Every subcommand takes --db PATH (default $MEMORS_DB, else "
+    "Every subcommand takes --db PATH|URL (a SQLite file or a postgresql:// address; "
+    "default $MEMORS_DB, else "
     "$XDG_DATA_HOME/memors/memors.db), --ns NAMESPACE (default 'default'), --json and "
     "--log-level LEVEL, before or after its name (memors-mcp --db x.db search raft); "
     "given in both places, the one after the subcommand wins. "
@@ -115,9 +116,10 @@ _STORE_OPTIONS: tuple[tuple[str, dict], ...] = (
     (
         "--db",
         {
-            "metavar": "PATH",
+            "metavar": "PATH|URL",
             "default": None,
-            "help": "database file (default: $MEMORS_DB or the data dir)",
+            "help": "the store: a database file, or a postgresql://user@host/db address "
+            "(default: $MEMORS_DB or the data dir)",
         },
     ),
     (

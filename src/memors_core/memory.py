@@ -90,10 +90,13 @@ class Memory:
         plugin_manager: Plugins | None = None,
         readonly: bool = False,
     ) -> Memory:
-        """Open (creating if needed) the store at ``path`` (default per SPEC §3).
+        """Open (creating if needed) the store at ``path`` (default per SPEC §3):
+        a file for the SQLite engine, or a ``postgresql://`` address for the
+        PostgreSQL engine (extra ``memors[postgres]``; docs/postgres.md).
 
         A purge that was killed after its erasure committed is finished here
-        (its FTS merges, VACUUM and WAL checkpoint), unless the store is busy.
+        (on SQLite its FTS merges, VACUUM and WAL checkpoint), unless the
+        store is busy.
 
         ``readonly``: open it to read only, as ``lint`` does — nothing is
         created or changed (a store that does not exist yet reads as an
@@ -114,7 +117,9 @@ class Memory:
             raise
 
     @property
-    def path(self) -> Path:
+    def path(self) -> Path | str:
+        """Where the store is: its file (SQLite), or its address without the
+        password (PostgreSQL)."""
         return self.store.path
 
     def close(self) -> None:

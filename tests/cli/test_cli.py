@@ -407,6 +407,7 @@ def tour_script() -> str:
     return "\n".join(blocks)
 
 
+@pytest.mark.sqlite_only("the documented tour writes its own SQLite file, tour.db")
 def test_the_one_minute_tour_runs(tmp_path):
     script = tour_script()
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORS_")}

@@ -9,15 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import apsw
 from test_cli import one_line_error
 from test_progress import run_on_a_terminal
 
+from store_checks import connect
+
 
 def count(cli, table: str) -> int:
-    if not cli.db.exists():
+    if isinstance(cli.db, Path) and not cli.db.exists():
         return 0
-    conn = apsw.Connection(str(cli.db))
+    conn = connect(cli.db)
     try:
         return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     finally:
@@ -83,7 +84,7 @@ def test_directories_are_read_recursively_text_and_markdown_only(cli):
         "new_versions": 0,
         "unchanged": 0,
     }
-    uris = {row[0] for row in apsw.Connection(str(cli.db)).execute("SELECT uri FROM documents")}
+    uris = {row[0] for row in connect(cli.db).execute("SELECT uri FROM documents")}
     assert uris == {
         str(p.resolve())
         for p in [

@@ -98,8 +98,8 @@ def test_only_the_compact_command_imports_the_executor():
     assert importers == ["memors_cli.commands.compaction"]
 
 
-def test_other_commands_do_not_load_the_executor(tmp_path):
-    db = tmp_path / "x.db"
+def test_other_commands_do_not_load_the_executor(fresh_store, tmp_path):
+    db = fresh_store("x.db")
     code = (
         "import sys\n"
         "from memors_cli.main import main\n"

@@ -21,9 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import apsw
 import pytest
 from test_cli import one_line_error
+
+from store_checks import connect
 
 MEMORY_CAP = 4 << 30  # address space: >10x the most a run here needs (import of a 64 GiB
 # sparse file: 295 MB resident, fine under a 500 MB cap); reading /dev/zero whole hits it in seconds
@@ -49,9 +50,9 @@ def _cap_memory() -> None:
 
 
 @pytest.fixture
-def run(tmp_path: Path):
+def run(tmp_path: Path, store_address: Path | str):
     """The real ``memors-mcp`` with a memory cap; ``stdin`` is bytes or an open file."""
-    db = tmp_path / "cli.db"
+    db = tmp_path / "cli.db" if isinstance(store_address, Path) else store_address
 
     def go(*args: str, stdin=None, env: dict[str, str] | None = None) -> Run:
         full = {k: v for k, v in os.environ.items() if k != "MEMORS_DISABLE_PLUGINS"}
@@ -75,10 +76,10 @@ def run(tmp_path: Path):
     return go
 
 
-def count(db: Path, table: str = "documents") -> int:
-    if not db.exists():
+def count(db: Path | str, table: str = "documents") -> int:
+    if isinstance(db, Path) and not db.exists():
         return 0
-    conn = apsw.Connection(str(db))
+    conn = connect(db)
     try:
         return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
     finally:

@@ -136,6 +136,7 @@ def test_an_unchanged_page_says_its_diff_is_empty(cli):
 # --- backup, remember ---------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("a SQLite backup file and its page count")
 def test_backup_reports_bytes_not_database_pages(cli):
     cli("remember", "-", input=RAFT + "\n")
     r = cli("backup", "copy.db")

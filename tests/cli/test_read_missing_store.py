@@ -31,6 +31,7 @@ READS = [
 ]
 
 
+@pytest.mark.sqlite_only("store files that do not exist, or are empty")
 @pytest.mark.parametrize("args", READS, ids=" ".join)
 def test_a_read_on_a_missing_store_answers_as_an_empty_one_and_creates_nothing(cli, tmp_path, args):
     empty = tmp_path / "empty.db"

@@ -63,7 +63,7 @@ def _modules(cli, *args: str) -> tuple[int, set[str]]:
     ],
     ids=" ".join,
 )
-def test_commands_that_do_not_serve_import_no_sdk_http_stack_or_executor(cli, args):
+def test_commands_that_do_not_serve_import_no_sdk_http_stack_or_executor(cli, args, engine):
     cli("remember", "-", "--entity", "Raft", input="Raft elects a leader.")
     code, modules = _modules(cli, *args)
     assert code in (0, 1, 2)
@@ -72,9 +72,11 @@ def test_commands_that_do_not_serve_import_no_sdk_http_stack_or_executor(cli, ar
     assert "memors_cli.executor" not in modules
     # A command that logs nothing does not pay for structlog (and rich) either.
     assert not any(m.split(".")[0] in ("structlog", "rich") for m in modules)
-    # Nor for the standard library's logging, nor for importlib.metadata.
-    assert "logging" not in modules
-    assert "importlib.metadata" not in modules
+    # Nor for the standard library's logging, nor for importlib.metadata
+    # (on SQLite: psycopg itself imports both).
+    if engine == "sqlite":
+        assert "logging" not in modules
+        assert "importlib.metadata" not in modules
 
 
 def test_structlog_is_loaded_once_an_event_passes_the_level(cli):
@@ -125,6 +127,7 @@ def test_version_is_written_once_and_is_what_pip_installed(cli):
 @pytest.mark.parametrize(
     "args", [("search", "x"), ("lint",), ("compact",), ("entity", "list")], ids=" ".join
 )
+@pytest.mark.sqlite_only("psycopg itself imports importlib.metadata")
 def test_plugins_are_found_without_importlib_metadata(cli, args):
     """importlib.metadata costs a small command more than all the rest of its
     work: the plugin manager reads the entry points without it."""

@@ -123,6 +123,7 @@ def stored_documents(db: Path) -> dict[str, list[str]]:
         conn.close()
 
 
+@pytest.mark.sqlite_only("kills writers of a SQLite file, then reads and copies the file")
 def test_killing_a_bulk_remember_leaves_whole_documents_and_a_rerun_finishes(tmp_path: Path):
     print(f"MEMORS_CRASH_SEED={SEED}")
     rng = random.Random(SEED)
@@ -200,6 +201,7 @@ def open_items(db: Path) -> dict[tuple[str, str], tuple[str, str]]:
         conn.close()
 
 
+@pytest.mark.sqlite_only("kills writers of a SQLite file, then reads and copies the file")
 def test_killing_compact_leaves_a_consistent_queue_and_a_rerun_completes_it(
     compaction_store: Path, tmp_path: Path
 ):
@@ -270,6 +272,7 @@ with Memory.open(sys.argv[1]) as memory:
 """
 
 
+@pytest.mark.sqlite_only("kills writers of a SQLite file, then reads and copies the file")
 def test_killing_submit_completes_each_item_once_or_not_at_all(
     compaction_store: Path, tmp_path: Path
 ):

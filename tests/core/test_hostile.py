@@ -34,7 +34,14 @@ from memors_core.settings import Limits
 from memors_core.storage.sqlite.search import fts_query
 from memors_core.testing import passages_about
 from memors_mcp.server import build_server
-from store_checks import connect, store_problems
+from store_checks import (
+    connect,
+    is_postgres,
+    open_store_problems,
+    rows_of,
+    store_problems,
+    value_of,
+)
 
 # --- strategies --------------------------------------------------------------------------------
 
@@ -184,20 +191,23 @@ namespace_like = st.one_of(
 
 def row_counts(memory: Memory) -> dict[str, int]:
     """Rows of every table except ``counters`` (refusals are counted, on purpose)."""
-    names = [
-        r[0]
-        for r in memory.store.all(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-            "AND name <> 'counters'"
-        )
-    ]
-    return {n: memory.store.scalar(f'SELECT COUNT(*) FROM "{n}"') for n in names}
+    names = [r[0] for r in rows_of(memory, TABLES[memory.store.engine])]
+    return {n: value_of(memory, f'SELECT COUNT(*) FROM "{n}"') for n in names}
+
+
+#: Every table but ``counters``, per engine.
+TABLES = {
+    "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+    "AND name <> 'counters'",
+    "postgres": "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+    "current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'counters'",
+}
 
 
 def counter_values(memory: Memory) -> dict[tuple, int]:
     return {
         (n, k, e): v
-        for n, k, e, v in memory.store.all("SELECT name, kind, event, value FROM counters")
+        for n, k, e, v in rows_of(memory, "SELECT name, kind, event, value FROM counters")
     }
 
 
@@ -211,7 +221,10 @@ def assert_untouched(memory: Memory, before: dict[str, int], counters_before: di
 
 
 def integrity_ok(memory: Memory) -> None:
-    assert memory.store.all("PRAGMA integrity_check") == [("ok",)]
+    if memory.store.engine != "sqlite":
+        assert open_store_problems(memory) == []
+        return
+    assert rows_of(memory, "PRAGMA integrity_check") == [("ok",)]
     for fts in ("passages_fts", "pages_fts", "facts_fts", "entities_fts"):
         memory.store.conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
 
@@ -325,8 +338,10 @@ def library_calls(draw, known: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return name, args
 
 
-def test_the_library_answers_or_refuses_cleanly_and_a_refusal_writes_nothing(tmp_path: Path):
-    memory, known = seeded(tmp_path / "hostile.db")
+def test_the_library_answers_or_refuses_cleanly_and_a_refusal_writes_nothing(
+    fresh_store, tmp_path: Path
+):
+    memory, known = seeded(fresh_store("hostile.db"))
     outcomes: Counter[str] = Counter()
 
     @settings(max_examples=600, deadline=None, suppress_health_check=list(HealthCheck))
@@ -353,9 +368,10 @@ def test_the_library_answers_or_refuses_cleanly_and_a_refusal_writes_nothing(tmp
 
 
 def test_bulk_remember_of_hostile_documents_stores_whole_batches_or_names_the_bad_one(
+    fresh_store,
     tmp_path: Path,
 ):
-    memory = Memory.open(tmp_path / "bulk.db")
+    memory = Memory.open(fresh_store("bulk.db"))
 
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(
@@ -390,8 +406,8 @@ def test_bulk_remember_of_hostile_documents_stores_whole_batches_or_names_the_ba
         memory.close()
 
 
-def test_odd_but_valid_text_is_stored_whole_and_found_again(tmp_path: Path):
-    memory = Memory.open(tmp_path / "valid.db")
+def test_odd_but_valid_text_is_stored_whole_and_found_again(fresh_store, tmp_path: Path):
+    memory = Memory.open(fresh_store("valid.db"))
     valid = st.text(
         alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
         min_size=1,
@@ -518,10 +534,12 @@ def test_field_length_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     ],
 )
 @pytest.mark.parametrize("value", ["lots", "0", "-5", "1.5"])
-def test_a_bad_limit_setting_is_a_clear_error(tmp_path: Path, monkeypatch, setting, value):
+def test_a_bad_limit_setting_is_a_clear_error(
+    fresh_store, tmp_path: Path, monkeypatch, setting, value
+):
     monkeypatch.setenv(setting, value)
     with pytest.raises(MemorsError, match=setting):
-        Memory.open(tmp_path / "bad.db")
+        Memory.open(fresh_store("bad.db"))
 
 
 # --- the CLI, as real processes ---------------------------------------------------------------------
@@ -585,20 +603,16 @@ jsonl_line = st.one_of(
 def db_rows(db: Path) -> dict[str, int]:
     conn = connect(db)
     try:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-                "AND name <> 'counters'"
-            )
-        ]
+        names = [r[0] for r in conn.execute(TABLES["postgres" if is_postgres(db) else "sqlite"])]
         return {n: conn.execute(f'SELECT COUNT(*) FROM "{n}"').fetchone()[0] for n in names}
     finally:
         conn.close()
 
 
-def test_the_cli_answers_hostile_arguments_with_one_line_and_no_partial_write(tmp_path: Path):
-    db = tmp_path / "cli.db"
+def test_the_cli_answers_hostile_arguments_with_one_line_and_no_partial_write(
+    fresh_store, tmp_path: Path
+):
+    db = fresh_store("cli.db")
     memory, known = seeded(db)
     memory.close()
     env = {**os.environ, "MEMORS_DB": str(db)}
@@ -747,8 +761,10 @@ def _sendable(value: Any) -> Any:
 FLAGS = {"accept", "reject", "skip", "dry_run", "force"}
 
 
-def test_mcp_tools_answer_hostile_arguments_with_tool_errors_and_no_partial_write(tmp_path: Path):
-    memory, known = seeded(tmp_path / "mcp.db")
+def test_mcp_tools_answer_hostile_arguments_with_tool_errors_and_no_partial_write(
+    fresh_store, tmp_path: Path
+):
+    memory, known = seeded(fresh_store("mcp.db"))
     seen: Counter[str] = Counter()
 
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -855,9 +871,9 @@ def test_the_limits_through_mcp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert "MEMORS_MAX_DOCUMENT_BYTES" in big and "MEMORS_MAX_QUERY_CHARS" in long_query
 
 
-def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(tmp_path: Path):
+def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(fresh_store, tmp_path: Path):
     """What the SDK's client would never send: broken JSON, lone surrogates, odd numbers."""
-    env = {**os.environ, "MEMORS_DB": str(tmp_path / "wire.db")}
+    env = {**os.environ, "MEMORS_DB": str(fresh_store("wire.db"))}
     env.pop("MEMORS_DISABLE_PLUGINS", None)
     init = initialize("hostile")
 
@@ -934,5 +950,5 @@ def test_the_stdio_server_survives_hostile_json_rpc_on_the_wire(tmp_path: Path):
         assert "Traceback" not in text and "Error executing tool" not in text, reply
     assert proc.returncode == 0, err
     assert "Traceback" not in err, err
-    with Memory.open(tmp_path / "wire.db") as memory:
-        assert memory.store.all("PRAGMA integrity_check") == [("ok",)]
+    with Memory.open(fresh_store("wire.db")) as memory:
+        integrity_ok(memory)

@@ -111,8 +111,8 @@ def leaks(output: Any, foreign: set[str]) -> set[str]:
 
 
 @pytest.fixture
-def two_stores(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    db = tmp_path / "iso.db"
+def two_stores(fresh_store) -> tuple[Path | str, dict[str, Any], dict[str, Any]]:
+    db = fresh_store("iso.db")
     with Memory.open(db) as memory:
         alpha = populate(memory, "alpha")
         beta = populate(memory, "beta")
@@ -288,9 +288,11 @@ def test_mcp_keeps_namespaces_apart(two_stores):
 # --- HTTP with --allow-remote: the bearer token --------------------------------------------------
 
 
-def test_remote_http_lets_nothing_through_without_the_token_and_never_logs_it(tmp_path: Path):
+def test_remote_http_lets_nothing_through_without_the_token_and_never_logs_it(
+    fresh_store, tmp_path: Path
+):
     token = "tok-" + os.urandom(16).hex()
-    db = tmp_path / "remote.db"
+    db = fresh_store("remote.db")
     call = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -128,7 +128,7 @@ def test_nothing_is_logged_for_what_was_rolled_back(memory, info_level):
     assert logs == []
 
 
-def test_the_library_configures_no_logging_and_prints_nothing(tmp_path):
+def test_the_library_configures_no_logging_and_prints_nothing(fresh_store, tmp_path):
     """Importing memors_core and running operations in a fresh interpreter
     writes nothing to stdout or stderr and leaves logging unconfigured."""
     code = textwrap.dedent(
@@ -138,7 +138,7 @@ def test_the_library_configures_no_logging_and_prints_nothing(tmp_path):
         from memors_core import Memory
         from memors_core.testing import passages_about
 
-        with Memory.open({str(tmp_path / "lib.db")!r}) as m:
+        with Memory.open({str(fresh_store("lib.db"))!r}) as m:
             for text in passages_about("Raft", 3):
                 m.remember(text)
             m.record_fact("Raft", "leader", "n1")
@@ -250,13 +250,13 @@ def test_operations_doc_lists_every_event(memory, info_level):
         assert f"`{event}`" in doc, event
 
 
-def test_import_and_backup_are_logged(tmp_path, info_level):
-    with Memory.open(tmp_path / "a.db") as source:
+def test_import_and_backup_are_logged(fresh_store, tmp_path, info_level):
+    with Memory.open(fresh_store("a.db")) as source:
         source.remember("[[Raft]] keeps a replicated log.")
         lines = [json.dumps(row) for row in source.export("default")]
         with capture_logs() as logs:
             source.backup(str(tmp_path / "copy.db"))
-    with Memory.open(tmp_path / "b.db") as target, capture_logs() as more:
+    with Memory.open(fresh_store("b.db")) as target, capture_logs() as more:
         target.import_(lines, "export.jsonl")
     [backed_up] = [e for e in logs if e["event"] == "store_backed_up"]
     assert backed_up["path"] == str(tmp_path / "copy.db")
@@ -281,8 +281,8 @@ def _json_lines(err: str) -> list[dict]:
     return parsed
 
 
-def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(tmp_path):
-    db = tmp_path / "stdio.db"
+def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(fresh_store, tmp_path):
+    db = fresh_store("stdio.db")
     with Memory.open(db) as memory:
         memory.remember("Raft elects a leader.")
     env = {**os.environ, "MEMORS_DB": str(db)}
@@ -350,13 +350,15 @@ def test_serve_stdio_off_a_terminal_writes_only_json_lines_sdk_included(tmp_path
     assert foreign, err
 
 
-def test_serve_http_off_a_terminal_writes_only_json_lines_uvicorn_and_sdk_included(tmp_path):
+def test_serve_http_off_a_terminal_writes_only_json_lines_uvicorn_and_sdk_included(
+    fresh_store, tmp_path
+):
     import anyio
     from mcp import Client
 
     from mcp_clients.harness import ServerProcess
 
-    db = tmp_path / "http.db"
+    db = fresh_store("http.db")
     with Memory.open(db) as memory:
         memory.remember("Raft elects a leader.")
     with ServerProcess(db, "--log-level", "info") as server:

@@ -12,6 +12,7 @@ from memors_core.domain.ids import uuid7
 from memors_core.plugins.manager import ENTRY_POINT_GROUP, build_plugin_manager
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
+from store_checks import value_of
 
 BUILT_IN_KINDS = {"page", "stale", "conflict", "merge", "duplicate"}
 
@@ -41,7 +42,7 @@ def test_the_five_built_in_kinds_arrive_through_entry_points():
     assert set(build_plugin_manager(entrypoints=False).kinds.names()) == set()
 
 
-def test_a_fresh_plugin_manager_per_call(tmp_path):
+def test_a_fresh_plugin_manager_per_call(fresh_store, tmp_path):
     a, b = build_plugin_manager(), build_plugin_manager()
     assert a is not b
 
@@ -53,7 +54,7 @@ def test_a_fresh_plugin_manager_per_call(tmp_path):
     a.register(Extra(), name="extra")
     assert b.get_plugin("extra") is None
     assert build_plugin_manager().get_plugin("extra") is None
-    with Memory.open(tmp_path / "1.db") as m1, Memory.open(tmp_path / "2.db") as m2:
+    with Memory.open(fresh_store("1.db")) as m1, Memory.open(fresh_store("2.db")) as m2:
         assert m1.pm is not m2.pm
 
 
@@ -127,6 +128,7 @@ def test_remember_returns_exactly_the_wire_shape(memory):
     assert r["entities"] == []
 
 
+@pytest.mark.sqlite_only("counts commits with apsw's commit hook")
 def test_remember_many_returns_counts_and_commits_once_per_batch(memory):
     commits = []
     memory.store.conn.set_commit_hook(lambda: commits.append(1) or False)
@@ -148,7 +150,7 @@ def test_remember_many_names_the_bad_document_and_keeps_earlier_batches(memory):
     docs = [{"text": f"doc {i}"} for i in range(5)] + [{"text": ""}, {"text": "after"}]
     with pytest.raises(BadInput, match=r"^document 6: text is empty"):
         memory.remember_many(docs, batch=2)
-    assert memory.store.scalar("SELECT COUNT(*) FROM documents") == 5
+    assert value_of(memory, "SELECT COUNT(*) FROM documents") == 5
     with pytest.raises(BadInput, match="document 1: unexpected field"):
         memory.remember_many([{"text": "x", "body": "y"}])
 
@@ -173,7 +175,7 @@ def test_bad_documents_are_one_line_bad_input(memory, kwargs, says):
     with pytest.raises(BadInput, match=says) as err:
         memory.remember(**kwargs)
     assert "\n" not in str(err.value)
-    assert memory.store.scalar("SELECT COUNT(*) FROM documents") == 0
+    assert value_of(memory, "SELECT COUNT(*) FROM documents") == 0
 
 
 def test_a_10_mb_document_is_accepted_and_a_larger_one_refused_clearly(memory):
@@ -206,7 +208,7 @@ def test_same_uri_with_the_same_text_is_no_new_version(memory):
     b = memory.remember("Stable text.", uri="u", title="T")
     assert a == b
     assert memory.get(a.document).version == 1
-    assert memory.store.scalar("SELECT COUNT(*) FROM passages") == 1
+    assert value_of(memory, "SELECT COUNT(*) FROM passages") == 1
 
 
 def test_same_text_remembered_again_with_new_entities_links_them(memory):
@@ -468,7 +470,7 @@ def test_get_marks_superseded_and_forgotten_rows(memory):
     memory.propose_merge(["Raft", "Raft Protocol"])
     [merge] = memory.compact(kinds=["merge"]).items
     memory.submit(merge.id, accept=True)
-    protocol = memory.store.scalar("SELECT id FROM entities WHERE name = 'Raft Protocol'")
+    protocol = value_of(memory, "SELECT id FROM entities WHERE name = 'Raft Protocol'")
     merged = memory.get(f"memo://entity/{protocol}")
     assert merged.status == "superseded"
     assert merged.merged_into == memory.entity("Raft").address

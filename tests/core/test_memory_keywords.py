@@ -28,9 +28,9 @@ TOOLS = (
 )
 
 
-def test_every_operation_is_callable_with_its_json_field_names(tmp_path: Path) -> None:
+def test_every_operation_is_callable_with_its_json_field_names(fresh_store, tmp_path: Path) -> None:
     ns = "kw"
-    with Memory.open(tmp_path / "kw.db") as memory:
+    with Memory.open(fresh_store("kw.db")) as memory:
         doc = memory.remember(
             text="\n\n".join(passages_about("Raft", 3)),
             uri="notes/raft.md",

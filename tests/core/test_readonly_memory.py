@@ -38,6 +38,7 @@ def _writes(memory: Memory) -> dict:
     }
 
 
+@pytest.mark.sqlite_only("a store file that does not exist")
 def test_a_missing_store_reads_as_an_empty_one_and_nothing_is_created(tmp_path: Path) -> None:
     missing = tmp_path / "not" / "here.db"
     with Memory.open(missing, readonly=True) as memory:
@@ -52,8 +53,10 @@ def test_a_missing_store_reads_as_an_empty_one_and_nothing_is_created(tmp_path: 
     assert not missing.parent.exists()
 
 
-def test_a_readonly_memory_reads_and_refuses_every_write_in_one_line(tmp_path: Path) -> None:
-    db = tmp_path / "m.db"
+def test_a_readonly_memory_reads_and_refuses_every_write_in_one_line(
+    fresh_store, tmp_path: Path
+) -> None:
+    db = fresh_store("m.db")
     with Memory.open(db) as memory:
         doc = memory.remember("\n\n".join(passages_about("Raft", 3)))
         memory.record_fact("Raft", "leader", "n1")
@@ -73,6 +76,7 @@ def test_a_readonly_memory_reads_and_refuses_every_write_in_one_line(tmp_path: P
         assert len(memory.facts().facts) == 1
 
 
+@pytest.mark.sqlite_only("a store file that does not exist")
 def test_cli_metrics_and_lint_of_a_missing_store_create_nothing(cli, tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "x.db"
     r = cli("metrics", "--db", str(missing))

@@ -109,8 +109,8 @@ def test_a_bound_that_still_overlaps_is_refused_and_nothing_changes(cli):
     assert cli("items", "show", str(item), "--json").json["status"] == "open"
 
 
-def test_bound_over_mcp_flat_and_as_a_resolution_and_in_the_library(tmp_path: Path):
-    with Memory.open(tmp_path / "m.db") as memory:
+def test_bound_over_mcp_flat_and_as_a_resolution_and_in_the_library(fresh_store, tmp_path: Path):
+    with Memory.open(fresh_store("m.db")) as memory:
         pairs = []
         for subject in ("Raft", "Paxos", "Zab"):
             a = memory.record_fact(subject, "leader", "n1", valid_from="2024-01-01").fact
@@ -161,8 +161,8 @@ def test_bound_over_mcp_flat_and_as_a_resolution_and_in_the_library(tmp_path: Pa
         assert memory.get(b3).status == "live"
 
 
-def test_a_superseded_page_names_the_newer_version(tmp_path: Path):
-    with Memory.open(tmp_path / "m.db") as memory:
+def test_a_superseded_page_names_the_newer_version(fresh_store, tmp_path: Path):
+    with Memory.open(fresh_store("m.db")) as memory:
         first = write_page(memory, "Raft", "Raft elects a leader.")
         passage = memory.get(memory.get(first).sources[0])
         memory.forget(passage.address, reason="wrong")

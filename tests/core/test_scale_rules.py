@@ -17,6 +17,7 @@ from memors_core import Memory
 from memors_core.domain import text
 from memors_core.domain.ids import parse_address
 from memors_core.wire import to_json
+from store_checks import value_of
 
 COPY = (
     "The deployment guide tells operators to drain every node of the cluster before "
@@ -34,7 +35,7 @@ def test_shingles_are_stored_at_remember_and_compaction_never_recomputes_them(
     first = memory.remember(COPY, uri="guide-a")
     memory.remember(COPY, uri="guide-b")
     ident = parse_address(first.passages[0])[1]
-    stored = memory.store.scalar("SELECT shingles FROM passages WHERE id = ?", (ident,))
+    stored = value_of(memory, "SELECT shingles FROM passages WHERE id = ?", (ident,))
     assert stored and stored == text.pack_shingles(text.shingle_hashes(COPY))
 
     with monkeypatch.context() as patch:  # a full scan reads the stored hashes
@@ -70,6 +71,7 @@ def rows_read(memory: Memory) -> Iterator[list[int]]:
 ENTITY_KINDS = ["page", "stale", "conflict", "merge"]
 
 
+@pytest.mark.sqlite_only("counts the rows read with apsw's row trace")
 def test_entity_scanners_read_only_the_rows_that_matter(memory: Memory):
     """3,000 passages mentioning 300 entities once each, 300 facts that agree,
     and a handful of rows that do need work: a full scan of the four
@@ -97,7 +99,7 @@ def test_entity_scanners_read_only_the_rows_that_matter(memory: Memory):
     )
     memory.record_fact("Service 5", "owner", "team 99")
     memory.remember("[[service-7]] is the same service spelled another way.", uri="alias")
-    assert memory.store.scalar("SELECT COUNT(*) FROM passages") > 3000
+    assert value_of(memory, "SELECT COUNT(*) FROM passages") > 3000
 
     with rows_read(memory) as seen:
         result = to_json(memory.compact(kinds=ENTITY_KINDS, full=True, limit=0))

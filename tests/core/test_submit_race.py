@@ -11,6 +11,7 @@ from pathlib import Path
 from memors_core import Memory
 from memors_core.errors import Refused
 from memors_core.testing import passages_about
+from store_checks import rows_of, value_of
 
 RACERS = 6
 
@@ -24,8 +25,8 @@ def _prepare(db: Path) -> tuple[int, str]:
     return item.id, content
 
 
-def test_six_cli_processes_submit_one_item_and_exactly_one_wins(tmp_path):
-    db = tmp_path / "race.db"
+def test_six_cli_processes_submit_one_item_and_exactly_one_wins(fresh_store, tmp_path):
+    db = fresh_store("race.db")
     item, content = _prepare(db)
     page = tmp_path / "page.md"
     page.write_text(content, encoding="utf-8")
@@ -73,7 +74,7 @@ def test_six_cli_processes_submit_one_item_and_exactly_one_wins(tmp_path):
             assert f"item {item} is done, not open; nothing was stored" in err
             assert "Traceback" not in err
     with Memory.open(db) as memory:
-        assert memory.store.scalar("SELECT COUNT(*) FROM pages") == 1
+        assert value_of(memory, "SELECT COUNT(*) FROM pages") == 1
         assert memory.get(f"memo://item/{item}").status == "done"
         metrics = memory.metrics()
     assert 'memors_store_work_items_total{event="done",kind="page"} 1.0' in metrics
@@ -91,8 +92,8 @@ def _racer(db: str, item: int, content: str, barrier, results) -> None:
             results.put(("refused", False, exc.message))
 
 
-def test_library_processes_behind_a_barrier_exactly_one_wins(tmp_path):
-    db = tmp_path / "race.db"
+def test_library_processes_behind_a_barrier_exactly_one_wins(fresh_store, tmp_path):
+    db = fresh_store("race.db")
     item, content = _prepare(db)
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(RACERS)
@@ -111,5 +112,5 @@ def test_library_processes_behind_a_barrier_exactly_one_wins(tmp_path):
     assert len(stored) == 1 and stored[0][1] is True
     assert sorted(o[0] for o in outcomes).count("refused") == RACERS - 1
     with Memory.open(db) as memory:
-        pages = memory.store.all("SELECT id FROM pages")
+        pages = rows_of(memory, "SELECT id FROM pages")
     assert [f"memo://page/{pages[0][0]}"] == [stored[0][2]]

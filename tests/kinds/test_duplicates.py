@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 
 from memors_core import Memory
 from memors_core.domain.text import pack_shingles, shingle_hashes, words
-from memors_core.testing import temporary_memory
+from memors_core.testing import temporary_memory, test_engine
 from memors_core.wire import to_json
 from memors_kinds import duplicate
 from memors_kinds.duplicate import THRESHOLD, clusters, similar_pairs, sqlite_index
 from memors_kinds.duplicate.join import prefix_piece
+from store_checks import rows_of, value_of
 
 VOCAB = ["red", "green", "blue", "gold"]
 
@@ -274,6 +275,15 @@ def test_clusters_match_brute_force_on_longer_edited_copies(corpus):
     test_clusters_match_brute_force_all_pairs.hypothesis.inner_test(corpus)
 
 
+def index_module():
+    """The duplicate kind's prefix index for this run's engine."""
+    if test_engine() == "postgres":
+        from memors_kinds.duplicate import postgres_index
+
+        return postgres_index
+    return sqlite_index
+
+
 @pytest.mark.parametrize("fold_ratio", [0, 10**9], ids=["recent-index-kept", "folded-each-time"])
 @settings(
     max_examples=60,
@@ -287,7 +297,7 @@ def test_incremental_scans_on_edited_copies_match_brute_force(fold_ratio, batche
     position bounds must still find every qualifying pair, whether the new
     passages sit in the small recent index or were folded into the main one."""
     with pytest.MonkeyPatch.context() as patch, temporary_memory() as memory:
-        patch.setattr(sqlite_index, "FOLD_RATIO", fold_ratio)
+        patch.setattr(index_module(), "FOLD_RATIO", fold_ratio)
         records: list[tuple[str, str, str]] = []
         n = 0
         for corpus in batches:
@@ -296,7 +306,7 @@ def test_incremental_scans_on_edited_copies_match_brute_force(fold_ratio, batche
                 r = memory.remember("\n\n".join(" ".join(ws) for ws in doc), uri=f"doc-{n}")
                 records.extend((p, r.document, memory.get(p).text) for p in r.passages)
             assert_open_items_match(memory, records)
-        recent = memory.store.scalar("SELECT COUNT(*) FROM dup_recent")
+        recent = value_of(memory, "SELECT COUNT(*) FROM dup_recent")
         if fold_ratio:
             assert recent == 0
         elif any(batches[1:]):
@@ -310,14 +320,14 @@ def test_the_recent_index_is_folded_once_it_reaches_an_eighth(memory):
     for n in range(80):
         memory.remember(text.format(n=n, w=f"w{n}"), uri=f"base-{n}")
     memory.compact(kinds=["duplicate"])  # full: everything in dup_prefix
-    main = memory.store.scalar("SELECT COUNT(*) FROM dup_prefix")
-    assert main > 0 and memory.store.scalar("SELECT COUNT(*) FROM dup_recent") == 0
+    main = value_of(memory, "SELECT COUNT(*) FROM dup_prefix")
+    assert main > 0 and value_of(memory, "SELECT COUNT(*) FROM dup_recent") == 0
     for n in range(80, 91):  # 11 more passages: 11 * 8 > 80, and 10 * 8 is not
         memory.remember(text.format(n=n, w=f"w{n}"), uri=f"base-{n}")
         memory.compact(kinds=["duplicate"])
-        recent = memory.store.scalar("SELECT COUNT(*) FROM dup_recent")
+        recent = value_of(memory, "SELECT COUNT(*) FROM dup_recent")
         assert (recent == 0) == (n == 90), n
-    assert memory.store.scalar("SELECT COUNT(*) FROM dup_prefix") > main
+    assert value_of(memory, "SELECT COUNT(*) FROM dup_prefix") > main
     # a copy of a passage that sits in either index is still found
     memory.remember(text.format(n=3, w="w3"), uri="copy-of-3")
     memory.remember(text.format(n=85, w="w85"), uri="copy-of-85")
@@ -325,12 +335,13 @@ def test_the_recent_index_is_folded_once_it_reaches_an_eighth(memory):
     assert result["open"] == 2
 
 
-def test_an_index_of_the_older_layout_is_rebuilt(tmp_path: Path):
+@pytest.mark.sqlite_only("an older SQLite layout of the index, which PostgreSQL never had")
+def test_an_index_of_the_older_layout_is_rebuilt(fresh_store, tmp_path: Path):
     """A store compacted by a release that kept no migration record and keyed
     its prefix index by (token, passage): opening it runs the kind's first
     migration, which starts the index afresh, and the next compact rescans
     in full."""
-    db = tmp_path / "memors.db"
+    db = fresh_store("memors.db")
     text = "the deployment guide says to drain every node before the upgrade of {x}"
     with Memory.open(db) as memory:
         for n in range(6):
@@ -348,8 +359,8 @@ def test_an_index_of_the_older_layout_is_rebuilt(tmp_path: Path):
         result = to_json(memory.compact(kinds=["duplicate"]))
         assert result["open"] == 1
         assert len(result["items"][0]["payload"]["passages"]) == 7
-        pk = memory.store.all(
-            "SELECT name FROM pragma_table_info('dup_prefix') WHERE pk > 0 ORDER BY pk"
+        pk = rows_of(
+            memory, "SELECT name FROM pragma_table_info('dup_prefix') WHERE pk > 0 ORDER BY pk"
         )
         assert [r[0] for r in pk] == ["token", "size", "passage"]
 
@@ -361,13 +372,13 @@ def test_purge_erases_a_passage_from_the_recent_index(memory):
     memory.compact(kinds=["duplicate"])
     late = memory.remember(text.format(x="system 4"), uri="late")
     memory.compact(kinds=["duplicate"])  # incremental: the late passage goes to dup_recent
-    rowid = memory.store.scalar(
-        "SELECT rowid FROM passages WHERE id = ?", (late.passages[0].split("/")[-1],)
+    rowid = value_of(
+        memory, "SELECT rowid FROM passages WHERE id = ?", (late.passages[0].split("/")[-1],)
     )
-    assert memory.store.scalar("SELECT COUNT(*) FROM dup_recent WHERE passage = ?", (rowid,))
+    assert value_of(memory, "SELECT COUNT(*) FROM dup_recent WHERE passage = ?", (rowid,))
     memory.purge(late.document)
     for table in ("dup_prefix", "dup_recent"):
-        assert not memory.store.scalar(f"SELECT COUNT(*) FROM {table} WHERE passage = ?", (rowid,))
+        assert not value_of(memory, f"SELECT COUNT(*) FROM {table} WHERE passage = ?", (rowid,))
 
 
 token_sets = st.lists(
@@ -404,9 +415,9 @@ def test_a_passage_that_reuses_a_purged_row_id_is_indexed(memory):
     memory.purge(note.document)  # the passage with the highest row id goes
     text = "the release train leaves every second tuesday with whatever is merged by noon"
     first = memory.remember(text, uri="release-a")  # ... and this one gets its row id
-    assert memory.store.scalar(
-        "SELECT rowid FROM passages WHERE id = ?", (first.passages[0].split("/")[-1],)
-    ) == memory.store.scalar("SELECT MAX(rowid) FROM passages")
+    assert value_of(
+        memory, "SELECT rowid FROM passages WHERE id = ?", (first.passages[0].split("/")[-1],)
+    ) == value_of(memory, "SELECT MAX(rowid) FROM passages")
     memory.compact()  # full after a purge; the prefix index must now hold release-a
     memory.remember(text, uri="release-b")
     result = to_json(memory.compact(kinds=["duplicate"]))  # incremental: found by look-up
@@ -485,7 +496,7 @@ def test_a_copy_in_another_document_is_found_among_look_alikes_cheaply(memory):
     copy = body.split("\n\n")[1234]
     memory.remember(copy, uri="elsewhere")
     stats: dict[str, int] = {}
-    rows = memory.store.all("SELECT id, document, shingles FROM passages ORDER BY rowid")
+    rows = rows_of(memory, "SELECT id, document, shingles FROM passages ORDER BY rowid")
     found = clusters(rows, stats=stats)
     assert [len(c["members"]) for c in found] == [2]
     # Only pairs with the copy are candidates: at most one per passage, not one per pair.

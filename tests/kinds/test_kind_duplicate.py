@@ -207,9 +207,9 @@ def test_keeping_one_end_of_a_chain_forgets_only_its_near_duplicates(cli):
     assert cli("get", addr["A"], "--json").json["status"] == "live"
 
 
-def test_mcp_submit_reports_kept_forgotten_and_left(tmp_path: Path):
+def test_mcp_submit_reports_kept_forgotten_and_left(fresh_store, tmp_path: Path):
     async def main() -> None:
-        async with Client(stdio_params(tmp_path / "mcp.db")) as client:
+        async with Client(stdio_params(fresh_store("mcp.db"))) as client:
             c = Calls(client)
             addr = {}
             for name in ("A", "B", "C"):

@@ -8,6 +8,7 @@ from memors_core.domain.ids import parse_address
 from memors_core.domain.text import content_hash
 from memors_core.errors import BadInput
 from memors_core.wire import to_json
+from store_checks import value_of
 
 RAFT = [
     "[[Raft]] elects a leader with randomized election timeouts.",
@@ -98,7 +99,7 @@ def test_a_page_is_stored_as_an_inference_citing_its_passages(memory):
         hashes = {s.passage: s.hash for s in tx.pages.sources(page_id)}
     for p in item["payload"]["passages"]:
         assert hashes[parse_address(p["address"])[1]] == content_hash(p["text"])
-    assert memory.store.scalar("SELECT is_inference FROM pages WHERE id = ?", (page_id,)) == 1
+    assert value_of(memory, "SELECT is_inference FROM pages WHERE id = ?", (page_id,)) == 1
     # Searchable at granularity page; the entity shows its page; no new item.
     hits = to_json(memory.search("randomized election timeouts", granularity="page"))
     assert [h["address"] for h in hits["results"]] == [report["address"]]

@@ -96,7 +96,7 @@ MODEL = "test-model"
 
 
 @pytest.fixture
-def plugins(tmp_path: Path):
+def plugins(tmp_path: Path, store_address: Path | str):
     """``plugins("shelve")`` → a CLI runner whose subprocesses find those
     entry points (``NAME = memors_kind_test_plugins:NAME``)."""
     src = tmp_path / "src"
@@ -111,7 +111,7 @@ def plugins(tmp_path: Path):
         )
 
         def run(*args: str, **extra: str):
-            return run_cli(*args, db=tmp_path / "store.db", env={**env, **extra}, cwd=tmp_path)
+            return run_cli(*args, db=store_address, env={**env, **extra}, cwd=tmp_path)
 
         return run
 

@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from memors_core import BadInput, Memory
+from memors_core.testing import temporary_store
 from memors_mcp.server import build_server
 from memors_mcp.tools import COMPACT_DEFAULT_BYTES, COMPACT_DEFAULT_LIMIT, item_bytes
 
@@ -42,11 +43,12 @@ def big_store(tmp_path_factory: pytest.TempPathFactory):
             for p in range(per_doc)
         ]
         docs.append({"text": "\n\n".join(paragraphs), "uri": f"doc-{d}"})
-    memory = Memory.open(tmp_path_factory.mktemp("answers") / "big.db")
-    counts = memory.remember_many(docs)
-    assert counts.passages == PASSAGES
-    yield memory
-    memory.close()
+    with temporary_store(tmp_path_factory.mktemp("answers")) as db:
+        memory = Memory.open(db)
+        counts = memory.remember_many(docs)
+        assert counts.passages == PASSAGES
+        yield memory
+        memory.close()
 
 
 def call(memory: Memory, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -120,15 +122,17 @@ def test_an_item_larger_than_the_budget_comes_alone_and_whole(
     assert counts["items"] == [] and counts["more"] == counts["open"] and "next" not in counts
 
 
-def test_a_bad_budget_setting_is_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_a_bad_budget_setting_is_one_clear_error(
+    fresh_store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     monkeypatch.setenv("MEMORS_MCP_COMPACT_BYTES", "lots")
-    with Memory.open(tmp_path / "m.db") as memory, pytest.raises(BadInput) as err:
+    with Memory.open(fresh_store("m.db")) as memory, pytest.raises(BadInput) as err:
         build_server(memory)
     assert str(err.value) == "MEMORS_MCP_COMPACT_BYTES must be an integer, got 'lots'"
 
 
-def test_tool_schemas_refuse_unknown_arguments(tmp_path: Path):
-    with Memory.open(tmp_path / "m.db") as memory:
+def test_tool_schemas_refuse_unknown_arguments(fresh_store, tmp_path: Path):
+    with Memory.open(fresh_store("m.db")) as memory:
 
         async def main() -> Any:
             async with Client(build_server(memory)) as client:
@@ -143,8 +147,8 @@ def test_tool_schemas_refuse_unknown_arguments(tmp_path: Path):
     assert typo.is_error and "unknown argument 'limt' for compact" in typo.content[0].text
 
 
-def test_structured_results_are_not_repeated_as_text(tmp_path: Path):
-    with Memory.open(tmp_path / "m.db") as memory:
+def test_structured_results_are_not_repeated_as_text(fresh_store, tmp_path: Path):
+    with Memory.open(fresh_store("m.db")) as memory:
         text = "\n\n".join(f"[[Raft]] paragraph {n} about leader election." for n in range(40))
         remembered, search = call(
             memory,

@@ -85,8 +85,10 @@ def test_node_is_22(node_tools: NodeTools) -> None:
     assert node_tools.node_version().startswith("v22.")
 
 
-def test_inspector_lists_and_calls_tools_over_stdio(node_tools: NodeTools, tmp_path: Path) -> None:
-    db = tmp_path / "inspector.db"
+def test_inspector_lists_and_calls_tools_over_stdio(
+    fresh_store, node_tools: NodeTools, tmp_path: Path
+) -> None:
+    db = fresh_store("inspector.db")
     code, data, proc = inspector(node_tools, tmp_path, db, "--method", "tools/list", "--strict")
     assert code == 0, proc.stderr  # --strict: no tool-schema portability errors
     assert {t["name"] for t in data["tools"]} == TOOLS
@@ -144,11 +146,13 @@ def test_inspector_lists_and_calls_tools_over_stdio(node_tools: NodeTools, tmp_p
     assert code == 0 and text in data["contents"][0]["text"]
 
 
-def test_conformance_suite_passes_over_http(node_tools: NodeTools, tmp_path: Path) -> None:
+def test_conformance_suite_passes_over_http(
+    fresh_store, node_tools: NodeTools, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     results = tmp_path / "results"
-    with ServerProcess(tmp_path / "conformance.db") as server:
+    with ServerProcess(fresh_store("conformance.db")) as server:
         proc = subprocess.run(
             [
                 str(node_tools.conformance),

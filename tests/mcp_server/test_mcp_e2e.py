@@ -45,9 +45,9 @@ INITIALIZE = {
 }
 
 
-def test_stdio_serves_every_tool_resource_and_prompt(tmp_path: Path) -> None:
+def test_stdio_serves_every_tool_resource_and_prompt(fresh_store, tmp_path: Path) -> None:
     async def main() -> dict[str, Any]:
-        async with Client(stdio_params(tmp_path / "stdio.db")) as client:
+        async with Client(stdio_params(fresh_store("stdio.db"))) as client:
             return await full_scenario(client)
 
     stored = anyio.run(main)
@@ -56,14 +56,14 @@ def test_stdio_serves_every_tool_resource_and_prompt(tmp_path: Path) -> None:
         [sys.executable, "-m", "memors_cli", "get", stored["page"], "--json"],
         capture_output=True,
         text=True,
-        env=server_env(tmp_path / "stdio.db"),
+        env=server_env(fresh_store("stdio.db")),
         check=True,
     )
     assert json.loads(out.stdout)["is_inference"] == 1
 
 
-def test_http_serves_every_tool_resource_and_prompt(tmp_path: Path) -> None:
-    with ServerProcess(tmp_path / "http.db") as server:
+def test_http_serves_every_tool_resource_and_prompt(fresh_store, tmp_path: Path) -> None:
+    with ServerProcess(fresh_store("http.db")) as server:
 
         async def main() -> dict[str, Any]:
             async with Client(server.url) as client:
@@ -93,7 +93,7 @@ def test_http_serves_every_tool_resource_and_prompt(tmp_path: Path) -> None:
     assert server.stdout_text == ""
 
 
-def test_stdio_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
+def test_stdio_stdout_carries_nothing_but_protocol(fresh_store, tmp_path: Path) -> None:
     """Raw wire, debug logging on: every stdout line is JSON-RPC; the logs are on stderr."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "memors_cli", "serve", "--log-level", "debug"],
@@ -101,7 +101,7 @@ def test_stdio_stdout_carries_nothing_but_protocol(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=server_env(tmp_path / "raw.db"),
+        env=server_env(fresh_store("raw.db")),
     )
     messages = [
         INITIALIZE,
@@ -157,9 +157,9 @@ def test_stray_output_during_start_up_goes_to_stderr() -> None:
     assert "stray print" in out.stderr and "raw write" in out.stderr
 
 
-def test_http_body_limit_leaves_the_document_limit_in_charge(tmp_path: Path) -> None:
+def test_http_body_limit_leaves_the_document_limit_in_charge(fresh_store, tmp_path: Path) -> None:
     """A document past the SDK's 4 MiB body default is judged by the store's own limit."""
-    with ServerProcess(tmp_path / "big.db", MEMORS_MAX_DOCUMENT_BYTES="4500000") as server:
+    with ServerProcess(fresh_store("big.db"), MEMORS_MAX_DOCUMENT_BYTES="4500000") as server:
 
         async def main() -> tuple[Any, Any]:
             async with Client(server.url) as client:
@@ -172,9 +172,9 @@ def test_http_body_limit_leaves_the_document_limit_in_charge(tmp_path: Path) -> 
     assert not ok.is_error
 
 
-def test_stdio_serves_simultaneous_calls(tmp_path: Path) -> None:
+def test_stdio_serves_simultaneous_calls(fresh_store, tmp_path: Path) -> None:
     async def main() -> tuple[list[Any], Any]:
-        async with Client(stdio_params(tmp_path / "many.db")) as client:
+        async with Client(stdio_params(fresh_store("many.db"))) as client:
             results: list[Any] = []
 
             async def remember(n: int) -> None:
@@ -236,10 +236,12 @@ def test_allow_remote_without_http_is_refused(cli) -> None:
     assert r.code == 2 and "--allow-remote goes with --http" in r.err
 
 
-def test_allow_remote_requires_the_bearer_token_on_every_request(tmp_path: Path) -> None:
+def test_allow_remote_requires_the_bearer_token_on_every_request(
+    fresh_store, tmp_path: Path
+) -> None:
     token = "s3cret-" + os.urandom(8).hex()
     args = ("--allow-remote", "--log-level", "debug")
-    with ServerProcess(tmp_path / "remote.db", *args, MEMORS_HTTP_TOKEN=token) as server:
+    with ServerProcess(fresh_store("remote.db"), *args, MEMORS_HTTP_TOKEN=token) as server:
         for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
             status, resp_headers, body = http_get(f"{server.base}/metrics", headers)
             assert status == 401, (headers, status)
@@ -278,13 +280,13 @@ def test_allow_remote_requires_the_bearer_token_on_every_request(tmp_path: Path)
     assert "bearer token required" in server.stderr
 
 
-def test_dns_rebinding_protection_stays_on(tmp_path: Path) -> None:
+def test_dns_rebinding_protection_stays_on(fresh_store, tmp_path: Path) -> None:
     body = json.dumps(INITIALIZE).encode()
     post_headers = {
         "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream",
     }
-    with ServerProcess(tmp_path / "rebind.db") as server:
+    with ServerProcess(fresh_store("rebind.db")) as server:
         assert http_post(server.url, body, {**post_headers, "Host": "evil.example"})[0] == 421
         assert http_get(f"{server.base}/metrics", {"Host": "evil.example"})[0] == 421
         status, _ = http_post(server.url, body, {**post_headers, "Origin": "http://evil.example"})
@@ -294,7 +296,7 @@ def test_dns_rebinding_protection_stays_on(tmp_path: Path) -> None:
         assert http_post(server.url, body, good)[0] == 200
     token = "t0ken"
     with ServerProcess(
-        tmp_path / "rebind2.db",
+        fresh_store("rebind2.db"),
         "--allow-remote",
         MEMORS_HTTP_TOKEN=token,
         MEMORS_HTTP_ALLOWED_HOSTS="memors.example, proxy.example:8443",
@@ -310,8 +312,8 @@ def test_dns_rebinding_protection_stays_on(tmp_path: Path) -> None:
         assert http_post(server.url, body, origin)[0] == 200
 
 
-def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "stop.db")
+def test_server_stops_cleanly_on_sigterm(fresh_store, tmp_path: Path) -> None:
+    server = ServerProcess(fresh_store("stop.db"))
     # Exit status 0: it ended on SIGTERM by itself. Had it not, stop() would
     # have killed it (status -9), whatever the machine's speed.
     assert server.stop() == 0
@@ -321,7 +323,7 @@ def test_server_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
 # --- the documentation's example ------------------------------------------------------------
 
 
-def test_the_documented_client_config_starts_the_server(tmp_path: Path) -> None:
+def test_the_documented_client_config_starts_the_server(fresh_store, tmp_path: Path) -> None:
     """docs/mcp.md's JSON entry, as a client would run it (with a temporary store)."""
     docs = (ROOT / "docs" / "mcp.md").read_text()
     block = re.search(r"```json\n(.*?)```", docs, re.S)
@@ -329,7 +331,7 @@ def test_the_documented_client_config_starts_the_server(tmp_path: Path) -> None:
     entry = json.loads(block.group(1))["mcpServers"]["memors"]
     assert entry["command"] == "memors-mcp" and entry["args"][0] == "serve"
     command = Path(sys.executable).parent / entry["command"]  # the venv's console script
-    db = tmp_path / "documented.db"
+    db = fresh_store("documented.db")
     env = {**server_env(db), **entry["env"], "MEMORS_DB": str(db)}
     params = StdioServerParameters(command=str(command), args=entry["args"], env=env)
 

@@ -30,6 +30,7 @@ from mcp_clients.harness import ServerProcess, http_post, server_env
 from memors_core import BadInput, Memory
 from memors_mcp.http import HTTP_BODY_CEILING, body_limit
 from memors_mcp.sessions import SessionRegistry
+from store_checks import rows_of
 
 #: Far above anything measured here (a reply takes milliseconds): only a hang reaches it.
 DEADLINE = 60.0
@@ -122,14 +123,14 @@ def error_of(reply: dict[str, Any]) -> tuple[int, str]:
 
 def documents(db: Path) -> int:
     with Memory.open(db) as memory:
-        return memory.store.all("SELECT count(*) FROM documents")[0][0]
+        return rows_of(memory, "SELECT count(*) FROM documents")[0][0]
 
 
 # --- stdio: every request gets an answer --------------------------------------------------
 
 
-def test_stdio_answers_requests_the_sdk_cannot_take(tmp_path: Path) -> None:
-    wire = RawStdio(tmp_path / "deep.db")
+def test_stdio_answers_requests_the_sdk_cannot_take(fresh_store, tmp_path: Path) -> None:
+    wire = RawStdio(fresh_store("deep.db"))
     depth = 250
     deep = (
         '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"remember",'
@@ -152,11 +153,11 @@ def test_stdio_answers_requests_the_sdk_cannot_take(tmp_path: Path) -> None:
     assert [r["error"]["code"] for r in unnamed] == [-32700, -32600], unnamed
     err = wire.close()
     assert "Traceback" not in err
-    assert documents(tmp_path / "deep.db") == 0
+    assert documents(fresh_store("deep.db")) == 0
 
 
-def test_stdio_finishes_requests_in_flight_when_stdin_closes(tmp_path: Path) -> None:
-    db = tmp_path / "eof.db"
+def test_stdio_finishes_requests_in_flight_when_stdin_closes(fresh_store, tmp_path: Path) -> None:
+    db = fresh_store("eof.db")
     wire = RawStdio(db)
     sent = list(range(1, 21))
     for n in sent:  # all at once, then hang up without waiting
@@ -170,8 +171,8 @@ def test_stdio_finishes_requests_in_flight_when_stdin_closes(tmp_path: Path) -> 
     assert "Traceback" not in err
 
 
-def test_stdio_refuses_text_that_is_not_utf8_as_the_cli_does(tmp_path: Path) -> None:
-    db = tmp_path / "utf8.db"
+def test_stdio_refuses_text_that_is_not_utf8_as_the_cli_does(fresh_store, tmp_path: Path) -> None:
+    db = fresh_store("utf8.db")
     wire = RawStdio(db)
     bad = b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"remember",'
     bad += b'"arguments":{"text":"\xff\xfe bad"}}}'
@@ -197,8 +198,8 @@ def test_stdio_refuses_text_that_is_not_utf8_as_the_cli_does(tmp_path: Path) -> 
     assert documents(db) == 0
 
 
-def test_an_unknown_prompt_is_invalid_params_and_one_log_line(tmp_path: Path) -> None:
-    wire = RawStdio(tmp_path / "prompt.db")
+def test_an_unknown_prompt_is_invalid_params_and_one_log_line(fresh_store, tmp_path: Path) -> None:
+    wire = RawStdio(fresh_store("prompt.db"))
     wire.send({"jsonrpc": "2.0", "id": 3, "method": "prompts/get", "params": {"name": "x"}})
     code, message = error_of(wire.reply(3))
     assert code == -32602
@@ -253,8 +254,8 @@ def wait_for(server: ServerProcess, needle: str, count: int = 1) -> None:
         time.sleep(0.05)
 
 
-def test_http_refuses_a_body_that_is_not_utf8(tmp_path: Path) -> None:
-    db = tmp_path / "h8.db"
+def test_http_refuses_a_body_that_is_not_utf8(fresh_store, tmp_path: Path) -> None:
+    db = fresh_store("h8.db")
     with ServerProcess(db) as server:
         session = open_session(server.url)
         bad = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remember",'
@@ -270,8 +271,8 @@ def test_http_refuses_a_body_that_is_not_utf8(tmp_path: Path) -> None:
     assert documents(db) == 0
 
 
-def test_http_client_hanging_up_mid_body_is_one_log_line(tmp_path: Path) -> None:
-    with ServerProcess(tmp_path / "hangup.db") as server:
+def test_http_client_hanging_up_mid_body_is_one_log_line(fresh_store, tmp_path: Path) -> None:
+    with ServerProcess(fresh_store("hangup.db")) as server:
         session = open_session(server.url)
         for _ in range(3):
             with socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE) as conn:
@@ -313,10 +314,10 @@ def read_response(conn: socket.socket) -> str:
     return (head + b"\r\n\r\n" + body).decode()
 
 
-def test_the_body_limit_has_its_own_ceiling(tmp_path: Path) -> None:
+def test_the_body_limit_has_its_own_ceiling(fresh_store, tmp_path: Path) -> None:
     assert body_limit(10 * 1024 * 1024) == 21 * 1024 * 1024  # a 10 MiB document fits
     assert body_limit(10**12) == HTTP_BODY_CEILING
-    with ServerProcess(tmp_path / "ceiling.db", MEMORS_MAX_DOCUMENT_BYTES=str(10**12)) as server:
+    with ServerProcess(fresh_store("ceiling.db"), MEMORS_MAX_DOCUMENT_BYTES=str(10**12)) as server:
         conn = socket.create_connection(("127.0.0.1", server.port), timeout=DEADLINE)
         with conn:
             conn.sendall(
@@ -373,9 +374,9 @@ def test_session_registry_expires_idle_sessions_and_makes_room() -> None:
     assert "c" not in registry and len(registry) == 1
 
 
-def test_http_idle_sessions_expire_with_404(tmp_path: Path) -> None:
+def test_http_idle_sessions_expire_with_404(fresh_store, tmp_path: Path) -> None:
     with ServerProcess(
-        tmp_path / "idle.db", "--log-level", "info", MEMORS_HTTP_SESSION_IDLE_S="0.5"
+        fresh_store("idle.db"), "--log-level", "info", MEMORS_HTTP_SESSION_IDLE_S="0.5"
     ) as server:
         session = open_session(server.url)
         assert ping(server.url, session) == 200
@@ -398,8 +399,8 @@ def _hold_get_stream(port: int, session: str) -> socket.socket:
     return conn
 
 
-def test_http_sessions_are_capped(tmp_path: Path) -> None:
-    with ServerProcess(tmp_path / "cap.db", MEMORS_HTTP_MAX_SESSIONS="2") as server:
+def test_http_sessions_are_capped(fresh_store, tmp_path: Path) -> None:
+    with ServerProcess(fresh_store("cap.db"), MEMORS_HTTP_MAX_SESSIONS="2") as server:
         first = open_session(server.url)
         second = open_session(server.url)
         assert ping(server.url, first) == 200  # `second` is now the longest idle

@@ -84,12 +84,14 @@ def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if hasattr(c, "text"))
 
 
-def test_a_plugin_kind_is_in_the_prompt_and_the_compact_text_over_stdio(tmp_path: Path) -> None:
+def test_a_plugin_kind_is_in_the_prompt_and_the_compact_text_over_stdio(
+    fresh_store, tmp_path: Path
+) -> None:
     src = tmp_path / "src"
     src.mkdir()
     (src / "memors_errands.py").write_text(ERRAND_PLUGIN)
     env = server_env(
-        tmp_path / "store.db",
+        fresh_store("store.db"),
         **plugin_env(tmp_path / "site", {"errands": "memors_errands:errands"}, [src]),
     )
     params = StdioServerParameters(

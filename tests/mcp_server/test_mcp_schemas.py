@@ -27,6 +27,7 @@ from mcp import Client
 
 from memors_core import Memory
 from memors_core.domain import model
+from memors_core.testing import temporary_store
 from memors_core.wire import to_json
 from memors_mcp.server import build_server
 
@@ -225,17 +226,14 @@ def mismatches(
 @pytest.fixture(scope="module")
 def schemas(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Each tool's output schema, as an MCP client is told it."""
-    memory = Memory.open(Path(tmp_path_factory.mktemp("schemas")) / "mcp.db")
 
-    async def listed() -> dict[str, dict[str, Any]]:
+    async def listed(memory: Memory) -> dict[str, dict[str, Any]]:
         async with Client(build_server(memory)) as client:
             tools = (await client.list_tools()).tools
             return {t.name: t.output_schema for t in tools}
 
-    try:
-        return anyio.run(listed)
-    finally:
-        memory.close()
+    with temporary_store(Path(tmp_path_factory.mktemp("schemas"))) as db, Memory.open(db) as memory:
+        return anyio.run(listed, memory)
 
 
 def test_every_tool_has_a_mirror(schemas: dict[str, dict[str, Any]]) -> None:

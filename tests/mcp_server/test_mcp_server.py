@@ -24,9 +24,9 @@ from memors_mcp.tools import COMPACT_DEFAULT_LIMIT
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def store(store_address: Path | str, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("MEMORS_MAX_DOCUMENT_BYTES", str(SMALL_DOCUMENT_LIMIT))
-    memory = Memory.open(tmp_path / "mcp.db")
+    memory = Memory.open(store_address)
     yield memory
     memory.close()
 

@@ -34,6 +34,12 @@ def open_memory(args: argparse.Namespace, *, reading: bool = False) -> Any:
 def _open_existing(args: argparse.Namespace) -> Iterator[Memory]:
     from memors_core.settings import default_path
 
+    address = args.db or os.environ.get("MEMORS_DB") or ""
+    if isinstance(address, str) and address.startswith(("postgresql://", "postgres://")):
+        # A database on a server, not a file: it is there or opening says why.
+        with Memory.open(address) as memory:
+            yield memory
+        return
     path = Path(os.path.expanduser(args.db)) if args.db else default_path()
     if os.path.lexists(path):
         with Memory.open(path) as memory:

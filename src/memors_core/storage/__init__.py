@@ -4,6 +4,7 @@ does; :func:`open_storage` opens one with the engine its address names."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -20,6 +21,10 @@ def open_storage(
     ``readonly``: nothing is created or changed, every write is refused, and
     a store that does not exist yet reads as an empty one.
     """
+    if location is None and os.environ.get("MEMORS_DB", "").startswith(
+        ("postgresql://", "postgres://")
+    ):  # ($MEMORS_DB naming a server's database, not a file)
+        location = os.environ["MEMORS_DB"]
     if isinstance(location, str) and location.startswith(("postgresql://", "postgres://")):
         try:
             from memors_core.storage.postgres.connection import PgStore
@@ -32,7 +37,17 @@ def open_storage(
                     "pip install 'memors[postgres]'"
                 ) from None
             raise
-        return PgStore.open(location, readonly=readonly)
+        from memors_core.storage.postgres.connection import NoStoreYet, safe_location
+
+        try:
+            return PgStore.open(location, readonly=readonly)
+        except NoStoreYet:
+            # Read-only, a store not created yet reads as an empty one, as on SQLite.
+            from memors_core.storage.sqlite.readonly import empty_store
+
+            empty = empty_store(Path("empty"))
+            empty.path = empty.location = safe_location(location)  # type: ignore[assignment]
+            return empty
     if readonly:
         from memors_core.settings import default_path
         from memors_core.storage.sqlite.readonly import open_readonly

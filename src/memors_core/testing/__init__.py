@@ -13,8 +13,13 @@ directly::
             [item] = open_items(memory, "todo")
             assert memory.submit(item["id"], {"done": "written"}).stored
 
-Everything runs on a real SQLite file in a temporary directory and, for
-``memors_cli`` and :func:`run_cli`, the real command line in a subprocess.
+Everything runs on a real store — a SQLite file in a temporary directory,
+or with ``pytest --engine=postgres`` a fresh PostgreSQL database
+(:mod:`memors_core.testing.postgres`) — and, for ``memors_cli`` and
+:func:`run_cli`, the real command line in a subprocess. A test that needs
+SQLite's own machinery (its files, its locks, apsw) says so with
+``@pytest.mark.sqlite_only("why, in one line")`` and is skipped, with that
+reason, on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -34,18 +39,69 @@ from memors_core.memory import Memory
 from memors_core.plugins.manager import build_plugin_manager
 from memors_core.wire import to_json
 
+#: The engines a test can run on; :func:`test_engine` says which one this run uses.
+ENGINES = ("sqlite", "postgres")
+#: Set by ``pytest --engine`` (and read by subprocesses a test starts).
+ENGINE_SETTING = "MEMORS_TEST_ENGINE"
+
+
+def test_engine() -> str:
+    """The engine the tests of this run use: ``$MEMORS_TEST_ENGINE``
+    (``pytest --engine`` sets it), else ``sqlite``."""
+    engine = os.environ.get(ENGINE_SETTING) or "sqlite"
+    if engine not in ENGINES:
+        raise ValueError(f"{ENGINE_SETTING}={engine!r}: expected one of {', '.join(ENGINES)}")
+    return engine
+
+
+test_engine.__test__ = False  # type: ignore[attr-defined]  # (not a test, despite its name)
+
+
+def is_postgres(address: str | os.PathLike[str]) -> bool:
+    """Whether a store address names a PostgreSQL database (else a SQLite file)."""
+    return isinstance(address, str) and address.startswith(("postgresql://", "postgres://"))
+
+
+@contextlib.contextmanager
+def temporary_store(
+    directory: str | os.PathLike[str] | None = None, *, engine: str | None = None
+) -> Iterator[str | Path]:
+    """The address of a fresh, empty store, removed afterwards: on SQLite a
+    file path (``directory/memors.db``, or in a temporary directory); on
+    PostgreSQL (``engine``, default :func:`test_engine`) a ``postgresql://``
+    address of a new database cloned from the migrated template, dropped at
+    the end. No server reachable: :func:`pytest.fail` under
+    ``MEMORS_REQUIRE_POSTGRES``, else the test is skipped."""
+    engine = engine or test_engine()
+    if engine == "sqlite":
+        if directory is not None:
+            yield Path(directory) / "memors.db"
+            return
+        with tempfile.TemporaryDirectory(prefix="memors-test-") as tmp:
+            yield Path(tmp) / "memors.db"
+        return
+    from memors_core.testing import postgres
+
+    postgres.require_server()
+    url = postgres.new_database()
+    try:
+        yield url
+    finally:
+        postgres.drop_database(url)
+
 
 @contextlib.contextmanager
 def temporary_memory(
     plugins: Iterable[tuple[str, Any]] = (), *, entrypoints: bool = True
 ) -> Iterator[Memory]:
-    """A :class:`Memory` on a fresh database file in a temporary directory,
+    """A :class:`Memory` on a fresh store (:func:`temporary_store`: a file in
+    a temporary directory, or a PostgreSQL database under ``--engine=postgres``),
     with the installed kinds (unless ``entrypoints=False``) plus ``plugins``
     given as ``(name, module_or_object)`` pairs. ``MEMORS_DISABLE_PLUGINS``
     applies to both."""
-    with tempfile.TemporaryDirectory(prefix="memors-test-") as tmp:
+    with temporary_store() as address:
         pm = build_plugin_manager(entrypoints=entrypoints, plugins=plugins)
-        memory = Memory.open(Path(tmp) / "memors.db", plugin_manager=pm)
+        memory = Memory.open(address, plugin_manager=pm)
         try:
             yield memory
         finally:
@@ -181,29 +237,105 @@ def plugin_env(
 try:  # pytest fixtures, when pytest is present
     import pytest
 
+    def pytest_addoption(parser: pytest.Parser) -> None:
+        group = parser.getgroup("memors")
+        group.addoption(
+            "--engine",
+            choices=ENGINES,
+            default=None,
+            help="the store engine the tests run on (default: $MEMORS_TEST_ENGINE, else sqlite)",
+        )
+
+    def pytest_configure(config: pytest.Config) -> None:
+        config.addinivalue_line(
+            "markers",
+            "sqlite_only(reason): needs SQLite's own machinery; skipped, with the "
+            "reason, when the tests run on PostgreSQL",
+        )
+        engine = config.getoption("--engine", default=None)
+        if engine:  # (subprocesses and temporary_memory() follow it)
+            os.environ[ENGINE_SETTING] = engine
+        try:
+            test_engine()  # a bad $MEMORS_TEST_ENGINE: say so before any test runs
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+    def pytest_sessionstart(session: pytest.Session) -> None:
+        # Databases a killed run left behind, once per run (not per xdist worker).
+        if test_engine() == "postgres" and not hasattr(session.config, "workerinput"):
+            from memors_core.testing import postgres
+
+            if postgres.available() is None:
+                postgres.drop_stale()
+
+    def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+        if test_engine() == "sqlite":
+            return
+        for item in items:
+            marker = item.get_closest_marker("sqlite_only")
+            if marker is not None:
+                reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+                if not reason:
+                    raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a one-line reason")
+                item.add_marker(pytest.mark.skip(reason=f"sqlite only: {reason}"))
+
     @pytest.fixture
-    def memory(tmp_path: Path) -> Iterator[Memory]:
-        """A Memory on a fresh database file with the installed kinds."""
-        m = Memory.open(tmp_path / "memors.db")
+    def engine() -> str:
+        """The engine this run's stores use: ``"sqlite"`` or ``"postgres"``."""
+        return test_engine()
+
+    @pytest.fixture
+    def store_address(tmp_path: Path) -> Iterator[str | Path]:
+        """A fresh, empty store's address (:func:`temporary_store`): a file
+        path under ``tmp_path`` on SQLite, a new database's ``postgresql://``
+        address (dropped afterwards) under ``--engine=postgres``."""
+        with temporary_store(tmp_path) as address:
+            yield address
+
+    @pytest.fixture
+    def fresh_store(tmp_path: Path) -> Iterator[Any]:
+        """Fresh stores by name, as many as a test needs: ``fresh_store("copy.db")``
+        is ``tmp_path / "copy.db"`` on SQLite, a new PostgreSQL database's address
+        under ``--engine=postgres`` (the same one again for the same name); all
+        are dropped at the end of the test."""
+        made: dict[str, str | Path] = {}
+        with contextlib.ExitStack() as stack:
+
+            def make(name: str = "memors.db") -> str | Path:
+                if name not in made:
+                    made[name] = (
+                        tmp_path / name
+                        if test_engine() == "sqlite"
+                        else stack.enter_context(temporary_store())
+                    )
+                return made[name]
+
+            yield make
+
+    @pytest.fixture
+    def memory(store_address: str | Path) -> Iterator[Memory]:
+        """A Memory on a fresh store with the installed kinds."""
+        m = Memory.open(store_address)
         try:
             yield m
         finally:
             m.close()
 
     @pytest.fixture
-    def db_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-        """A fresh database path, also exported as ``MEMORS_DB``."""
-        path = tmp_path / "memors.db"
-        monkeypatch.setenv("MEMORS_DB", str(path))
-        return path
+    def db_path(store_address: str | Path, monkeypatch: pytest.MonkeyPatch) -> str | Path:
+        """A fresh store's address (:func:`store_address`: a ``Path`` on
+        SQLite, a ``postgresql://`` string on PostgreSQL), also exported as
+        ``MEMORS_DB``."""
+        monkeypatch.setenv("MEMORS_DB", str(store_address))
+        return store_address
 
     @pytest.fixture
-    def memors_cli(tmp_path: Path) -> Any:
-        """Run the real CLI on a fresh store in ``tmp_path``:
+    def memors_cli(tmp_path: Path, store_address: str | Path) -> Any:
+        """Run the real CLI on a fresh store (:func:`store_address`):
         ``r = memors_cli("compact", "--json")``, then ``r.code``, ``r.out``,
         ``r.err``, ``r.json``. Takes ``env=``, ``input=`` and ``timeout=``;
-        ``memors_cli.db`` is the store's path."""
-        db = tmp_path / "memors.db"
+        ``memors_cli.db`` is the store's address; it runs in ``tmp_path``."""
+        db = store_address
 
         def run(*args: str, **kwargs: Any) -> CLIResult:
             kwargs.setdefault("cwd", tmp_path)
@@ -222,5 +354,7 @@ __all__ = [
     "plugin_env",
     "run_cli",
     "temporary_memory",
+    "temporary_store",
+    "test_engine",
     "write_page",
 ]

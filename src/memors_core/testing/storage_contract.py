@@ -121,6 +121,37 @@ class SqliteStorage(StorageFixtures):
         return Store.open(path, readonly=True)
 
 
+class PostgresStorage(StorageFixtures):
+    """The PostgreSQL engine's opener: one fresh database per store name,
+    cloned from a migrated template (:mod:`memors_core.testing.postgres`),
+    dropped after the test. Skips when no test server answers, unless
+    ``MEMORS_REQUIRE_POSTGRES`` is set (``make test`` sets it)."""
+
+    @pytest.fixture(autouse=True)
+    def _postgres_databases(self) -> Iterator[None]:
+        from memors_core.testing import postgres
+
+        postgres.require_server()
+        self._databases: dict[str, str] = {}
+        yield
+        for url in self._databases.values():
+            postgres.drop_database(url)
+
+    def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
+        from memors_core.storage.postgres.connection import PgStore
+        from memors_core.testing import postgres
+
+        if name not in self._databases:
+            self._databases[name] = postgres.new_database()
+        return PgStore.open(self._databases[name], readonly=readonly)
+
+    def open_backup(self, path: Path) -> Storage:
+        # A PostgreSQL store's backup is a memors SQLite file.
+        from memors_core.storage.sqlite.connection import Store
+
+        return Store.open(path, readonly=True)
+
+
 # --- helpers: storing rows through the protocol ---------------------------------------
 
 
@@ -832,6 +863,65 @@ class StorageContract(StorageFixtures):
             assert tx.changes.mark(NS, "merge") is None
             tx.changes.forget_marks(NS)
             assert tx.changes.mark(NS, "page") is None
+
+    def test_a_scan_mark_never_skips_a_write_committed_after_it(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        # The hazard of a sequence read as a high-water mark: writer A takes
+        # number 4, B takes 5 and commits first, a scan records 5, A commits
+        # and `seq > 5` never sees A's row. Here writers on their own
+        # connections race a scanner that records the clocks in a write
+        # transaction, as compaction does; afterwards every mark must still
+        # cover exactly the rows that were visible when it was taken.
+        writers = [open_storage() for _ in range(3)]
+        scanner = open_storage()
+        marks: list[tuple[int, int, set[str], set[str]]] = []
+        errors: list[BaseException] = []
+        rounds = 25
+
+        def write(store: Storage, who: int) -> None:
+            try:
+                for n in range(rounds):
+                    passage = remember(store, f"Writer {who} stores passage {n}.", about=f"W{who}")
+                    if n % 5 == 0:
+                        forget(store, "passage", passage)
+            except BaseException as exc:  # reported by the test below
+                errors.append(exc)
+
+        def scan() -> None:
+            try:
+                for _ in range(rounds):
+                    with scanner.write() as tx:
+                        head, changes = tx.passages.head(), tx.changes.head()
+                        seen = {p.id for p in tx.passages.live_shingles(NS)}
+                        touched = tx.changes.entities_since(NS, 0)
+                        marks.append((head, changes, seen, touched))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=write, args=(w, i)) for i, w in enumerate(writers)]
+        threads.append(threading.Thread(target=scan))
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        with storage.write() as tx:
+            for head, changes, seen, touched in marks:
+                live_then = {
+                    p.id
+                    for p in tx.passages.live_shingles(NS)
+                    if p.seq <= head and tx.tombstones.get(p.id) is None
+                }
+                # a passage numbered within the mark is one the scan saw
+                # (or one forgotten since, which a tombstone scan finds)
+                assert live_then <= seen
+                later = {p.id for p in tx.passages.live_shingles(NS, after=head)}
+                assert not (later & seen)
+                # and the change log's mark covers every entity logged up to it
+                assert tx.changes.entities_since(NS, 0) - tx.changes.entities_since(
+                    NS, changes
+                ) <= touched | tx.entities.canonical_of(touched)
 
     def test_merging_shows_the_absorbed_entity_under_its_survivor(self, storage: Storage) -> None:
         with storage.write() as tx:

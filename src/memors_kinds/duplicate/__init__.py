@@ -19,7 +19,7 @@ and that ``best_match``; the report lists ``kept``, ``forgotten`` and
 The package: :mod:`.join` is the pure join (no store); :mod:`.index` the
 protocol of what the kind keeps between scans (a prefix index of the
 passages, so that an incremental scan probes instead of rejoining), with
-one module per engine (:mod:`.sqlite_index`), reached through
+one module per engine (:mod:`.sqlite_index`, :mod:`.postgres_index`), reached through
 ``tx.native(engine)`` and created by the kind's migrations. Core passages
 are read through the typed store only.
 """
@@ -39,7 +39,7 @@ from memors_core.domain.refs import passage_ref
 from memors_core.errors import BadInput, PluginError
 from memors_core.log import get_logger
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
-from memors_kinds.duplicate import sqlite_index
+from memors_kinds.duplicate import postgres_index, sqlite_index
 from memors_kinds.duplicate.index import Prefix, PrefixIndex
 from memors_kinds.duplicate.join import (
     THRESHOLD,
@@ -70,6 +70,8 @@ def _index(tx: Tx) -> PrefixIndex:
     """The prefix index of the store's engine (one module per engine)."""
     if tx.engine == "sqlite":
         return sqlite_index.SqlitePrefixIndex(tx.native("sqlite"))
+    if tx.engine == "postgres":
+        return postgres_index.PostgresPrefixIndex(tx.native("postgres"))
     raise PluginError(f"the duplicate kind has no prefix index for the {tx.engine} engine")
 
 
@@ -142,7 +144,11 @@ class DuplicateKind(Kind):
         )
 
     def migrations(self, engine: str) -> list[str]:
-        return sqlite_index.MIGRATIONS if engine == "sqlite" else []
+        if engine == "sqlite":
+            return sqlite_index.MIGRATIONS
+        if engine == "postgres":
+            return postgres_index.MIGRATIONS
+        return []
 
     def scan(self, ctx: KindContext) -> Scan:
         index = _index(ctx.store)

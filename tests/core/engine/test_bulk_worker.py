@@ -8,6 +8,7 @@ import pytest
 from memors_core import BadInput, Memory
 from memors_core.engine import ingest
 from memors_core.engine.prepare import prepare_passages
+from store_checks import rows_of
 
 
 def documents(n: int) -> list[dict]:
@@ -22,13 +23,16 @@ def documents(n: int) -> list[dict]:
 
 
 def stored_passages(memory: Memory) -> list[tuple]:
-    return memory.store.all(
+    return rows_of(
+        memory,
         "SELECT d.uri, p.position, p.text, p.shingles FROM passages p "
-        "JOIN documents d ON d.id = p.document ORDER BY d.uri, p.position"
+        "JOIN documents d ON d.id = p.document ORDER BY d.uri, p.position",
     )
 
 
-def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monkeypatch):
+def test_a_multi_batch_load_stores_what_preparing_in_place_would(
+    fresh_store, tmp_path, monkeypatch
+):
     sent = []
     original = ingest._ShingleWorker.send
 
@@ -39,7 +43,7 @@ def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monke
 
     monkeypatch.setattr(ingest._ShingleWorker, "send", spy)
     docs = documents(23)
-    with Memory.open(tmp_path / "bulk.db") as memory:
+    with Memory.open(fresh_store("bulk.db")) as memory:
         result = memory.remember_many(docs, batch=5)
         got = stored_passages(memory)
     assert result.documents == 23 and result.passages == 46
@@ -54,20 +58,22 @@ def test_a_multi_batch_load_stores_what_preparing_in_place_would(tmp_path, monke
     assert got == sorted(expected)
 
 
-def test_without_a_helper_process_the_load_still_completes(tmp_path, monkeypatch):
+def test_without_a_helper_process_the_load_still_completes(fresh_store, tmp_path, monkeypatch):
     monkeypatch.setattr("sys.executable", str(tmp_path / "no-such-python"))
-    with Memory.open(tmp_path / "bulk.db") as memory:
+    with Memory.open(fresh_store("bulk.db")) as memory:
         result = memory.remember_many(documents(12), batch=4)
         assert result.documents == 12
         assert len(stored_passages(memory)) == 24
 
 
-def test_a_bad_document_stops_the_load_after_the_batches_before_it(tmp_path, monkeypatch):
+def test_a_bad_document_stops_the_load_after_the_batches_before_it(
+    fresh_store, tmp_path, monkeypatch
+):
     docs = documents(20)
     docs[12]["text"] = "\n\n".join(f"Paragraph {i} of a long one." for i in range(30))
     monkeypatch.setenv("MEMORS_MAX_PASSAGES", "10")
-    with Memory.open(tmp_path / "bulk.db") as memory:
+    with Memory.open(fresh_store("bulk.db")) as memory:
         with pytest.raises(BadInput, match=r"the limit is 10.*the 10 document\(s\) before it"):
             memory.remember_many(docs, batch=5)
-        uris = {r[0] for r in memory.store.all("SELECT uri FROM documents")}
+        uris = {r[0] for r in rows_of(memory, "SELECT uri FROM documents")}
     assert uris == {f"doc-{i}" for i in range(10)}  # batches 1 and 2; none after the bad one

@@ -12,6 +12,7 @@ from memors_core.domain.text import content_words, page_sentences, stop_words
 from memors_core.engine.checks import corruption, omission
 from memors_core.errors import BadInput
 from memors_core.wire import to_json
+from store_checks import value_of
 
 # Content words that are certainly not stop words, and words that must never
 # reach a sentence (they sit in headings, code, comments and URLs).
@@ -268,7 +269,7 @@ def _visible(text: str) -> str:
 
 
 def _page_count(memory) -> int:
-    return memory.store.scalar("SELECT COUNT(*) FROM pages")
+    return value_of(memory, "SELECT COUNT(*) FROM pages")
 
 
 def _counter(memory, kind: str, event: str) -> float:

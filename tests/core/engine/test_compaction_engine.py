@@ -14,6 +14,7 @@ from memors_core.errors import BadInput, NotFound, PluginError, Refused
 from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
+from store_checks import value_of
 
 KINDS = ["conflict", "duplicate", "merge", "page", "stale"]
 
@@ -147,7 +148,7 @@ def test_submitting_an_item_that_is_not_open_is_refused(memory):
     with pytest.raises(Refused) as err:
         memory.submit(item["id"], content=content, title="Raft again")
     assert "is done, not open" in err.value.message and "compact" in err.value.message
-    assert memory.store.scalar("SELECT COUNT(*) FROM pages") == 1
+    assert value_of(memory, "SELECT COUNT(*) FROM pages") == 1
     assert counters(memory)[("page", "refused")] == 1
 
 
@@ -161,7 +162,7 @@ def test_submitting_an_outdated_payload_is_refused_until_compact_runs_again(memo
             memory.submit(item["id"], content=content, title="Raft", dry_run=dry_run)
         assert "changed since its payload was handed out" in err.value.message
         assert "run compact again" in err.value.message
-    assert memory.store.scalar("SELECT COUNT(*) FROM pages") == 0
+    assert value_of(memory, "SELECT COUNT(*) FROM pages") == 0
     assert to_json(memory.get(f"memo://item/{item['id']}"))["status"] == "open"
     refreshed = compact(memory)["items"][0]
     assert refreshed["id"] == item["id"]
@@ -277,7 +278,7 @@ def test_a_failing_apply_stores_nothing_and_leaves_the_item_open():
             match=r"kind .failing. \(plugin .failing.\) failed in apply: RuntimeError: disk on fire",
         ):
             memory.submit(item, text="hello")
-        assert memory.store.scalar("SELECT COUNT(*) FROM counters WHERE name = 'probe'") == 0
+        assert value_of(memory, "SELECT COUNT(*) FROM counters WHERE name = 'probe'") == 0
         assert to_json(memory.get(f"memo://item/{item}"))["status"] == "open"
 
 

@@ -14,6 +14,7 @@ from memors_core.errors import BadInput, Refused
 from memors_core.plugins.kinds import KindContext
 from memors_core.testing import temporary_memory
 from memors_core.wire import to_json
+from store_checks import rows_of, value_of
 
 NAMES = ["Raft", "raft-protocol", "Paxos"]
 WORDS = ["leader", "log", "term", "vote", "quorum", "write"]
@@ -65,10 +66,10 @@ class Queue(RuleBasedStateMachine):
     def forget_fact(self, data):
         self.memory.forget(data.draw(st.sampled_from(self.facts)))
 
-    @precondition(lambda self: self.memory.store.scalar("SELECT COUNT(*) FROM pages"))
+    @precondition(lambda self: value_of(self.memory, "SELECT COUNT(*) FROM pages"))
     @rule(data=st.data())
     def forget_page(self, data):
-        pages = [r[0] for r in self.memory.store.all("SELECT id FROM pages ORDER BY rowid")]
+        pages = [r[0] for r in rows_of(self.memory, "SELECT id FROM pages ORDER BY rowid")]
         self.memory.forget("memo://page/" + data.draw(st.sampled_from(pages)))
 
     @rule(pair=st.lists(st.sampled_from(NAMES), min_size=2, max_size=2, unique=True))
@@ -84,13 +85,14 @@ class Queue(RuleBasedStateMachine):
 
     @rule(kinds=st.none() | st.sampled_from([["page", "stale"], ["merge"], ["duplicate"]]))
     def compact(self, kinds):
-        before = self.memory.store.scalar("SELECT COALESCE(MAX(id), 0) FROM work_items")
+        before = value_of(self.memory, "SELECT COALESCE(MAX(id), 0) FROM work_items")
         first = to_json(self.memory.compact(kinds=kinds))
         second = to_json(self.memory.compact(kinds=kinds))
         assert second["created"] == 0
         assert second["items"] == first["items"]
         # Nothing created now repeats a skipped item whose inputs are unchanged.
-        repeats = self.memory.store.all(
+        repeats = rows_of(
+            self.memory,
             """SELECT o.id, s.id FROM work_items o JOIN work_items s
                ON s.kind = o.kind AND s.key = o.key AND s.fingerprint = o.fingerprint
                WHERE o.id > ? AND s.status = 'skipped'""",
@@ -102,9 +104,7 @@ class Queue(RuleBasedStateMachine):
         return to_json(self.memory.items(status="open"))["items"]
 
     @precondition(
-        lambda self: self.memory.store.scalar(
-            "SELECT COUNT(*) FROM work_items WHERE status = 'open'"
-        )
+        lambda self: value_of(self.memory, "SELECT COUNT(*) FROM work_items WHERE status = 'open'")
     )
     @rule(data=st.data(), skip=st.booleans())
     def submit(self, data, skip):
@@ -141,8 +141,9 @@ class Queue(RuleBasedStateMachine):
 
     @invariant()
     def one_open_item_per_kind_and_key(self):
-        rows = self.memory.store.all(
-            "SELECT kind, key, COUNT(*) FROM work_items WHERE status = 'open' GROUP BY kind, key"
+        rows = rows_of(
+            self.memory,
+            "SELECT kind, key, COUNT(*) FROM work_items WHERE status = 'open' GROUP BY kind, key",
         )
         assert all(n == 1 for _k, _key, n in rows)
 

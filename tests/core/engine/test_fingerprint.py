@@ -92,9 +92,9 @@ def test_a_blank_fingerprint_is_bad_input(cli):
     assert cli("items", "show", str(item["id"]), "--json").json["status"] == "open"
 
 
-def test_mcp_submit_refuses_a_refreshed_item_by_its_fingerprint(tmp_path: Path):
+def test_mcp_submit_refuses_a_refreshed_item_by_its_fingerprint(fresh_store, tmp_path: Path):
     async def main() -> None:
-        async with Client(stdio_params(tmp_path / "mcp.db")) as client:
+        async with Client(stdio_params(fresh_store("mcp.db"))) as client:
             c = Calls(client)
             for text in passages_about("Raft", 3):
                 await c.ok("remember", {"text": text})

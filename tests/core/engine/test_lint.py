@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from itertools import combinations
@@ -24,7 +23,7 @@ from memors_core.domain.text import fold_value
 from memors_core.engine.lint import BUILTIN_RULES
 from memors_core.errors import MemorsError
 from memors_core.plugins.manager import build_plugin_manager
-from memors_core.testing import passages_about
+from memors_core.testing import passages_about, temporary_store
 from memors_core.wire import to_json
 from paths import ROOT
 
@@ -143,7 +142,8 @@ def test_settled_problems_disappear_from_lint(memory, troubled):
 def test_cli_lint_exit_status_and_json(cli, tmp_path):
     r = cli("lint")
     assert (r.code, r.out.strip()) == (0, "namespace default: no findings"), r
-    assert not cli.db.exists()
+    if isinstance(cli.db, Path):  # (a PostgreSQL test database exists from the start)
+        assert not cli.db.exists()
     (tmp_path / "a.md").write_text("[[Raft]] elects one leader per term.\n")
     assert cli("remember", "a.md").code == 0
     r = cli("lint", "--json")
@@ -165,6 +165,7 @@ def test_cli_lint_exit_status_and_json(cli, tmp_path):
 # --- read-only ---------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("compares the bytes of the store's files")
 def test_lint_changes_no_byte_of_a_closed_store(tmp_path, cli):
     db = tmp_path / "cli.db"
     with Memory.open(db) as memory:
@@ -183,6 +184,7 @@ def test_lint_changes_no_byte_of_a_closed_store(tmp_path, cli):
     assert snapshot(db) == before
 
 
+@pytest.mark.sqlite_only("reads the SQLite -wal and -shm files")
 def test_lint_beside_an_open_writer_reads_its_commits_and_writes_nothing(tmp_path):
     db = tmp_path / "m.db"
     with Memory.open(db) as memory:
@@ -211,23 +213,25 @@ class Vandal:
         return []
 
 
-def test_a_rule_that_tries_to_write_fails_and_the_store_is_unchanged(tmp_path):
-    db = tmp_path / "v.db"
+def test_a_rule_that_tries_to_write_fails_and_the_store_is_unchanged(store_address):
+    db = store_address
     with Memory.open(db) as memory:
         memory.record_fact("Raft", "leader", "n1")
         memory.record_fact("Raft", "leader", "n2")
-    before = snapshot(db)
+    before = snapshot(db) if isinstance(db, Path) else None
     pm = build_plugin_manager(plugins=[("vandal", Vandal())])
     report = lint_readonly(db, pm)
     by_rule = {f.rule: f for f in report.findings}
     assert set(by_rule) == {"contradiction", "plugin-error"}
     assert by_rule["plugin-error"].address == "plugin:vandal"
     assert "readonly" in by_rule["plugin-error"].message.lower().replace("-", "")
-    assert snapshot(db) == before
+    if before is not None:
+        assert snapshot(db) == before
     with Memory.open(db) as memory:
         assert "vandal" not in memory.namespaces()
 
 
+@pytest.mark.sqlite_only("a store file that does not exist")
 def test_lint_of_a_store_that_does_not_exist_creates_nothing(tmp_path, cli):
     missing = tmp_path / "not" / "here.db"
     assert lint_readonly(missing).findings == []
@@ -238,6 +242,7 @@ def test_lint_of_a_store_that_does_not_exist_creates_nothing(tmp_path, cli):
         assert memory.lint().findings == []
 
 
+@pytest.mark.sqlite_only("files that are not SQLite stores")
 def test_lint_of_files_that_are_not_stores(tmp_path, cli):
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
@@ -285,6 +290,7 @@ class SlowRule:
         return []
 
 
+@pytest.mark.sqlite_only("lint's immutable read of a closed SQLite file locks writers out")
 def test_a_writer_waits_while_lint_reads_a_closed_store_then_succeeds(tmp_path):
     """Reading a closed store as immutable is safe because writers are locked
     out meanwhile; they wait on their busy timeout and then go ahead."""
@@ -325,11 +331,11 @@ class SloppyRule:
         return ["not a finding"]
 
 
-def test_plugins_add_rules_and_a_broken_one_is_named(tmp_path):
+def test_plugins_add_rules_and_a_broken_one_is_named(store_address):
     pm = build_plugin_manager(
         plugins=[("todo-rule", TodoRule()), ("broken-rule", BrokenRule()), ("sloppy", SloppyRule())]
     )
-    with Memory.open(tmp_path / "p.db", plugin_manager=pm) as memory:
+    with Memory.open(store_address, plugin_manager=pm) as memory:
         todo = memory.remember("TODO: describe [[Raft]] elections.").passages[0]
         memory.record_fact("Raft", "leader", "n1")
         memory.record_fact("Raft", "leader", "n2")
@@ -455,7 +461,7 @@ def stale_gauge(memory: Memory) -> float:
 )
 @given(scripts)
 def test_lint_and_compaction_share_one_definition_of_each_rule(script):
-    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "h.db") as memory:
+    with temporary_store() as db, Memory.open(db) as memory:
         play(memory, script)
         memory.compact()
         findings = memory.lint().findings
@@ -505,7 +511,7 @@ def test_the_scenarios_reach_every_rule():
         ("fact", "Paxos", "leader", "n1", None, None),
         ("fact", "Paxos", "LEADER!", "n2", "2024-01-01", None),
     ]
-    with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp) / "h.db") as memory:
+    with temporary_store() as db, Memory.open(db) as memory:
         play(memory, script)
         assert {f.rule for f in memory.lint().findings} == {
             "contradiction",

@@ -152,9 +152,9 @@ class TestKinds:
         registry.add(FailingApplyKind())
 
 
-def test_counters_are_written_in_the_transaction_of_the_change(tmp_path):
+def test_counters_are_written_in_the_transaction_of_the_change(fresh_store, tmp_path):
     pm = build_plugin_manager(plugins=[("test-kinds", TestKinds())])
-    with Memory.open(tmp_path / "t.db", plugin_manager=pm) as memory:
+    with Memory.open(fresh_store("t.db"), plugin_manager=pm) as memory:
         result = memory.compact(kinds=["flaky", "failing"])
         assert [e["kind"] for e in result.errors] == ["flaky"]
         assert [i.kind for i in result.items] == ["failing"]
@@ -169,8 +169,8 @@ def test_counters_are_written_in_the_transaction_of_the_change(tmp_path):
         assert "x" not in memory.namespaces()
 
 
-def test_counters_survive_a_restart(tmp_path):
-    db = tmp_path / "r.db"
+def test_counters_survive_a_restart(fresh_store, tmp_path):
+    db = fresh_store("r.db")
     with Memory.open(db) as memory:
         for text in passages_about("Raft", 3):
             memory.remember(text)
@@ -319,9 +319,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_http_server_serves_the_same_exposition(tmp_path):
+def test_http_server_serves_the_same_exposition(fresh_store, tmp_path):
     pytest.importorskip("memors_mcp.server")
-    db = tmp_path / "h.db"
+    db = fresh_store("h.db")
     with Memory.open(db) as memory:
         for text in passages_about("Raft", 3):
             memory.remember(text)

@@ -21,7 +21,7 @@ import pytest
 from memors_core import MemorsError, Memory, hookimpl
 from memors_core.plugins.kinds import Kind
 from memors_core.testing import CLIResult, passages_about, run_cli, temporary_memory
-from store_checks import connect
+from store_checks import connect, rows_of
 
 # FTS5 keeps terms lower-cased and porter-stemmed, prefix-compressed against the term
 # before them in a leaf: so the marker starts with letters no other word here starts
@@ -93,7 +93,8 @@ def build(db: Path) -> dict:
         other = memory.remember("\n\n".join(passages_about("Paxos", 3)), uri="paxos.txt")
         fact = memory.record_fact("Raft", "token", MARKER)
         memory.compact()
-        memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if memory.store.engine == "sqlite":
+            memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return {
             "document": secret.document,
             "passages": secret.passages,
@@ -105,7 +106,8 @@ def build(db: Path) -> dict:
             "other": other.document,
             "rowids": [
                 r[0]
-                for r in memory.store.all(
+                for r in rows_of(
+                    memory,
                     "SELECT rowid FROM passages WHERE document = ?",
                     (secret.document[len("memo://document/") :],),
                 )
@@ -113,8 +115,9 @@ def build(db: Path) -> dict:
         }
 
 
-def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Path):
-    db = tmp_path / "purge.db"
+@pytest.mark.sqlite_only("reads the bytes of the database, -wal and -shm files")
+def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(fresh_store, tmp_path: Path):
+    db = fresh_store("purge.db")
     made = build(db)
     assert traces(db)  # the marker is there to begin with
 
@@ -137,7 +140,7 @@ def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Pa
             item = memory.get(f"memo://item/{made[key]}")
             assert item.payload == {"purged": "this item referred to content that was purged"}
         # the audit names what was erased, never the content
-        rows = memory.store.all("SELECT target, erased FROM purges ORDER BY id")
+        rows = rows_of(memory, "SELECT target, erased FROM purges ORDER BY id")
         assert [r[0] for r in rows] == [made["document"], made["fact"]]
         assert made["document"] in json.loads(rows[0][1])
         # the rest of the store is whole and still works
@@ -148,7 +151,8 @@ def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Pa
         # the duplicate kind's prefix index holds nothing of the erased passages
         rowids = json.dumps(made["rowids"])
         for table in ("dup_prefix", "dup_recent"):
-            assert not memory.store.all(
+            assert not rows_of(
+                memory,
                 f"SELECT * FROM {table} WHERE passage IN (SELECT value FROM json_each(?))",
                 (rowids,),
             )
@@ -159,8 +163,8 @@ def test_purging_a_document_leaves_no_trace_of_its_text_in_the_file(tmp_path: Pa
     conn.close()
 
 
-def test_purging_one_passage_erases_it_and_what_was_built_on_it(tmp_path: Path):
-    db = tmp_path / "passage.db"
+def test_purging_one_passage_erases_it_and_what_was_built_on_it(fresh_store, tmp_path: Path):
+    db = fresh_store("passage.db")
     made = build(db)
     secret = made["passages"][0]
     out = json.loads(cli(db, "purge", secret, "--yes", "--json").out)
@@ -184,8 +188,9 @@ def test_purging_one_passage_erases_it_and_what_was_built_on_it(tmp_path: Path):
         assert kept.passages == []
 
 
-def test_the_audit_is_append_only_and_holds_no_content(tmp_path: Path):
-    db = tmp_path / "audit.db"
+@pytest.mark.sqlite_only("tampers through apsw (PostgreSQL: tests/core/storage/postgres)")
+def test_the_audit_is_append_only_and_holds_no_content(fresh_store, tmp_path: Path):
+    db = fresh_store("audit.db")
     made = build(db)
     cli(db, "purge", made["document"], "--yes")
     conn = apsw.Connection(str(db))
@@ -198,12 +203,13 @@ def test_the_audit_is_append_only_and_holds_no_content(tmp_path: Path):
     conn.close()
 
 
-def test_purge_while_another_process_reads_still_leaves_no_trace(tmp_path: Path):
+@pytest.mark.sqlite_only("a reader's snapshot holding SQLite's WAL, and the file's bytes")
+def test_purge_while_another_process_reads_still_leaves_no_trace(fresh_store, tmp_path: Path):
     """A reader holding a snapshot keeps the WAL from being emptied into the
     file; purge waits for it (within the busy timeout) instead of leaving the
     old pages behind. The reader stays connected while the file is checked, so
     no closing connection tidies up in purge's place."""
-    db = tmp_path / "busy.db"
+    db = fresh_store("busy.db")
     made = build(db)
     reader = apsw.Connection(str(db))
     reader.execute("BEGIN")
@@ -252,4 +258,4 @@ def test_a_kind_that_cannot_erase_its_state_refuses_the_purge_by_name():
         with pytest.raises(MemorsError, match=r"'stubborn'.*'stubborn-plugin'.*nothing was purged"):
             memory.purge(doc.document)
         assert memory.get(doc.document).status == "live"
-        assert memory.store.all("SELECT * FROM purges") == []
+        assert rows_of(memory, "SELECT * FROM purges") == []

@@ -21,6 +21,10 @@ from test_purge import MARKER, build, traces
 from memors_core.storage.sqlite.purge import STEPS
 from memors_core.testing import run_cli
 
+pytestmark = pytest.mark.sqlite_only(
+    "SQLite purge's own finishing steps (FTS merges, VACUUM, the WAL) and the file's bytes"
+)
+
 # Every point at which purge can stop: inside its one transaction, right
 # after it commits, before each erasure step, and before its last write.
 STAGES = ("erase", "committed", *STEPS, "done")

@@ -25,7 +25,7 @@ from memors_core import Memory
 from memors_core.storage.sqlite.schema import SCHEMA_VERSION
 from memors_core.testing import CLIResult, passages_about, run_cli
 from memors_core.wire import to_json
-from store_checks import connect, store_problems
+from store_checks import connect, is_postgres, rows_of, store_problems, value_of
 
 DUPLICATE = (
     "The quick brown fox jumps over the lazy dog near the river bank while the farmer "
@@ -36,11 +36,15 @@ DUPLICATE = (
 #: record of the kind migrations it applied when it was opened.
 NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "kind_schema", "dup_prefix",
                "dup_recent", "dup_folded", "dup_members", "dup_indexed"}  # fmt: skip
+#: And on PostgreSQL: its migrations' record and its search index (rebuilt on import).
+PG_NOT_CARRIED = {"schema_migrations", "search_docs", "search_postings", "search_stats"}
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]
 
 
-def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,), input: str | None = None) -> CLIResult:
-    r = run_cli(*args, db=db, input=input, cwd=db.parent)
+def cli(
+    db: Path | str, *args: str, ok: tuple[int, ...] = (0,), input: str | None = None
+) -> CLIResult:
+    r = run_cli(*args, db=db, input=input, cwd=db.parent if isinstance(db, Path) else None)
     assert r.code in ok, r
     return r
 
@@ -103,16 +107,29 @@ def build(db: Path) -> None:
     with Memory.open(db) as memory:
         populate(memory, "alpha")
         populate(memory, "beta")
-        doc = memory.store.scalar("SELECT id FROM documents WHERE uri = 'purge-me' LIMIT 1")
-        ns = memory.store.scalar("SELECT namespace FROM documents WHERE id = ?", (doc,))
+        doc = value_of(memory, "SELECT id FROM documents WHERE uri = 'purge-me' LIMIT 1")
+        ns = value_of(memory, "SELECT namespace FROM documents WHERE id = ?", (doc,))
         memory.purge(f"memo://document/{doc}", namespace=ns)
-        statuses = {r[0] for r in memory.store.all("SELECT DISTINCT status FROM work_items")}
+        statuses = {r[0] for r in rows_of(memory, "SELECT DISTINCT status FROM work_items")}
         assert statuses == {"open", "done", "skipped", "obsolete"}, statuses
 
 
-def tables(db: Path) -> dict[str, list[tuple]]:
+def tables(db: Path | str) -> dict[str, list[tuple]]:
     """Every table's rows (FTS shadow tables and rebuilt state aside), in a fixed order."""
     conn = connect(db)
+    if is_postgres(db):
+        try:
+            names = conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
+            ).fetchall()
+            return {
+                name: sorted(conn.execute(f"SELECT * FROM {name}").fetchall(), key=repr)
+                for (name,) in names
+                if name not in NOT_CARRIED | PG_NOT_CARRIED
+            }
+        finally:
+            conn.close()
     try:
         out = {}
         for name, sql in conn.execute(
@@ -147,8 +164,8 @@ def behaviour(db: Path) -> dict[str, Any]:
             seen[f"lint {ns}"] = to_json(memory.lint(namespace=ns))
             for table, kind in (("documents", "document"), ("passages", "passage"),
                                 ("entities", "entity"), ("facts", "fact"), ("pages", "page")):  # fmt: skip
-                for (ident,) in memory.store.all(
-                    f"SELECT id FROM {table} WHERE namespace = ?", (ns,)
+                for (ident,) in rows_of(
+                    memory, f"SELECT id FROM {table} WHERE namespace = ?", (ns,)
                 ):
                     seen[f"get {kind} {ident}"] = to_json(
                         memory.get(f"memo://{kind}/{ident}", namespace=ns)
@@ -157,14 +174,16 @@ def behaviour(db: Path) -> dict[str, Any]:
     return seen
 
 
-def test_export_import_round_trip_is_row_for_row_and_behaves_identically(tmp_path: Path):
-    original = tmp_path / "original.db"
+def test_export_import_round_trip_is_row_for_row_and_behaves_identically(
+    fresh_store, tmp_path: Path
+):
+    original = fresh_store("original.db")
     build(original)
     dump = tmp_path / "dump.jsonl"
     dump.write_text(cli(original, "export").out, encoding="utf-8")
     header = json.loads(dump.read_text().splitlines()[0])
     assert header["namespace"] is None and header["namespaces"] == ["alpha", "beta"]
-    copy = tmp_path / "copy.db"
+    copy = fresh_store("copy.db")
     out = json.loads(cli(copy, "import", str(dump), "--json").out)
     assert out["rows"]["passages"] == len(tables(original)["passages"])
 
@@ -194,15 +213,15 @@ def test_export_import_round_trip_is_row_for_row_and_behaves_identically(tmp_pat
     assert (a["created"], a["open"], strip(a)) == (b["created"], b["open"], strip(b))
 
 
-def test_a_namespace_export_carries_that_namespace_only(tmp_path: Path):
-    original = tmp_path / "original.db"
+def test_a_namespace_export_carries_that_namespace_only(fresh_store, tmp_path: Path):
+    original = fresh_store("original.db")
     build(original)
     dump = tmp_path / "alpha.jsonl"
     dump.write_text(cli(original, "export", "--ns", "alpha").out, encoding="utf-8")
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert lines[0]["namespace"] == "alpha"
     assert not [x for x in lines[1:] if x["table"] == "counters"]  # they count the whole store
-    copy = tmp_path / "alpha.db"
+    copy = fresh_store("alpha.db")
     cli(copy, "import", str(dump))
     with Memory.open(copy) as memory:
         assert memory.namespaces() == ["alpha"]
@@ -228,8 +247,8 @@ def test_a_namespace_export_carries_that_namespace_only(tmp_path: Path):
     assert alpha_only(behaviour(copy)) == alpha_only(behaviour(original))
 
 
-def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
-    original = tmp_path / "original.db"
+def test_import_is_all_or_nothing_and_needs_an_empty_store(fresh_store, tmp_path: Path):
+    original = fresh_store("original.db")
     build(original)
     dump = tmp_path / "dump.jsonl"
     dump.write_text(cli(original, "export").out, encoding="utf-8")
@@ -259,9 +278,9 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(tmp_path: Path):
         conn.close()
 
 
-def test_a_schema_3_export_imports_and_a_newer_schema_is_refused(tmp_path: Path):
+def test_a_schema_3_export_imports_and_a_newer_schema_is_refused(fresh_store, tmp_path: Path):
     """Schema 4 only added the clock table: a schema-3 export (no clock rows) is the same rows."""
-    original = tmp_path / "original.db"
+    original = fresh_store("original.db")
     with Memory.open(original) as memory:
         kept = memory.remember("[[Raft]] elects a leader.\n\n[[Raft]] replicates a log.", uri="r")
         memory.record_fact("Raft", "leader", "n1")
@@ -275,7 +294,7 @@ def test_a_schema_3_export_imports_and_a_newer_schema_is_refused(tmp_path: Path)
     dump = tmp_path / "v3.jsonl"
     dump.write_text("\n".join([json.dumps({**header, "schema": 3}), *rows]) + "\n")
 
-    copy = tmp_path / "copy.db"
+    copy = fresh_store("copy.db")
     cli(copy, "import", str(dump))
     for addr in (kept.document, *kept.passages):
         assert cli(copy, "get", addr, "--json").out == cli(original, "get", addr, "--json").out
@@ -287,7 +306,7 @@ def test_a_schema_3_export_imports_and_a_newer_schema_is_refused(tmp_path: Path)
 
     newer = SCHEMA_VERSION + 1
     dump.write_text("\n".join([json.dumps({**header, "schema": newer}), *lines[1:]]) + "\n")
-    r = cli(tmp_path / "fresh.db", "import", str(dump), ok=(2,))
+    r = cli(fresh_store("fresh.db"), "import", str(dump), ok=(2,))
     assert f"exported with schema {newer}" in r.err and len(r.err.splitlines()) == 1, r.err
 
 
@@ -301,8 +320,8 @@ with Memory.open(sys.argv[1]) as memory:
 """
 
 
-def test_backup_while_another_process_writes_is_whole_and_a_prefix(tmp_path: Path):
-    db = tmp_path / "live.db"
+def test_backup_while_another_process_writes_is_whole_and_a_prefix(fresh_store, tmp_path: Path):
+    db = fresh_store("live.db")
     with Memory.open(db) as memory:
         memory.remember("\n\n".join(passages_about("Raft", 50)), uri="bulk")  # some pages to copy
     env = {**os.environ, "MEMORS_DB": str(db)}
@@ -333,7 +352,7 @@ def test_backup_while_another_process_writes_is_whole_and_a_prefix(tmp_path: Pat
         with Memory.open(target) as memory:
             seqs = sorted(
                 int(r[0][2:])
-                for r in memory.store.all("SELECT uri FROM documents WHERE uri LIKE 'w/%'")
+                for r in rows_of(memory, "SELECT uri FROM documents WHERE uri LIKE 'w/%'")
             )
             assert seqs == list(range(len(seqs))), "the copy is not a prefix of the writes"
             assert memory.search("replicas").results
@@ -345,8 +364,8 @@ def test_backup_while_another_process_writes_is_whole_and_a_prefix(tmp_path: Pat
 
 
 @pytest.mark.parametrize("name", ["nowhere/deeper/x.db", "."])
-def test_backup_to_a_bad_path_is_a_clear_error(tmp_path: Path, name: str):
-    db = tmp_path / "s.db"
+def test_backup_to_a_bad_path_is_a_clear_error(fresh_store, tmp_path: Path, name: str):
+    db = fresh_store("s.db")
     cli(db, "remember", "-", input="something")
     r = cli(db, "backup", str(tmp_path / name), ok=(2,))
     assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from memors_core import BadInput, PluginError, hookimpl
+from memors_core import BadInput, Memory, PluginError, hookimpl
 from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.testing import (
     open_items,
@@ -425,7 +425,8 @@ def test_write_page_gives_an_entity_a_live_page():
 def test_the_memors_cli_fixture_runs_the_real_cli_on_a_fresh_store(memors_cli):
     r = memors_cli("fact", "add", "Raft", "leader", "node 3", "--json")
     assert r.code == 0 and r.json["fact"].startswith("memo://fact/")
-    assert memors_cli.db.exists()
+    with Memory.open(memors_cli.db) as memory:  # the fixture's store is the one written
+        assert [f.value for f in memory.facts("Raft").facts] == ["node 3"]
     r = memors_cli("search", "node", "--granularity", "fact", "--json")
     assert [x["address"] for x in r.json["results"]] == [
         memors_cli("fact", "list", "--json").json["facts"][0]["address"]

@@ -208,8 +208,8 @@ def test_pip_installs_the_example_with_its_entry_point_and_its_tests_pass(exampl
 # --- the real CLI ----------------------------------------------------------------------
 
 
-def test_the_cli_lists_checks_lints_and_resolves_expired_items(example, tmp_path):
-    run = Run(example["python"], tmp_path / "store.db", tmp_path)
+def test_the_cli_lists_checks_lints_and_resolves_expired_items(fresh_store, example, tmp_path):
+    run = Run(example["python"], fresh_store("store.db"), tmp_path)
     for i, text in enumerate(
         ["Raft elects a leader per term.", "Raft commits by quorum.", "Raft times out."]
     ):
@@ -316,8 +316,8 @@ async def call(client: Any, tool: str, **args: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-def test_the_mcp_server_takes_the_kind_its_resolution_and_its_check(example, tmp_path):
-    run = Run(example["python"], tmp_path / "store.db", tmp_path)
+def test_the_mcp_server_takes_the_kind_its_resolution_and_its_check(fresh_store, example, tmp_path):
+    run = Run(example["python"], fresh_store("store.db"), tmp_path)
     run.script(SETUP)
 
     async def work(client: Any) -> None:
@@ -380,8 +380,8 @@ def test_the_mcp_server_takes_the_kind_its_resolution_and_its_check(example, tmp
 # --- switched off --------------------------------------------------------------------------
 
 
-def test_memors_disable_plugins_turns_the_example_off(example, tmp_path):
-    run = Run(example["python"], tmp_path / "store.db", tmp_path)
+def test_memors_disable_plugins_turns_the_example_off(fresh_store, example, tmp_path):
+    run = Run(example["python"], fresh_store("store.db"), tmp_path)
     run.script(SETUP)
     items = by_value(run("items", "--kind", "expired", "--json").json["items"])
     off = "expired"

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from memors_core.testing.storage_contract import SqliteStorage, StorageContract
 
 
+@pytest.mark.sqlite_only(
+    "the SQLite engine's contract run (test_postgres_contract.py is the other)"
+)
 class TestSqliteContract(SqliteStorage, StorageContract):
     pass

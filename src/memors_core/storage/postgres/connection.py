@@ -15,15 +15,19 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg import sql
 
 from memors_core.domain.dates import now
-from memors_core.errors import BadInput, MemorsError, PluginError, StoreBusy
+from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
+from memors_core.storage.postgres.addresses import one_line, safe_location
+from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -39,25 +43,18 @@ WRITE_LOCK = 1
 MIGRATE_LOCK = 2
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
+#: Connections a store's pool holds at most (``MEMORS_PG_POOL_SIZE``).
+DEFAULT_POOL_SIZE = 4
+#: Seconds between two checks of the tables' statistics by one process.
+STATISTICS_EVERY_S = 5.0
+
+
+class NoStoreYet(BadInput):
+    """A read-only open found a database without the memors schema."""
 
 
 def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def safe_location(url: str) -> str:
-    """The address without its password, for messages and logs."""
-    try:
-        params = psycopg.conninfo.conninfo_to_dict(url)
-    except psycopg.ProgrammingError:
-        return "postgresql://(an address that does not parse)"
-    user = params.get("user")
-    host = params.get("host") or "localhost"
-    port = params.get("port")
-    db = params.get("dbname") or ""
-    who = f"{user}@" if user else ""
-    where = f"{host}:{port}" if port else host
-    return f"postgresql://{who}{where}/{db}"
 
 
 def _busy_timeout_ms() -> int:
@@ -70,33 +67,45 @@ def _busy_timeout_ms() -> int:
         raise BadInput(f"MEMORS_BUSY_TIMEOUT_MS must be an integer, got {raw!r}") from None
 
 
-def one_line(exc: BaseException, secret: str | None = None) -> str:
-    """A driver error as one line, never holding the password."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if secret:
-        text = text.replace(secret, "***")
-    return text
+class _Session:
+    """One thread's transaction: its connection, depth and pending callbacks."""
+
+    __slots__ = ("after_commit", "conn", "depth", "in_write", "reading", "tx")
+
+    def __init__(self, tx: PgTx) -> None:
+        self.conn: psycopg.Connection | None = None
+        self.depth = 0
+        self.after_commit: list[tuple] = []
+        self.in_write = False
+        self.reading = False
+        self.tx = tx
 
 
 class PgStore:
-    """One psycopg connection to one PostgreSQL database holding a memors store."""
+    """A pool of psycopg connections to one PostgreSQL database holding a memors store.
+
+    Each outermost transaction takes a connection from the pool for its
+    duration, so threads sharing the store (the MCP HTTP server's) read at
+    once; writers queue on the store's write lock in the database, across
+    processes and hosts. The pool holds ``MEMORS_PG_POOL_SIZE`` connections
+    at most (default 4), and one while idle. A connection found broken
+    when a transaction starts is replaced before anything is sent (the one
+    retry that is always safe); one lost inside a transaction rolls it back
+    and says so in one line.
+    """
 
     engine = "postgres"
 
-    def __init__(self, conn: psycopg.Connection, url: str, readonly: bool) -> None:
-        self.conn = conn
+    def __init__(self, pool: Any, url: str, readonly: bool) -> None:
+        self.pool = pool
         self.url = url
         self.location = safe_location(url)
         self.path = self.location
         self.readonly = readonly
-        from memors_core.storage.postgres.engine import PgTx
-
-        self.tx = PgTx(self)
+        self._local = threading.local()
+        # Maintenance outside transactions (purge's VACUUM) runs one at a time.
         self._lock = threading.RLock()
-        self._depth = 0
-        self._after_commit: list[tuple] = []
-        self._in_write = False
-        self._reading = False
+        self._statistics_checked = float("-inf")
 
     @property
     def capabilities(self) -> Capabilities:
@@ -108,40 +117,77 @@ class PgStore:
 
     @classmethod
     def open(cls, url: str, *, readonly: bool = False) -> PgStore:
+        from psycopg_pool import ConnectionPool, PoolTimeout
+
         secret = _password(url)
         timeout_ms = _busy_timeout_ms()
-        try:
-            conn = psycopg.connect(
-                url,
-                autocommit=True,
-                cursor_factory=psycopg.ClientCursor,
-                connect_timeout=max(1, timeout_ms // 1000),
-                application_name="memors",
-            )
-        except psycopg.Error as exc:
-            raise MemorsError(
-                f"cannot connect to {safe_location(url)}: {one_line(exc, secret)}"
-            ) from None
-        store = cls(conn, url, readonly)
-        try:
+
+        def configure(conn: psycopg.Connection) -> None:
             # Waiting for another writer's lock is bounded like SQLite's busy timeout.
             conn.execute(f"SET lock_timeout = {timeout_ms}")
             conn.execute("SET client_min_messages = warning")
             if readonly:
                 conn.execute("SET default_transaction_read_only = on")
-                store._check_version(store._version())
+
+        connect_args = {
+            "autocommit": True,
+            "cursor_factory": psycopg.ClientCursor,
+            "connect_timeout": max(1, timeout_ms // 1000),
+            "application_name": "memors",
+        }
+        try:  # one direct attempt first: a bad address fails at once, in the server's words
+            psycopg.connect(url, **connect_args).close()
+        except psycopg.Error as exc:
+            raise MemorsError(
+                f"cannot connect to {safe_location(url)}: {one_line(exc, secret)}"
+            ) from None
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=_pool_size(),
+            kwargs=connect_args,
+            configure=configure,
+            open=False,
+            name="memors",
+            timeout=max(1.0, timeout_ms / 1000),
+            reconnect_timeout=max(1.0, timeout_ms / 1000),
+        )
+        try:
+            pool.open(wait=True, timeout=max(1.0, timeout_ms / 1000))
+            # The pool's first connection is its only proof the address works:
+            # ask for it, so a bad address fails here, in one line.
+            with pool.connection() as conn:
+                conn.execute("SELECT 1")
+        except (psycopg.Error, PoolTimeout) as exc:
+            pool.close()
+            raise MemorsError(
+                f"cannot connect to {safe_location(url)}: {one_line(exc, secret)}"
+            ) from None
+        store = cls(pool, url, readonly)
+        try:
+            if readonly:
+                version = store._version()
+                if version == 0:
+                    raise NoStoreYet(
+                        f"{store.location} holds no memors store yet "
+                        "(any command that writes creates it)"
+                    )
+                store._check_version(version)
             else:
                 store._migrate()
+                with store._checked_out(store._session) as conn:
+                    store._keep_statistics(conn)  # before this process plans a query
         except BaseException:
-            conn.close()
+            store.close()
             raise
         return store
 
     def _version(self) -> int:
-        exists = self.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        if not exists:
-            return 0
-        return self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+        with self.read():
+            exists = self.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
+            if not exists:
+                return 0
+            return self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -182,52 +228,82 @@ class PgStore:
         """Each kind's own state at its newest version (see
         :meth:`memors_core.storage.api.Storage.migrate_kinds`); a step is an
         SQL script for PostgreSQL."""
-        known = {kind: len(steps) for kind, steps in migrations.items()}
-        if not self._kinds_behind(known):
-            return
-        with self.write():
-            for kind, version in self._kinds_behind(known).items():
-                steps = migrations[kind]
-                for step in range(version, len(steps)):
-                    try:
-                        with self.write():  # a savepoint: a failing step leaves nothing
-                            self.conn.execute(steps[step])
-                    except psycopg.Error as exc:
-                        raise PluginError(
-                            f"kind {kind!r}: migration {step + 1} of its own state "
-                            f"failed ({one_line(exc)}); nothing was migrated"
-                        ) from None
-                self.run(
-                    "INSERT INTO kind_schema(kind, version, applied_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT(kind) DO UPDATE SET version = excluded.version, "
-                    "applied_at = excluded.applied_at",
-                    (kind, len(steps), now()),
-                )
-                self.after_commit(
-                    log.info,
-                    "kind_schema_migrated",
-                    path=self.location,
-                    kind=kind,
-                    from_version=version,
-                    to_version=len(steps),
-                )
+        from memors_core.storage.sql.engine import migrate_kinds
 
-    def _kinds_behind(self, known: dict[str, int]) -> dict[str, int]:
-        recorded = dict(self.all("SELECT kind, version FROM kind_schema"))
-        behind = {}
-        for kind, version in known.items():
-            have = recorded.get(kind, 0)
-            if have > version:
-                raise MemorsError(
-                    f"{self.location}: the kind {kind!r} keeps state at version {have}, "
-                    f"written by a newer release of it (this one knows {version}); upgrade it"
-                )
-            if have < version:
-                behind[kind] = have
-        return behind
+        def run_step(script: str) -> None:
+            with self.write():  # a savepoint: the failing step's transaction stays usable
+                self.conn.execute(script)
+
+        migrate_kinds(self, migrations, run_step, psycopg.Error)
 
     def close(self) -> None:
-        self.conn.close()
+        self.pool.close()
+
+    # --- the current thread's session ------------------------------------------
+
+    @property
+    def _session(self) -> _Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            from memors_core.storage.postgres.engine import PgTx
+
+            session = self._local.session = _Session(PgTx(self))
+        return session
+
+    @property
+    def tx(self) -> PgTx:
+        """This thread's repositories (:class:`memors_core.storage.api.Tx`)."""
+        return self._session.tx
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        """The connection of this thread's transaction (or maintenance step)."""
+        conn = self._session.conn
+        if conn is None:
+            raise RuntimeError("a PostgreSQL store's connection is used inside a transaction only")
+        return conn
+
+    @contextlib.contextmanager
+    def _checked_out(
+        self, session: _Session, begin: str = "SELECT 1"
+    ) -> Iterator[psycopg.Connection]:
+        """A connection of the pool for one transaction, its first statements
+        (``begin``, one round trip) sent. A connection that turns out broken
+        there (the server restarted, a proxy dropped it) goes back to the
+        pool, which drops it, and the next one is tried: nothing was sent
+        that could have changed anything, so that retry is always safe."""
+        from psycopg_pool import PoolTimeout
+
+        if session.conn is not None:  # a maintenance step's own connection
+            session.conn.execute(begin)
+            yield session.conn
+            return
+        for attempt in range(self.pool.max_size + 1):
+            try:
+                conn = self.pool.getconn()
+            except PoolTimeout:
+                raise StoreBusy(
+                    f"no connection to {self.location} came free in time; nothing was stored, "
+                    "try again"
+                ) from None
+            try:
+                conn.execute(begin)
+                break
+            except psycopg.OperationalError:
+                self.pool.putconn(conn)
+                if attempt == self.pool.max_size:
+                    raise
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                self.pool.putconn(conn)
+                raise
+        session.conn = conn
+        try:
+            yield conn
+        finally:
+            session.conn = None
+            self.pool.putconn(conn)
 
     # --- transactions ------------------------------------------------------
 
@@ -238,99 +314,133 @@ class PgStore:
             raise MemorsError(
                 f"the store {self.location} was opened read-only; this would change it"
             )
-        with self._lock, self._translated():
-            yield from self._write(lock)
-
-    def _write(self, lock: int) -> Iterator[PgTx]:
-        if self._depth:
-            self._depth += 1
-            name = f"memors_{self._depth}"
-            mark = len(self._after_commit)
-            self.conn.execute(f"SAVEPOINT {name}")
-            try:
-                yield self.tx
-            except BaseException:
-                del self._after_commit[mark:]
-                self.tx.reset_clocks()
-                with contextlib.suppress(psycopg.Error):
-                    self.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                    self.conn.execute(f"RELEASE SAVEPOINT {name}")
-                raise
-            else:
-                self.conn.execute(f"RELEASE SAVEPOINT {name}")
-            finally:
-                self._depth -= 1
+        session = self._session
+        if session.depth:
+            yield from self._savepoint(session)
             return
-        self.conn.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        self._depth = 1
-        self._after_commit = []
-        self._in_write = True
-        self.tx.reset_clocks()
+        # One round trip: the transaction, and the store's write lock first in it.
+        begin = (
+            "BEGIN ISOLATION LEVEL READ COMMITTED; "
+            f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)})"
+        )
+        with self._translated(), self._checked_out(session, begin) as conn:
+            yield from self._write(session, conn)
+
+    def _savepoint(self, session: _Session) -> Iterator[PgTx]:
+        conn = session.conn
+        assert conn is not None
+        session.depth += 1
+        name = f"memors_{session.depth}"
+        mark = len(session.after_commit)
+        conn.execute(f"SAVEPOINT {name}")
         try:
-            try:
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_SPACE, lock))
-            except pg_errors.LockNotAvailable:
-                raise StoreBusy(
-                    f"the store {self.location} stayed locked by another writer; "
-                    "nothing was stored, try again"
-                ) from None
-            yield self.tx
+            yield session.tx
         except BaseException:
-            self._depth = 0
-            self._in_write = False
-            self._after_commit = []
-            self.tx.reset_clocks()
+            del session.after_commit[mark:]
+            session.tx.reset_clocks()
             with contextlib.suppress(psycopg.Error):
-                self.conn.execute("ROLLBACK")
+                conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                conn.execute(f"RELEASE SAVEPOINT {name}")
             raise
-        self._depth = 0
-        self._in_write = False
-        self.tx.reset_clocks()
-        pending, self._after_commit = self._after_commit, []
-        self.conn.execute("COMMIT")
+        else:
+            conn.execute(f"RELEASE SAVEPOINT {name}")
+        finally:
+            session.depth -= 1
+
+    def _write(self, session: _Session, conn: psycopg.Connection) -> Iterator[PgTx]:
+        session.depth = 1
+        session.after_commit = []
+        session.in_write = True
+        session.tx.reset_clocks()
+        try:
+            yield session.tx
+        except BaseException:
+            session.depth = 0
+            session.in_write = False
+            session.after_commit = []
+            session.tx.reset_clocks()
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("ROLLBACK")
+            raise
+        session.depth = 0
+        session.in_write = False
+        session.tx.reset_clocks()
+        pending, session.after_commit = session.after_commit, []
+        try:
+            conn.execute("COMMIT")
+        except psycopg.OperationalError as exc:
+            raise MemorsError(
+                f"lost the connection to {self.location} while committing "
+                f"({one_line(exc, _password(self.url))}): the write may or may not have been "
+                "stored, whole or not at all; run it again to be sure (remembering the same "
+                "text twice stores it once)"
+            ) from None
+        self._keep_statistics(conn)
         for fn, args, kwargs in pending:
             fn(*args, **kwargs)
+
+    def _keep_statistics(self, conn: psycopg.Connection) -> None:
+        """ANALYZE the tables that changed much since their statistics were taken.
+
+        The planner needs row counts to pick the index look-ups the shared SQL
+        is written for (without them a keyed join over the namespace's
+        passages becomes a scan per call). Autovacuum does this where it is
+        on; where it is off, or has not caught up after a bulk load, this
+        does, with autovacuum's own rule (50 rows plus 10% of the table
+        changed). Checked after a write at most every few seconds per
+        process; the statistics views lag by up to a second, which is fine."""
+        now_s = time.monotonic()
+        if now_s - self._statistics_checked < STATISTICS_EVERY_S:
+            return
+        self._statistics_checked = now_s
+        try:
+            stale = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT relname FROM pg_stat_user_tables "
+                    "WHERE schemaname = current_schema() "
+                    "AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0)"
+                )
+            ]
+            for table in stale:
+                conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+        except psycopg.Error as exc:  # a role that may not analyze: the owner's turn
+            log.debug("statistics_not_kept", path=self.location, error=one_line(exc))
 
     def after_commit(self, fn, /, *args, **kwargs) -> None:
         """Call ``fn(*args, **kwargs)`` once the current write transaction
         commits (at once outside one); dropped if it rolls back."""
-        if self._in_write:
-            self._after_commit.append((fn, args, kwargs))
+        session = self._session
+        if session.in_write:
+            session.after_commit.append((fn, args, kwargs))
         else:
             fn(*args, **kwargs)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[PgTx]:
         """A read transaction: one snapshot, in which every write is refused."""
-        with self._lock, self._translated():
-            if self._depth:
-                yield self.tx
-                return
-            self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            # A refused write rolls back to here, so the snapshot stays usable.
-            self.conn.execute("SAVEPOINT memors_read")
-            self._depth = 1
-            self._reading = True
+        session = self._session
+        if session.depth:
+            yield session.tx
+            return
+        # (a refused write rolls back to the savepoint, so the snapshot stays usable)
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SAVEPOINT memors_read"
+        with self._translated(), self._checked_out(session, begin) as conn:
+            session.depth = 1
+            session.reading = True
             try:
-                yield self.tx
+                yield session.tx
             finally:
-                self._depth = 0
-                self._reading = False
+                session.depth = 0
+                session.reading = False
                 with contextlib.suppress(psycopg.Error):
-                    self.conn.execute("COMMIT")
+                    conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def _translated(self) -> Iterator[None]:
-        """Driver errors a user can act on, as one line (outermost transaction only)."""
-        if self._depth:
-            yield
-            return
+        """Driver errors a user can act on, as one line."""
         try:
             yield
-        except pg_errors.ReadOnlySqlTransaction:
-            raise MemorsError(
-                f"the store {self.location} refused a write in a read transaction"
-            ) from None
         except (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected):
             raise StoreBusy(
                 f"the store {self.location} stayed locked by another writer; "
@@ -358,7 +468,10 @@ class PgStore:
     def run_purge_step(self, step: str, *, wait: bool) -> bool:
         from memors_core.storage.postgres.purge import run_step
 
-        with self._lock:
+        session = self._session
+        if session.depth:
+            raise MemorsError("a purge step runs outside a transaction")
+        with self._lock, self._translated(), self._checked_out(session):
             return run_step(self, step, wait=wait)
 
     def backup(self, path: str) -> dict:
@@ -370,11 +483,12 @@ class PgStore:
 
     def execute(self, sql: str, params: Any = ()) -> psycopg.Cursor:
         r = render(sql)
+        conn = self.conn
         try:
-            return self.conn.execute(r.sql, r.params(params))
+            return conn.execute(r.sql, r.params(params))
         except pg_errors.ReadOnlySqlTransaction:
-            if self._reading:
-                self.conn.execute("ROLLBACK TO SAVEPOINT memors_read")
+            if self._session.reading:
+                conn.execute("ROLLBACK TO SAVEPOINT memors_read")
             raise MemorsError(
                 f"the store {self.location} is read-only in this transaction; nothing was written"
             ) from None
@@ -399,8 +513,14 @@ class PgStore:
         return None if row is None else row[0]
 
 
-def _password(url: str) -> str | None:
+def _pool_size() -> int:
+    raw = os.environ.get("MEMORS_PG_POOL_SIZE")
+    if raw is None:
+        return DEFAULT_POOL_SIZE
     try:
-        return psycopg.conninfo.conninfo_to_dict(url).get("password")
-    except psycopg.ProgrammingError:
-        return None
+        size = int(raw)
+    except ValueError:
+        size = 0
+    if size < 1:
+        raise BadInput(f"MEMORS_PG_POOL_SIZE must be a whole number of at least 1, got {raw!r}")
+    return size

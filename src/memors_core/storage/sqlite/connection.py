@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memors_core.domain.dates import now
-from memors_core.errors import BadInput, MemorsError, PluginError, StoreBusy
+from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
 from memors_core.settings import default_path
 
@@ -148,52 +147,10 @@ class Store:
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
         """Each kind's own state at its newest version (see
         :meth:`memors_core.storage.api.Storage.migrate_kinds`); a step is an
-        SQL script. The usual open finds every kind there already: one read,
-        no write lock."""
-        known = {kind: len(steps) for kind, steps in migrations.items()}
-        if self._kinds_behind(known):
-            with self.write():
-                # Another process may have migrated while we waited for the lock.
-                for kind, version in self._kinds_behind(known).items():
-                    steps = migrations[kind]
-                    for step in range(version, len(steps)):
-                        try:
-                            self.conn.execute(steps[step])
-                        except apsw.Error as exc:
-                            raise PluginError(
-                                f"kind {kind!r}: migration {step + 1} of its own state "
-                                f"failed ({' '.join(str(exc).split())}); nothing was migrated"
-                            ) from None
-                    self.conn.execute(
-                        "INSERT INTO kind_schema(kind, version, applied_at) VALUES (?, ?, ?) "
-                        "ON CONFLICT(kind) DO UPDATE SET version = excluded.version, "
-                        "applied_at = excluded.applied_at",
-                        (kind, len(steps), now()),
-                    )
-                    self.after_commit(
-                        log.info,
-                        "kind_schema_migrated",
-                        path=str(self.path),
-                        kind=kind,
-                        from_version=version,
-                        to_version=len(steps),
-                    )
+        SQL script."""
+        from memors_core.storage.sql.engine import migrate_kinds
 
-    def _kinds_behind(self, known: dict[str, int]) -> dict[str, int]:
-        """Kind -> its recorded version, for the kinds whose state is older
-        than their steps; a recorded version newer than a kind knows raises."""
-        recorded = dict(self.conn.execute("SELECT kind, version FROM kind_schema").fetchall())
-        behind = {}
-        for kind, version in known.items():
-            have = recorded.get(kind, 0)
-            if have > version:
-                raise MemorsError(
-                    f"{self.path}: the kind {kind!r} keeps state at version {have}, written "
-                    f"by a newer release of it (this one knows {version}); upgrade it"
-                )
-            if have < version:
-                behind[kind] = have
-        return behind
+        migrate_kinds(self, migrations, self.conn.execute, apsw.Error)
 
     def close(self) -> None:
         self.conn.close()

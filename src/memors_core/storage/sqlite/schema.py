@@ -12,16 +12,7 @@ other connection ever sees a store without them.
 
 from __future__ import annotations
 
-RAW_TABLES = (
-    "documents",
-    "document_versions",
-    "version_passages",
-    "passages",
-    "facts",
-    "tombstones",
-    "pages",
-    "page_sources",
-)
+from memors_core.storage.sql.tables import PURGEABLE, RAW_TABLES
 
 
 def _append_only(table: str) -> str:
@@ -364,9 +355,6 @@ UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "entities": (("rowid",), ("id",), ("namespace", "key")),
     "purges": (("id",),),
 }
-
-#: The tables whose rows only purge deletes.
-PURGEABLE = (*RAW_TABLES, "entities")
 
 
 def _no_replace(table: str, keys: tuple[tuple[str, ...], ...]) -> str:

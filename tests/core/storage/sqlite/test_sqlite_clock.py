@@ -18,6 +18,8 @@ from memors_core.storage.sqlite.connection import Store
 from memors_core.storage.sqlite.schema import no_delete_triggers
 from memors_core.testing.storage_contract import NS, forget, remember
 
+pytestmark = pytest.mark.sqlite_only("the SQLite engine's own clock tests, through apsw")
+
 
 @pytest.fixture
 def store(tmp_path: Path):

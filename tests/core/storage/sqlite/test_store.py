@@ -18,6 +18,10 @@ from memors_core import MemorsError, Memory
 from memors_core.storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Store
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
+pytestmark = pytest.mark.sqlite_only(
+    "the SQLite engine's own tests: its file, apsw, FTS5, triggers"
+)
+
 # --- opening ------------------------------------------------------------------------
 
 

@@ -1,0 +1,242 @@
+"""Operating a PostgreSQL store: opening, migrating, losing a connection,
+pooling, and keeping the password to itself."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import threading
+
+import psycopg
+import pytest
+
+from memors_core import Memory
+from memors_core.errors import MemorsError
+from memors_core.storage.postgres.connection import PgStore, safe_location
+from memors_core.storage.postgres.schema import SCHEMA_VERSION
+from memors_core.testing import passages_about, run_cli
+from memors_core.testing import postgres as pg
+
+
+def _open_in_a_process(url: str, barrier, results) -> None:
+    barrier.wait()
+    try:
+        with Memory.open(url) as memory:
+            memory.remember("Opened at once by many processes.", uri=f"p/{os.getpid()}")
+        results.put("ok")
+    except Exception as exc:  # reported to the test
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_a_new_store_at_once_migrate_it_once():
+    pg.require_server()
+    with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+        name = f"memors_t_empty_{os.getpid()}"
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')  # empty: no template, nothing migrated
+    url = pg._with_dbname(pg.admin_url(), name)
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [
+            ctx.Process(target=_open_in_a_process, args=(url, barrier, results)) for _ in range(4)
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(180)
+        assert sorted(results.get(timeout=5) for _ in procs) == ["ok"] * 4
+        with psycopg.connect(url) as conn:
+            steps = [r[0] for r in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+            kinds = dict(conn.execute("SELECT kind, version FROM kind_schema").fetchall())
+            stored = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        assert steps == list(range(1, SCHEMA_VERSION + 1))  # each step once, in order
+        assert "duplicate" in kinds
+        assert stored == 4
+    finally:
+        pg.drop_database(url)
+
+
+def test_a_connection_dropped_between_transactions_is_replaced(postgres_url):
+    with Memory.open(postgres_url) as memory:
+        memory.remember("\n\n".join(passages_about("Raft", 3)))
+        with memory.store.read() as tx:
+            pid = tx.native("postgres").info.backend_pid
+        with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # the pool finds the dead connection when the next transaction starts
+        # and takes a new one: the user sees nothing
+        memory.remember("Stored after the server dropped the connection.")
+        assert memory.search("dropped the connection").results
+
+
+def test_a_connection_lost_inside_a_write_stores_nothing_and_says_so_in_one_line(postgres_url):
+    with Memory.open(postgres_url) as memory:
+        memory.remember("Stored before.", uri="before")
+        store = memory.store
+        with pytest.raises(MemorsError) as raised, store.write() as tx:
+            tx.namespaces.touch("half-written")
+            with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+                pid = tx.native("postgres").info.backend_pid
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            tx.namespaces.touch("never")
+        message = str(raised.value)
+        assert "\n" not in message
+        assert "lost the connection" in message and "nothing of it was stored" in message
+        # the store carries on, and nothing of the broken transaction is there
+        memory.remember("Stored after.", uri="after")
+        assert "half-written" not in memory.namespaces()
+        assert {"before", "after"} <= {
+            d for d in ("before", "after") if memory.search(f"Stored {d}").results
+        }
+
+
+def test_threads_share_the_pool_and_read_at_once(postgres_url, monkeypatch):
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "3")
+    store = PgStore.open(postgres_url)
+    try:
+        inside, release = threading.Barrier(3), threading.Event()
+        pids: list[int] = []
+
+        def reader() -> None:
+            with store.read() as tx:
+                pids.append(tx.native("postgres").info.backend_pid)
+                inside.wait(60)  # three read transactions open at the same time
+                release.wait(60)
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for t in threads:
+            t.start()
+        release.set()
+        for t in threads:
+            t.join(60)
+        assert len(set(pids)) == 3  # three connections of the pool, one per transaction
+        with store.write() as tx:  # and a writer after them
+            tx.namespaces.touch("after-readers")
+    finally:
+        store.close()
+
+
+def test_a_bad_pool_size_is_bad_input(postgres_url):
+    result = run_cli("search", "raft", db=postgres_url, env={"MEMORS_PG_POOL_SIZE": "zero"})
+    assert result.code == 2
+    assert result.err.strip().splitlines() == [
+        "memors-mcp: MEMORS_PG_POOL_SIZE must be a whole number of at least 1, got 'zero'"
+    ]
+
+
+def test_the_password_is_in_no_error_log_or_metric(postgres_url, tmp_path):
+    secret = "s3cr3t-pw-do-not-print"
+    user = f"memors_pw_{os.getpid()}"
+    dbname = psycopg.conninfo.conninfo_to_dict(postgres_url)["dbname"]
+    with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+        admin.execute(f'DROP ROLE IF EXISTS "{user}"')
+        admin.execute(f"CREATE ROLE \"{user}\" LOGIN SUPERUSER PASSWORD '{secret}'")
+    try:
+        good = f"postgresql://{user}:{secret}@127.0.0.1:5432/{dbname}"
+        # (this server trusts loopback, so a wrong password still connects)
+        bad = f"postgresql://{user}:{secret}-wrong@127.0.0.1:5432/{dbname}"
+        outputs = []
+        for args, db in (
+            (("remember", "-", "--uri", "pw"), good),
+            (("search", "password"), good),
+            (("--log-level", "debug", "compact"), good),
+            (("lint",), good),
+            (("metrics",), good),
+            (("search", "x"), bad),
+            (("search", "x"), f"postgresql://{user}:{secret}@127.0.0.1:5432/no_such_db"),
+            (("search", "x"), f"postgresql://{user}:{secret}@nowhere.invalid/{dbname}"),
+        ):
+            r = run_cli(*args, db=db, input="A passage about a password.", cwd=tmp_path)
+            outputs.append(r.out + r.err)
+        assert all(secret not in out for out in outputs), [o for o in outputs if secret in o]
+        assert "cannot connect" in outputs[6] and "cannot connect" in outputs[7]
+        with Memory.open(good) as memory:
+            assert secret not in memory.metrics()
+            assert secret not in memory.path and memory.path == safe_location(good)
+    finally:
+        with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (user,),
+            )
+            admin.execute(f'DROP ROLE IF EXISTS "{user}"')
+
+
+def test_without_psycopg_a_postgres_address_names_the_extra(tmp_path):
+    # A Python in which psycopg cannot be imported, as without memors[postgres].
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from memors_cli.main import main\n"
+        "sys.exit(main(['--db', 'postgresql://u@127.0.0.1/db', 'search', 'x']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "memors-mcp: a postgresql:// store needs the PostgreSQL engine: "
+        "pip install 'memors[postgres]'"
+    ]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:pw@127.0.0.1:notaport/db",
+        "postgresql://u:pw@127.0.0.1/db?sslmode=bogus",
+        "postgresql://u:pw@nowhere.invalid/db",
+    ],
+)
+def test_a_bad_address_is_one_line_without_the_password(url, tmp_path):
+    r = run_cli("search", "x", db=url, cwd=tmp_path)
+    assert r.code == 2
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("memors-mcp: cannot connect to postgresql://u@")
+    assert "pw" not in lines[0].split("cannot connect to", 1)[1].split(":", 1)[0]
+
+
+def test_reading_a_database_without_a_store_yet_reads_an_empty_one_and_creates_nothing(tmp_path):
+    pg.require_server()
+    name = f"memors_t_bare_{os.getpid()}"
+    with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = pg._with_dbname(pg.admin_url(), name)
+    try:
+        lint = run_cli("lint", db=url, cwd=tmp_path)
+        metrics = run_cli("metrics", db=url, cwd=tmp_path)
+        assert (lint.code, lint.out.strip()) == (0, "namespace default: no findings")
+        assert metrics.code == 0 and 'memors_kb_pages{namespace="default"}' not in metrics.err
+        with psycopg.connect(url) as conn:
+            tables = conn.execute(
+                "SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchone()[0]
+        assert tables == 0  # a read wrote nothing
+    finally:
+        pg.drop_database(url)
+
+
+def test_a_bulk_load_leaves_the_planner_statistics_of_what_it_loaded(postgres_url):
+    # This server runs without autovacuum (as many test and CI servers do):
+    # the store keeps its own statistics, so a compaction right after a bulk
+    # load plans index look-ups instead of scanning the namespace per call.
+    docs = [
+        {"text": f"Passage {i} about [[Entity {i % 50}]] and its replicas."} for i in range(3000)
+    ]
+    with Memory.open(postgres_url) as memory:
+        memory.remember_many(docs)
+    # the next process to open it
+    with Memory.open(postgres_url) as memory, memory.store.read() as tx:
+        analysed = dict(
+            tx.native("postgres")
+            .execute(
+                "SELECT relname, n_live_tup FROM pg_stat_user_tables "
+                "WHERE relname IN ('passages', 'mentions') "
+                "AND COALESCE(last_analyze, last_autoanalyze) IS NOT NULL"
+            )
+            .fetchall()
+        )
+    assert set(analysed) == {"passages", "mentions"}

@@ -1,0 +1,150 @@
+"""PostgreSQL search: the BM25 index the engine keeps in plain tables.
+
+The storage contract checks what both engines find; these check what the
+PostgreSQL index adds on top: scores that mean something however common a
+word is, statistics per namespace and of live rows only (forgotten and
+purged rows leave them), any text as a query, and stemming like SQLite's.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memors_core.domain.ids import address
+from memors_core.storage.api import Storage
+from memors_core.testing.storage_contract import (
+    NS,
+    OTHER_NS,
+    Opener,
+    PostgresStorage,
+    add_document,
+    forget,
+    remember,
+)
+
+
+def scores(storage: Storage, query: str, namespace: str = NS) -> dict[str, float]:
+    with storage.read() as tx:
+        return {h.address: h.score for h in tx.search.passages(namespace, query, 100)}
+
+
+class TestPostgresSearch(PostgresStorage):
+    def test_every_match_scores_well_above_zero_even_for_a_word_everywhere(
+        self, storage: Storage
+    ) -> None:
+        ids = [
+            remember(storage, f"Raft note {n}: the raft log is replicated.", about="Raft")
+            for n in range(30)
+        ]
+        with storage.write() as tx:
+            tx.facts.record(NS, "Raft", "log", "replicated raft entries")
+        with storage.read() as tx:
+            hits = tx.search.passages(NS, "raft", 100)
+            others = [
+                *tx.search.facts(NS, "raft", 10, None),
+                *tx.search.entities(NS, "raft", 10),
+            ]
+        # "raft" is in every passage: FTS5's own IDF would be clamped to 1e-6 here.
+        assert {h.address for h in hits} == {address("passage", i) for i in ids}
+        assert all(h.score > 1e-3 for h in hits)
+        assert len(others) == 2 and all(h.score > 1e-3 for h in others)
+
+    def test_the_rarer_word_weighs_more(self, storage: Storage) -> None:
+        common = [remember(storage, f"Paxos note {n} about leaders.") for n in range(10)]
+        rare = remember(storage, "A lone note about quorums.")
+        found = scores(storage, "leaders quorums")
+        assert found[address("passage", rare)] > max(found[address("passage", c)] for c in common)
+
+    def test_a_namespace_ranks_alike_however_another_grows(self, storage: Storage) -> None:
+        remember(storage, "Raft elects a leader by heartbeat timeout.")
+        remember(storage, "A follower becomes a candidate when the heartbeat stops.")
+        remember(storage, "Log entries are replicated to a quorum.")
+        before = scores(storage, "raft heartbeat leader")
+        for n in range(40):
+            remember(storage, f"Heartbeat {n}: raft raft leader", namespace=OTHER_NS)
+        after = scores(storage, "raft heartbeat leader")
+        assert after == pytest.approx(before, rel=1e-12)
+        assert len(scores(storage, "raft heartbeat leader", OTHER_NS)) == 40
+
+    def test_a_question_of_stop_words_only_finds_them(self, storage: Storage) -> None:
+        with_them = remember(storage, "What is it that they were about?")
+        remember(storage, "Raft elects leaders.")
+        assert list(scores(storage, "what is it")) == [address("passage", with_them)]
+        # With a content word present the stop words are dropped from the query.
+        assert scores(storage, "what is raft").keys() == scores(storage, "raft").keys()
+
+    @pytest.mark.parametrize(
+        "query",
+        ["a & b | !c:*", "raft & !leader:* | (", "'raft' <-> \"leader\"", "raft:A*B", "\\ raft ;"],
+    )
+    def test_query_operators_and_quotes_are_just_words(self, storage: Storage, query: str) -> None:
+        raft = remember(storage, "Raft elects a leader.", about="Raft")
+        c = remember(storage, "The c compiler and the b language.")
+        with storage.write() as tx:
+            tx.facts.record(NS, "Raft", "needs", "a leader")
+        with storage.read() as tx:
+            found = {h.address for h in tx.search.passages(NS, query, 10)}
+            tx.search.facts(NS, query, 10, None)
+            tx.search.entities(NS, query, 10)
+            tx.search.pages(NS, query, 10)
+        if "raft" in query:
+            assert address("passage", raft) in found
+        else:
+            assert found == {address("passage", c)}
+
+    def test_words_are_stemmed_and_split_at_every_non_letter(self, storage: Storage) -> None:
+        attended = remember(storage, "She attended the meetings at lab.example.com/notes_2024.")
+        assert list(scores(storage, "attend meeting")) == [address("passage", attended)]
+        assert list(scores(storage, "example")) == [address("passage", attended)]
+        assert list(scores(storage, "notes 2024")) == [address("passage", attended)]
+
+    def test_a_forgotten_passage_is_not_found_and_leaves_the_statistics(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        kept = remember(storage, "The heartbeat keeps followers from starting elections.")
+        gone = remember(storage, "The heartbeat interval is fifty milliseconds.")
+        remember(storage, "Elections need a quorum.")
+        forget(storage, "passage", gone)
+        found = scores(storage, "heartbeat elections")
+        assert address("passage", gone) not in found
+
+        fresh = open_storage("fresh")
+        remember(fresh, "The heartbeat keeps followers from starting elections.")
+        remember(fresh, "Elections need a quorum.")
+        again = scores(fresh, "heartbeat elections")
+        assert sorted(found.values()) == pytest.approx(sorted(again.values()), rel=1e-12)
+        assert found[address("passage", kept)] == pytest.approx(max(again.values()), rel=1e-12)
+
+    def test_a_purged_passage_leaves_the_index_and_its_words(self, storage: Storage) -> None:
+        kept = remember(storage, "The rotation happens every ninety days.")
+        gone = remember(storage, "The secret rotation key is swordfish.")
+        before = scores(storage, "rotation")[address("passage", kept)]
+        with storage.write() as tx:
+            conn = tx.native("postgres")
+            conn.execute("SET LOCAL memors.purge_gate = 'open'")
+            conn.execute("DELETE FROM passages WHERE id = %s", (gone,))
+        after = scores(storage, "rotation")
+        assert list(after) == [address("passage", kept)]
+        assert after[address("passage", kept)] != pytest.approx(before)
+        assert scores(storage, "swordfish") == {}
+        with storage.read() as tx:
+            left = (
+                tx.native("postgres")
+                .execute("SELECT count(DISTINCT rowid), count(*) FROM search_postings")
+                .fetchone()
+            )
+        assert left == (1, 6)  # the kept passage's six words only
+
+    def test_passages_are_found_however_their_transaction_ends(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            _, [first] = add_document(tx, ["Raft elects a leader."])
+            # Deferred work done early (as SET CONSTRAINTS … IMMEDIATE does) …
+            tx.native("postgres").execute("SET CONSTRAINTS ALL IMMEDIATE")
+            tx.native("postgres").execute("SET CONSTRAINTS ALL DEFERRED")
+            # … and passages stored after it are still indexed at commit.
+            _, [second, gone] = add_document(tx, ["A raft follower.", "A raft candidate."])
+            tx.tombstones.add(NS, "passage", gone, "forgotten", "in the same transaction")
+        assert set(scores(storage, "raft")) == {
+            address("passage", first),
+            address("passage", second),
+        }
