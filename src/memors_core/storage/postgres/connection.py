@@ -13,6 +13,7 @@ are ``REPEATABLE READ READ ONLY`` (one snapshot; every write refused).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 import time
@@ -36,6 +37,12 @@ if TYPE_CHECKING:
     from memors_core.storage.postgres.engine import PgTx
 
 log = get_logger("memors.store")
+# The pool reports what it does about a lost server (discarding a closed
+# connection, failing to reconnect) on the stdlib logger "psycopg". Where no
+# one configured logging, Python would print those warnings bare on stderr
+# beside memors' own one-line error; they go wherever the application sends
+# its logs, and nowhere otherwise.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 #: Advisory lock keys (two 32-bit halves: "memo", then what for).
 LOCK_SPACE = 0x6D656D6F
