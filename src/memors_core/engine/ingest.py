@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 
 log = get_logger("memors")
 
+#: New passages of one document stored per batch (one statement each for
+#: the passages and their mentions): bounded, so a huge document streams.
+STORE_BATCH = 1000
+
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -298,7 +302,23 @@ class Ingest:
         doc_entities = [ensure(n, namespace)[0] for n in names]
         mentioned: dict[str, None] = dict.fromkeys(doc_entities)
         big = report is not None and len(pieces) > 256
-        insert, mention = tx.passages.insert, tx.passages.mention
+        # New passages and their mentions go to the store in batches (one
+        # round trip each on a server engine), the entity names looked up once.
+        new: list[NewPassage] = []
+        links_of_new: list[tuple[str, str]] = []
+        known: dict[str, str] = {}
+
+        def entity(name: str) -> str:
+            if name not in known:
+                known[name] = ensure(name, namespace)[0]
+            return known[name]
+
+        def store_new() -> None:
+            tx.passages.insert_many(namespace, new, stamp)
+            tx.passages.mention_many(links_of_new)
+            new.clear()
+            links_of_new.clear()
+
         for position, (piece, shingles, phash, named) in enumerate(
             zip(pieces, blobs, hashes, links, strict=True)
         ):
@@ -316,21 +336,20 @@ class Ingest:
                 passage = kept.pop(0)
             else:
                 passage = uuid7()
-                insert(
-                    namespace,
-                    NewPassage(passage, doc_id, version, position, piece, phash, shingles),
-                    stamp,
-                )
+                new.append(NewPassage(passage, doc_id, version, position, piece, phash, shingles))
                 linked = list(doc_entities)
                 extracted = self.plugins.extract_entities(piece, namespace) if extract else []
                 for name in [*named, *extracted]:
-                    linked.append(ensure(name, namespace)[0])
+                    linked.append(entity(name))
                 linked = list(dict.fromkeys(linked))
                 if linked:
-                    mention(passage, linked)
+                    links_of_new.extend((passage, e) for e in linked)
                     mentioned.update(dict.fromkeys(linked))
+                if len(new) >= STORE_BATCH:
+                    store_new()
             if version > 1:  # version 1's order is the passages' own positions
                 tx.documents.link_passage(doc_id, version, position, passage)
+        store_new()
         if big:
             n = len(pieces)
             report(True, task="remember", phase="storing", documents=documents, done=n, total=n)

@@ -130,8 +130,18 @@ class Passages(Protocol):
     def live_of_document(self, document: str) -> list[str]:
         """The ids of the document's live passages (of every version), in ``seq`` order."""
 
+    def insert_many(
+        self, namespace: str, passages: Iterable[NewPassage], created_at: str
+    ) -> list[int]:
+        """Store passages in order (write), as :meth:`insert` would one by one, in
+        one batch however many (a bulk load's round trips); their ``seq`` values."""
+
     def mention(self, passage: str, entities: Iterable[str]) -> None:
         """Link ``passage`` to each entity (idempotent; write)."""
+
+    def mention_many(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Link each (passage, entity) pair, as :meth:`mention` would, in one batch
+        (idempotent; write)."""
 
     def entities_of(self, passage: str) -> list[str]:
         """The canonical entities ``passage`` mentions (after merges, each once)."""

@@ -864,6 +864,31 @@ class StorageContract(StorageFixtures):
             tx.changes.forget_marks(NS)
             assert tx.changes.mark(NS, "page") is None
 
+    def test_passages_stored_in_a_batch_are_as_if_stored_one_by_one(self, storage: Storage) -> None:
+        bodies = [f"Batch passage {i} about [[Raft]]." for i in range(5)]
+        with storage.write() as tx:
+            tx.namespaces.touch(NS)
+            document, [single] = add_document(tx, ["Stored alone first."])
+            raft = tx.entities.ensure("Raft", NS)[0]
+            batch = [
+                NewPassage(
+                    uuid7(), document, 1, i + 1, body, text.content_hash(body),
+                    text.pack_shingles(text.shingle_hashes(body)),
+                )
+                for i, body in enumerate(bodies)
+            ]  # fmt: skip
+            seqs = tx.passages.insert_many(NS, batch, now())
+            assert tx.passages.insert_many(NS, [], now()) == []
+            tx.passages.mention_many([(p.id, raft) for p in batch] + [(batch[0].id, raft)])
+        with storage.read() as tx:
+            first = tx.passages.get(single)
+            assert first is not None
+            assert seqs == list(range(first.seq + 1, first.seq + 6))  # the clock, in order
+            assert tx.passages.head() == seqs[-1]
+            assert [p.text for p in tx.passages.by_ids([p.id for p in batch])] == bodies
+            assert [p.id for p in tx.entities.live_passages(raft)] == [p.id for p in batch]
+            assert tx.passages.entities_of(batch[0].id) == [raft]  # linked once
+
     def test_a_scan_mark_never_skips_a_write_committed_after_it(
         self, storage: Storage, open_storage: Opener
     ) -> None:

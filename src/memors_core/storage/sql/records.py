@@ -183,29 +183,41 @@ _PASSAGE_COLS = (
 )
 
 
+_INSERT_PASSAGE = (
+    "INSERT INTO passages(rowid, id, namespace, document, version, position, text, hash, "
+    "shingles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
 class SqlPassages(Repo):
     def head(self) -> int:
         return self.tx.clock("passages")
 
     def insert(self, namespace: str, passage: NewPassage, created_at: str) -> int:
-        seq = self.tx.tick("passages")
-        self.db.execute(
-            "INSERT INTO passages(rowid, id, namespace, document, version, position, text, hash, "
-            "shingles, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        return self.insert_many(namespace, (passage,), created_at)[0]
+
+    def insert_many(
+        self, namespace: str, passages: Iterable[NewPassage], created_at: str
+    ) -> list[int]:
+        tick = self.tx.tick
+        rows = [
             (
-                seq,
-                passage.id,
+                tick("passages"),
+                p.id,
                 namespace,
-                passage.document,
-                passage.version,
-                passage.position,
-                passage.text,
-                passage.hash,
-                passage.shingles,
+                p.document,
+                p.version,
+                p.position,
+                p.text,
+                p.hash,
+                p.shingles,
                 created_at,
-            ),
-        )
-        return seq
+            )
+            for p in passages
+        ]
+        if rows:
+            self.db.executemany(_INSERT_PASSAGE, rows)
+        return [row[0] for row in rows]
 
     def get(self, ident: str, namespace: str | None = None) -> Passage | None:
         row = self.one(
@@ -240,10 +252,14 @@ class SqlPassages(Repo):
         ]
 
     def mention(self, passage: str, entities: Iterable[str]) -> None:
-        self.db.executemany(
-            "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)",
-            [(passage, e) for e in entities],
-        )
+        self.mention_many((passage, e) for e in entities)
+
+    def mention_many(self, pairs: Iterable[tuple[str, str]]) -> None:
+        rows = list(pairs)
+        if rows:
+            self.db.executemany(
+                "INSERT OR IGNORE INTO mentions(passage, entity) VALUES (?, ?)", rows
+            )
 
     def entities_of(self, passage: str) -> list[str]:
         return [
