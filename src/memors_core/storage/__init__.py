@@ -29,7 +29,11 @@ def open_storage(
         try:
             from memors_core.storage.postgres.connection import PgStore
         except ImportError as exc:
-            if getattr(exc, "name", "") and exc.name.split(".")[0] in ("psycopg", "psycopg_binary"):
+            if getattr(exc, "name", "") and exc.name.split(".")[0] in (
+                "psycopg",
+                "psycopg_binary",
+                "psycopg_pool",
+            ):
                 from memors_core.errors import BadInput
 
                 raise BadInput(

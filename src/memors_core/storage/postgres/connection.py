@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memors_core.domain.dates import now
 from memors_core.errors import BadInput, MemorsError, StoreBusy
@@ -124,8 +125,6 @@ class PgStore:
 
     @classmethod
     def open(cls, url: str, *, readonly: bool = False) -> PgStore:
-        from psycopg_pool import ConnectionPool, PoolTimeout
-
         secret = _password(url)
         timeout_ms = _busy_timeout_ms()
 
@@ -279,8 +278,6 @@ class PgStore:
         there (the server restarted, a proxy dropped it) goes back to the
         pool, which drops it, and the next one is tried: nothing was sent
         that could have changed anything, so that retry is always safe."""
-        from psycopg_pool import PoolTimeout
-
         if session.conn is not None:  # a maintenance step's own connection
             session.conn.execute(begin)
             yield session.conn

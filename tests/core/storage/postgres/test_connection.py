@@ -165,10 +165,12 @@ def test_the_password_is_in_no_error_log_or_metric(postgres_url, tmp_path):
             admin.execute(f'DROP ROLE IF EXISTS "{user}"')
 
 
-def test_without_psycopg_a_postgres_address_names_the_extra(tmp_path):
-    # A Python in which psycopg cannot be imported, as without memors[postgres].
+@pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
+def test_without_psycopg_a_postgres_address_names_the_extra(tmp_path, missing):
+    # A Python in which the extra's driver or pool cannot be imported, as without
+    # memors[postgres].
     code = (
-        "import sys; sys.modules['psycopg'] = None\n"
+        f"import sys; sys.modules[{missing!r}] = None\n"
         "from memors_cli.main import main\n"
         "sys.exit(main(['--db', 'postgresql://u@127.0.0.1/db', 'search', 'x']))\n"
     )
