@@ -13,10 +13,15 @@ thread), with Ollama's request and response shapes:
 - an unknown model → 404 ``{"error": "model 'x' not found"}``.
 
 It writes pages deterministically from the prompt it is sent: it finds the
-subject, the ``<passage>`` blocks and the ``F1: subject | predicate | value``
-fact lines of the executor's prompt and echoes them as a Markdown page, so a
-"good" answer passes the real omission and corruption checks. Other modes
-(per subject or for all) misbehave in the ways a real model or server can.
+subject, the ``<passage ref="n">`` blocks and the ``F1: subject | predicate |
+value`` fact lines of the executor's prompt (its first user message) and
+echoes them as a Markdown page, each passage ending with its marker ``[n]``,
+so a "good" answer passes the real checks. Other modes (per subject or for
+all) misbehave in the ways a real model or server can. A mode may be a list:
+the answer to the n-th turn of a conversation (n counted by the assistant
+messages it holds: 0 for the first draft, 1 for a revision) takes the n-th
+mode, the last one repeating — ``["invent-date", "good"]`` is a model that
+fixes its page when told what the checks flagged.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ from typing import Any
 MODES = (
     "good",  # a page built from the prompt: passes the checks
     "invent",  # the good page plus a sentence from nowhere (corruption)
+    "invent-date",  # the good page with a year no passage gives (substitution)
+    "merge",  # the passages merged into one sentence without markers (corruption)
+    "merge-cited",  # that sentence ending with the markers of all it merges: passes
+    "bad-marker",  # the good page with a marker naming no passage of the item
     "omit-facts",  # the good page without the recorded facts (omission)
     "think",  # a <think> block full of invented claims, then the good page
     "think-only",  # a <think> block and nothing after it
@@ -49,9 +58,11 @@ MODES = (
 )
 
 INVENTED = "The moon is made of green cheese and sings to sailors at night."
+#: What "invent-date" adds to the first passage's sentence.
+INVENTED_YEAR = "1987"
 
 _SUBJECT = re.compile(r"^Subject: (.+?)(?: \(also known as: .*\))?$", re.M)
-_PASSAGE = re.compile(r'<passage id="P\d+"[^>]*>\n(.*?)\n</passage>', re.S)
+_PASSAGE = re.compile(r'<passage ref="(\d+)"[^>]*>\n(.*?)\n</passage>', re.S)
 _FACT = re.compile(r"^F\d+: (.*?) \| (.*?) \| (.*)$", re.M)
 
 
@@ -60,28 +71,50 @@ def canonical(name: str) -> str:
     return name if ":" in name.rsplit("/", 1)[-1] else name + ":latest"
 
 
-def good_page(prompt: str) -> tuple[str, str]:
-    """(subject, page) echoed from the executor's prompt."""
+def read_prompt(prompt: str) -> tuple[str, list[tuple[int, str]], list[tuple[str, str, str]]]:
+    """The subject, the (ref, text) passages and the facts of the executor's prompt."""
     m = _SUBJECT.search(prompt)
     subject = m.group(1) if m else "Unknown"
+    passages = [(int(ref), text.strip()) for ref, text in _PASSAGE.findall(prompt)]
+    return subject, passages, _FACT.findall(prompt)
+
+
+def write_page(prompt: str, mode: str = "good") -> tuple[str, str]:
+    """(subject, page) echoed from the executor's prompt: each passage as a
+    paragraph ending with its marker, then the facts; as ``mode`` says."""
+    subject, passages, facts = read_prompt(prompt)
     parts = [f"# {subject}", ""]
-    for text in _PASSAGE.findall(prompt):
-        parts.extend([text.strip(), ""])
-    facts = _FACT.findall(prompt)
+    if mode in ("merge", "merge-cited") and passages:
+        merged = "; ".join(text.rstrip(".") for _, text in passages) + "."
+        if mode == "merge-cited":
+            merged += " " + "".join(f"[{ref}]" for ref, _ in passages)
+        parts.extend([merged, ""])
+    else:
+        for n, (ref, text) in enumerate(passages):
+            if mode == "invent-date" and n == 0:
+                text = f"{text.rstrip('.')}, since {INVENTED_YEAR}."
+            marker = f"[{ref + 100}]" if mode == "bad-marker" and n == 0 else f"[{ref}]"
+            parts.extend([f"{text} {marker}", ""])
     if facts:
         parts.extend(["## Facts", ""])
         parts.extend(f"- {s} {p} {v}." for s, p, v in facts)
     return subject, "\n".join(parts).rstrip() + "\n"
 
 
+def good_page(prompt: str) -> tuple[str, str]:
+    """(subject, page) echoed from the executor's prompt: passes the checks."""
+    return write_page(prompt)
+
+
 class OllamaStandIn:
     """``with OllamaStandIn() as ollama: ollama.url …``; set ``mode`` (all
-    subjects) or ``modes[subject]``; ``requests`` records what arrived."""
+    subjects) or ``modes[subject]`` (a mode, or a list of them by turn);
+    ``requests`` records what arrived."""
 
     def __init__(self, models: tuple[str, ...] = ("test-model:latest",)) -> None:
         self.models = list(models)
-        self.mode = "good"
-        self.modes: dict[str, str] = {}
+        self.mode: str | list[str] = "good"
+        self.modes: dict[str, str | list[str]] = {}
         self.stream: bool | None = None  # None: as the request asks; else forced
         self.delay = 30.0
         self.tags_mode = "ok"  # ok | malformed | slow
@@ -132,8 +165,12 @@ class OllamaStandIn:
     def chats(self) -> list[dict[str, Any]]:
         return [r["body"] for r in self.requests if r["path"] == "/api/chat"]
 
-    def mode_for(self, subject: str) -> str:
-        return self.modes.get(subject.casefold(), self.mode)
+    def mode_for(self, subject: str, turn: int = 0) -> str:
+        """The mode for this subject's ``turn`` (0: the first draft, 1: a revision)."""
+        mode = self.modes.get(subject.casefold(), self.mode)
+        if isinstance(mode, str):
+            return mode
+        return mode[min(turn, len(mode) - 1)]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -239,9 +276,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.owner.reject_think and "think" in body:
             self._json(400, {"error": f'"{model}" does not support thinking'})
             return
-        prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        subject, page = good_page(prompt)
-        mode = self.owner.mode_for(subject)
+        # The payload is the first user message; a revision adds the draft (an
+        # assistant message) and the checks' flags (a user message) after it.
+        prompt = next((m["content"] for m in messages if m["role"] == "user"), "")
+        turn = sum(1 for m in messages if m["role"] == "assistant")
+        mode = self.owner.mode_for(read_prompt(prompt)[0], turn)
+        _, page = write_page(prompt, mode)
         stream = body.get("stream", True) if self.owner.stream is None else self.owner.stream
 
         if mode == "model-gone":

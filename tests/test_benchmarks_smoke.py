@@ -4,6 +4,7 @@ The real runs (`make bench`, `make bench-quick`) are not part of the test
 suite; this proves the harness itself works and stays exact.
 """
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,48 @@ def test_metrics_never_creates_a_store(cli):
     assert r.code == 0, r
     assert "memors_store_pages_marked_stale_total 0.0" in r.out
     assert not missing.exists() and not missing.parent.exists()
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_grounding_benchmark_prints_every_figure(engine):
+    """benchmarks/grounding.py at four entities (one of each type): every
+    corruption class and faithful page kind is measured and printed beside
+    its target, the CLI gives the service call's verdict, and a verbatim
+    page with its markers is never flagged."""
+    extra, drop = [], None
+    if engine == "postgres":
+        from memors_core.testing import postgres
+
+        postgres.require_server()
+        url = postgres.new_database()
+        extra, drop = ["--db", url], lambda: postgres.drop_database(url)
+    argv = [sys.executable, "-m", "benchmarks.grounding", "--entities", "4", "--timing", "1"]
+    argv += ["--repeat", "1", "--cli", "1", *extra]
+    try:
+        text = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert text.returncode == 0, text.stdout + text.stderr
+        proc = subprocess.run(
+            [*argv, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        if drop:
+            drop()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    fig = json.loads(proc.stdout)
+    out = text.stdout
+    assert fig["engine"] == ("postgresql" if engine == "postgres" else "sqlite")
+    for cls, target in (("number", ">= 95%"), ("date", ">= 95%"), ("roles swapped", "-")):
+        line = next(line for line in out.splitlines() if line.startswith(cls + " "))
+        assert target in line, line
+    for cls, v in fig["corrupted"].items():
+        assert v["n"] > 0, cls
+        assert f"\n{cls} " in out
+    for kind, v in fig["faithful"].items():
+        assert v["pages"] == 4, kind
+        assert f"\n{kind} " in out
+    assert fig["faithful"]["verbatim, cited"]["flagged"] == 0
+    for kind, v in fig["timing"].items():
+        assert v["sentences"] == [25, 25] and v["sources"] == 50, (kind, v)
+        assert f"25 sentences, 50 sources: {kind}" in out
+    assert fig["cli"]["runs"] == 1 and fig["cli"]["same_verdict"] == 1, fig["cli"]
+    assert "memors-mcp submit --dry-run" in out

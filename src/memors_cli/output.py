@@ -366,3 +366,46 @@ def render(data: Any, indent: int = 0) -> str:
                 out.append(f"{pad}- {value}")
         return "\n".join(out)
     return f"{pad}{data}"
+
+
+def _addresses(value: Any, most: int = 4) -> str:
+    items = value if isinstance(value, list) else [value]
+    items = [str(a) for a in items if a]
+    if not items:
+        return "no source"
+    shown = ", ".join(items[:most])
+    return shown if len(items) <= most else f"{shown} and {len(items) - most} more"
+
+
+def flag_lines(check: str, flag: dict[str, Any]) -> list[str]:
+    """One flag of a check as a reader acts on it: the sentence, then what is
+    wrong with it and where it was looked for (any other check's flags as
+    ``key=value`` pairs)."""
+    if check == "corruption" and "sentence" in flag:
+        missing = ", ".join(flag.get("missing") or []) or "none"
+        share = f"{float(flag.get('overlap') or 0):.0%}"
+        return [
+            f'- "{flag["sentence"]}"',
+            f"    shares {share} of its content words with {_addresses(flag.get('best_source'))};"
+            f" missing: {missing}",
+        ]
+    if check == "substitution" and "sentence" in flag:
+        return [
+            f'- "{flag["sentence"]}"',
+            f"    {flag.get('class')} {flag.get('token')!r} is in none of its sources: "
+            f"{_addresses(flag.get('window'))}",
+        ]
+    if check == "omission" and "fact" in flag:
+        share = f"{float(flag.get('coverage') or 0):.0%}"
+        return [f"- {flag['fact']}: only {share} of its words are on the page"]
+    return ["- " + ", ".join(f"{k}={v}" for k, v in flag.items())]
+
+
+def check_lines(checks: dict[str, Any], indent: str = "") -> list[str]:
+    """Each check's verdict, and under it each flag (:func:`flag_lines`)."""
+    lines = []
+    for name, check in checks.items():
+        lines.append(f"{indent}{name}: {'passed' if check['passed'] else 'FLAGGED'}")
+        for flag in check["flagged"]:
+            lines.extend(f"{indent}  {line}" for line in flag_lines(name, flag))
+    return lines

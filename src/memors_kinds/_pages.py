@@ -6,6 +6,12 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+from memors_core.domain.grounding import (
+    cited_passages,
+    read_citations,
+    sentence_sources,
+    sources_of,
+)
 from memors_core.domain.model import FactRef, PassageRef
 from memors_core.domain.refs import entity_ref, fact_ref, passage_ref
 from memors_core.domain.rows import Page
@@ -14,7 +20,10 @@ from memors_core.plugins.kinds import Item, KindContext, fingerprint
 from memors_core.wire import to_json
 
 #: What a page resolution holds (both kinds take the same one).
-HINT = "content + title (+ cites, some of the payload's passage addresses; all by default)"
+HINT = (
+    "content + title (+ cites, some of the payload's passage addresses; all by default); "
+    "end each sentence with markers [n] naming the payload passages (their ref) it draws on"
+)
 USAGE = "submit {id} --content-file PAGE.md --title T [--cite ADDR]..."
 
 
@@ -70,9 +79,11 @@ def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
 
 
 def base_payload(ctx: KindContext, canonical: str, passages: list, facts: list) -> dict[str, Any]:
+    # Each passage carries its ``ref``, the number a citation marker ``[n]`` uses.
+    numbered = [{**p, "ref": n} for n, p in enumerate(to_json(passages), 1)]
     return {
         "entity": entity_json(ctx, canonical),
-        "passages": to_json(passages),
+        "passages": numbered,
         "facts": to_json(facts),
     }
 
@@ -88,6 +99,7 @@ def validate_page(ctx: KindContext, item: Item, resolution: Any) -> None:
         raise BadInput(f"page too large ({size} bytes; at most {limit}, MEMORS_MAX_PAGE_BYTES)")
     if len(resolution.title) > 500:
         raise BadInput("a page title must be at most 500 characters")
+    read_citations(resolution.content, item.payload)  # a marker naming no passage: bad input
     offered = {p["address"] for p in item.payload.get("passages", [])}
     if resolution.cites is not None:
         if not resolution.cites:
@@ -101,9 +113,10 @@ def validate_page(ctx: KindContext, item: Item, resolution: Any) -> None:
 
 
 def write(ctx: KindContext, item: Item, resolution: Any, previous: Page | None) -> str:
-    cites = resolution.cites
-    if cites is None:
-        cites = [p["address"] for p in item.payload.get("passages", [])]
+    payload = item.payload
+    sentences = read_citations(resolution.content, payload)
+    cites = cited_passages(sentences, payload, resolution.cites)
+    passages, facts = sources_of(payload, cites, with_profiles=False)
     return ctx.store.pages.write(
         ctx.namespace,
         item.key,
@@ -113,4 +126,6 @@ def write(ctx: KindContext, item: Item, resolution: Any, previous: Page | None) 
         previous,
         item.id,
         ctx.flags,
+        sentences=sentence_sources(sentences, [*passages, *facts]),
+        facts=[f["address"] for f in payload.get("facts") or []],
     )

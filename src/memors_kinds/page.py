@@ -26,8 +26,8 @@ class PageKind(Kind):
     usage = _pages.USAGE
     instructions = (
         "write a Markdown page about `payload.entity` from `payload.passages` and "
-        "`payload.facts` only, and give it a `title`; optionally list the passages you drew "
-        "on in `cites` (all of the payload's by default)"
+        "`payload.facts` only, and give it a `title`; end each sentence with markers naming "
+        "the passages it draws on, `[n]` for the passage whose `ref` is n (`[1][3]` for two)"
     )
     writes_page = True
     incremental = True

@@ -1,8 +1,10 @@
-"""Kind ``stale``: a page's sources changed or were forgotten, or its
-entity gained 2 or more live passages since the page was built.
+"""Kind ``stale``: a page's sources changed or were forgotten (a cited
+passage or a fact it was built with), its entity was merged with another,
+or its entity gained 2 or more live passages since the page was built.
 
-Payload: ``entity``, the previous ``page``, ``changes`` (forgotten,
-superseded and new passages), the current ``passages`` and ``facts``.
+Payload: ``entity``, the previous ``page``, ``changes`` (each with the
+changed row's ``text``: forgotten and superseded passages and facts, the
+merged entity, new passages), the current ``passages`` and ``facts``.
 Submit as for ``page``; a new version is stored, linked to the old one.
 """
 
@@ -27,10 +29,12 @@ class StaleKind(Kind):
     hint = _pages.HINT
     usage = _pages.USAGE
     instructions = (
-        "rewrite the page `payload.page` of `payload.entity`: `payload.changes` says which "
-        "passages were forgotten, superseded or are new; write the whole page again, with a "
-        "`title`, from `payload.passages` and `payload.facts` only (drop what no longer has "
-        "a source); optionally list the passages you drew on in `cites`"
+        "rewrite the page `payload.page` of `payload.entity`: `payload.changes` says what "
+        "changed, each with its `text` (passages and facts forgotten or superseded, an "
+        "entity merged in, new passages); write the whole page again, with a `title`, from "
+        "`payload.passages` and `payload.facts` only (drop what no longer has a source); "
+        "end each sentence with markers `[n]` naming the passages it draws on by this "
+        "payload's `ref` (the old page's markers numbered its own payload)"
     )
     writes_page = True
     incremental = True

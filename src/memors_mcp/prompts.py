@@ -28,17 +28,24 @@ result before storing it. {queue}
    most; `more` counts the rest, and `next` gives the `after` that fetches them.
 2. Pick one item. Everything you need is in its payload. Write from the payload only: no
    outside knowledge, no guesses, nothing the passages and facts do not say.
+   Pages: end each sentence with citation markers naming the payload passages it draws on,
+   `[n]` for the passage whose `ref` is n (several as `[1][3]` or `[1, 3]`); a sentence may
+   merge what up to three passages say, as long as it cites them.
 3. Do it according to its kind (send a kind's fields as `submit` arguments or in `resolution`):
 {kinds_steps}
    - any kind: `skip: true` with a `reason` when the item is not worth doing.
 4. Call `submit` with `item`, the item's `fingerprint` (so a payload refreshed since you read
    it is refused instead of judged against inputs you never saw), your resolution and
    `dry_run: true`. Nothing is stored.
-5. Read the report's `checks`. `omission` lists facts (address, coverage) whose content words
-   are mostly missing from the page: state each fact, predicate and value, in its own words.
-   `corruption` lists sentences (with their best overlap) that share fewer than half of their
-   content words with every source: rewrite them closer to the passages, or drop them. Submit
-   with `dry_run: true` again until every check passes.
+5. Read the report's `checks`; each flag says what to change:
+   - `corruption`: a sentence shares under half of its content words with the passages it
+     cites (uncited: with its best single source). `missing` lists the words found in none
+     of `best_source`: cite the passage that says them, reword from it, or drop them.
+   - `substitution`: a number, date, relative time or name (`token`, its `class`) is in none
+     of the sources it was looked for in (`window`): use the value the sources give, or cite
+     the passage that states it.
+   - `omission`: a fact (address, coverage) is not stated: write its predicate and value.
+   Submit with `dry_run: true` again until every check passes.
 6. Submit for real (`dry_run: false`). `stored: true` and an `address` mean it is saved. Use
    `force: true` only when you are sure a flagged sentence is right: the flags are recorded.
 7. If `submit` says the item is no longer open or its inputs changed, call `compact` again and

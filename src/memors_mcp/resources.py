@@ -64,6 +64,13 @@ def render_page(v: dict[str, Any]) -> str:
         lines.append(f"Previous version: {v['previous']}")
     if v.get("sources"):
         lines.append("Sources: " + ", ".join(v["sources"]))
+    if v.get("facts"):
+        lines.append("Built with the facts: " + ", ".join(v["facts"]))
+    if v.get("sentences"):
+        lines += ["", "Sentences and the sources each cites:"]
+        for n, s in enumerate(v["sentences"], 1):
+            cited = ", ".join(s["sources"]) if s["sources"] else "none (no marker)"
+            lines.append(f"{n}. {' '.join(s['text'].split())} — {cited}")
     return "\n".join(lines) + "\n"
 
 

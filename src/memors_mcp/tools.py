@@ -21,6 +21,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from memors_core import MemorsError, Memory
+from memors_core.domain.grounding import WRITING_RULES
 from memors_core.log import get_logger
 from memors_core.settings import limit_from_env
 from memors_core.wire import to_json
@@ -748,9 +749,7 @@ def register_tools(
     tool(
         submit,
         "Complete one work item from `compact`. The server checks the result before storing "
-        "it: for pages, `omission` flags recorded facts whose words are mostly missing from the "
-        "page (under 75% coverage) and `corruption` flags sentences sharing under half their "
-        "content words with every source. A flagged submission is not stored (`stored: false`, "
+        "it. For pages: " + WRITING_RULES + " A flagged submission is not stored (`stored: false`, "
         "a normal result: fix the flagged text and submit again) unless `force`. Use "
         "`dry_run: true` first. Returns item, kind, status, stored, the new address, a diff "
         "against the previous page and each check's result (a duplicate item: `kept`, "

@@ -140,20 +140,22 @@ def test_a_refused_submission_exits_1_and_force_stores_with_flags(store):
     r = cli(*args)
     assert r.code == 1, r
     assert "refused by corruption" in r.out and "FLAGGED" in r.out
-    assert "sentence=Zebras juggle purple volcanoes., overlap=0.0" in r.out
+    # Readable: the sentence, how much of it its sources hold, and which words are missing.
+    assert '- "Zebras juggle purple volcanoes."' in r.out
+    assert "shares 0% of its content words with memo://passage/" in r.out
+    assert "missing: zebras, juggle, purple, volcanoes" in r.out
     r = cli(*args, "--json")
     assert r.code == 1 and r.json["stored"] is False
-    assert r.json["checks"]["corruption"]["flagged"] == [
-        {"sentence": "Zebras juggle purple volcanoes.", "overlap": 0.0}
-    ]
+    (flag,) = r.json["checks"]["corruption"]["flagged"]
+    assert flag["sentence"] == "Zebras juggle purple volcanoes." and flag["overlap"] == 0.0
+    assert flag["missing"] == ["zebras", "juggle", "purple", "volcanoes"]
+    assert flag["best_source"].startswith("memo://passage/")
     r = cli(*args, "--dry-run")
     assert r.code == 1, r  # a dry run that would be refused says so
     r = cli(*args, "--force", "--json")
     assert r.code == 0 and r.json["stored"] is True, r
     page = cli("get", r.json["address"], "--json").json
-    assert page["flags"] == {
-        "corruption": [{"sentence": "Zebras juggle purple volcanoes.", "overlap": 0.0}]
-    }
+    assert page["flags"] == {"corruption": [flag]}
     # Done now: submitting again is refused with a message saying what to do.
     r = cli(*args, "--force")
     assert r.code == 1 and "is done, not open" in r.err and "compact" in r.err, r

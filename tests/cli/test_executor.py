@@ -16,7 +16,7 @@ import pytest
 
 from memors_core import Memory
 from memors_core.wire import to_json
-from ollama_standin import INVENTED, OllamaStandIn
+from ollama_standin import INVENTED, INVENTED_YEAR, OllamaStandIn
 
 MODEL = "test-model"
 
@@ -141,9 +141,13 @@ def test_dry_run_shows_title_diff_and_checks_and_stores_nothing(cli, run, ollama
     assert "Use only what the passages and facts say" in system["content"]
     assert "State every recorded fact" in system["content"]
     assert 'The first line is "# "' in system["content"]
-    for text in ENTITIES["Raft"][0]:
-        assert text in user["content"]
+    # Passages are shown by their payload ref, the number a citation marker uses.
+    assert "end it with their markers" in system["content"] and "[1][3]" in system["content"]
+    for n, text in enumerate(ENTITIES["Raft"][0], 1):
+        assert f'<passage ref="{n}">\n{text}\n</passage>' in user["content"]
     assert "F1: Raft | designed by | Diego Ongaro" in user["content"]
+    # A first draft that passes: one request, no revision.
+    assert "revisions" not in r.out
 
 
 def test_apply_stores_the_page_and_it_is_searchable(cli, run):
@@ -159,6 +163,10 @@ def test_apply_stores_the_page_and_it_is_searchable(cli, run):
     assert page["title"] == "Raft" and page["is_inference"] == 1
     assert "Diego Ongaro" in page["content"]
     assert len(page["sources"]) == 3
+    # The model cited with markers: each sentence keeps the passage it names.
+    (leader,) = [s for s in page["sentences"] if "elects a leader" in s["text"]]
+    (source,) = leader["sources"]
+    assert "elects a leader" in cli("get", source, "--json").json["text"]
     assert state(cli.db)["done"] == [("page", "Raft")]
     # The queue is empty now: a second run asks the model nothing.
     again = run("--apply")
@@ -189,6 +197,7 @@ def test_json_prints_one_object_with_item_reports_and_summary(cli, run):
     }
     first = data["items"][0]
     assert first["outcome"] == "would-write" and first["stored"] is False
+    assert first["revisions"] == 0
     assert first["title"] == "Raft" and first["address"] is None
     assert first["diff"].startswith("--- previous\n+++ submitted\n")
     assert set(first["checks"]) >= {"omission", "corruption"}
@@ -218,6 +227,10 @@ def test_stale_items_get_the_previous_page_and_what_changed(cli, run, ollama):
     prompt = ollama.chats()[-1]["messages"][1]["content"]
     assert "PREVIOUS PAGE (version 1" in prompt and "<previous_page>" in prompt
     assert 'status="new"' in prompt and "2 new passage(s)" in prompt
+    # The previous page's markers named an older numbering: they are not shown.
+    previous = prompt.split("<previous_page>\n")[1].split("</previous_page>")[0]
+    assert "Raft elects a leader that manages log replication across the cluster.\n" in previous
+    assert "[2]" not in previous
     assert cli("get", item["address"], "--json").json["version"] == 2
 
 
@@ -246,8 +259,11 @@ def test_omission_refuses_a_page_that_leaves_out_a_fact(cli, run, ollama):
     r = run("--apply")
     assert r.code == 1, r
     assert "refused by the checks" in r.out and "omission: FLAGGED" in r.out
-    assert "fact=memo://fact/" in r.out
+    assert "memo://fact/" in r.out and "of its words are on the page" in r.out
     assert state(cli.db)["pages"] == []
+    # The model was told which fact is missing, and left it out again.
+    feedback = ollama.chats()[1]["messages"][-1]["content"]
+    assert "Fact F1 (Raft | designed by | Diego Ongaro) is missing" in feedback
 
 
 def test_a_dry_run_reports_a_refusal_too(cli, run, ollama):
@@ -257,6 +273,148 @@ def test_a_dry_run_reports_a_refusal_too(cli, run, ollama):
     assert r.code == 1, r
     assert "corruption: FLAGGED" in r.out and INVENTED in r.out
     assert "0 would be written, 1 refused by checks" in r.out
+
+
+# --- one revision after a refusal -----------------------------------------------------------
+
+
+def _conversation(chat: dict) -> list[str]:
+    return [m["role"] for m in chat["messages"]]
+
+
+def test_a_refused_draft_is_revised_once_and_the_revision_stored(cli, run, ollama):
+    seed(cli.db, ("Raft", "Paxos"))
+    ollama.modes = {"raft": ["invent-date", "good"]}  # told the flags, the model fixes it
+    r = run("--apply", "--json")
+    assert r.code == 0, r
+    raft, paxos = r.json["items"]
+    assert raft["outcome"] == "written" and raft["revisions"] == 1
+    assert all(c["passed"] for c in raft["checks"].values())  # the final checks: the revision's
+    assert INVENTED_YEAR not in raft["content"]
+    assert paxos["outcome"] == "written" and paxos["revisions"] == 0
+    assert r.json["summary"]["written"] == 2
+    # Raft: a draft, then one follow-up turn in the same conversation; Paxos: one request.
+    first, second, only = ollama.chats()
+    assert _conversation(first) == ["system", "user"]
+    assert _conversation(second) == ["system", "user", "assistant", "user"]
+    assert second["messages"][:2] == first["messages"]
+    assert f"since {INVENTED_YEAR}" in second["messages"][2]["content"]  # its own draft
+    feedback = second["messages"][3]["content"]
+    assert "refused" in feedback
+    dated = (
+        f"Raft is a consensus algorithm designed to be easy to understand, since {INVENTED_YEAR}."
+    )
+    assert f'Sentence: "{dated}"' in feedback
+    assert f'The date "{INVENTED_YEAR}" is in none of its sources ([1], F1)' in feedback
+    assert _conversation(only) == ["system", "user"]
+    page = cli("get", raft["address"], "--json").json
+    assert INVENTED_YEAR not in page["content"]
+    assert state(cli.db)["done"] == [("page", "Paxos"), ("page", "Raft")]
+
+
+def test_an_uncited_merged_sentence_is_revised_with_markers(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = ["merge", "merge-cited"]
+    r = run("--apply")
+    assert r.code == 0, r
+    assert "item 1 (page) Raft: written after one revision" in r.out
+    assert "revisions: 1" in r.out
+    feedback = ollama.chats()[1]["messages"][-1]["content"]
+    merged = "; ".join(t.rstrip(".") for t in ENTITIES["Raft"][0]) + "."
+    assert f'Sentence: "{merged}"' in feedback
+    assert "closest source, [2]" in feedback and "consensus, algorithm" in feedback
+    assert "end it with the marker of each" in feedback
+    (hit,) = state(cli.db)["pages"]
+    page = cli("get", hit["address"], "--json").json
+    (sentence,) = [s for s in page["sentences"] if s["text"] == merged]
+    assert len(sentence["sources"]) == 3  # the merged sentence cites all three passages
+
+
+def test_a_dry_run_revises_too_and_stores_nothing(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = ["invent-date", "good"]
+    r = run("--json")
+    assert r.code == 0, r
+    (item,) = r.json["items"]
+    assert item["outcome"] == "would-write" and item["revisions"] == 1
+    assert item["stored"] is False and item["address"] is None
+    assert len(ollama.chats()) == 2
+    after = state(cli.db)
+    assert after["open"] == [("page", "Raft")] and after["pages"] == []
+
+
+def test_a_revision_refused_again_reports_the_item_refused(cli, run, ollama):
+    seed(cli.db, ("Raft", "Zab"))
+    ollama.modes = {"raft": ["merge", "invent-date"]}  # fixes one thing, breaks another
+    r = run("--apply", "--json")
+    assert r.code == 1, r
+    raft, zab = r.json["items"]
+    assert raft["outcome"] == "refused" and raft["revisions"] == 1
+    assert raft["stored"] is False and raft["address"] is None
+    # The report shows the revision's flags, not the first draft's.
+    assert raft["checks"]["corruption"]["passed"] is True
+    (flag,) = raft["checks"]["substitution"]["flagged"]
+    assert flag["token"] == INVENTED_YEAR and flag["class"] == "date"
+    assert zab["outcome"] == "written"  # the run went on
+    assert r.json["summary"]["refused"] == 1 and r.json["summary"]["written"] == 1
+    assert len(ollama.chats()) == 3  # Raft twice, never a third time; Zab once
+    after = state(cli.db)
+    assert after["open"] == [("page", "Raft")]
+    assert not any("Raft" in p["text"] for p in after["pages"])
+    # The text report says so too.
+    ollama.requests.clear()
+    text = run()
+    assert text.code == 1, text
+    assert "item 1 (page) Raft: refused by the checks (not stored) after one revision" in text.out
+    assert (
+        "revisions: 1" in text.out
+        and f"date '{INVENTED_YEAR}' is in none of its sources" in text.out
+    )
+    assert "0 would be written, 1 refused by checks" in text.out
+
+
+def test_a_marker_naming_no_passage_is_sent_back_for_a_revision(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = ["bad-marker", "good"]
+    r = run("--apply", "--json")
+    assert r.code == 0, r
+    (item,) = r.json["items"]
+    assert item["outcome"] == "written" and item["revisions"] == 1 and item["error"] is None
+    feedback = ollama.chats()[1]["messages"][-1]["content"]
+    assert "citation marker [101] names no passage of this item" in feedback
+
+
+def test_a_marker_naming_no_passage_twice_fails_the_item(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = "bad-marker"
+    r = run("--apply", "--json")
+    assert r.code == 1, r
+    (item,) = r.json["items"]
+    assert item["outcome"] == "failed" and item["revisions"] == 1
+    assert "citation marker [101] names no passage" in item["error"]
+    assert len(ollama.chats()) == 2 and state(cli.db)["pages"] == []
+
+
+def test_a_revision_that_is_not_a_page_leaves_the_refusal(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = ["invent-date", "empty"]
+    r = run("--apply", "--json")
+    assert r.code == 1, r
+    (item,) = r.json["items"]
+    assert item["outcome"] == "refused" and item["revisions"] == 1
+    assert item["error"].startswith("the revision failed: the model answered nothing")
+    assert item["checks"]["substitution"]["passed"] is False  # the first draft's flags
+    assert state(cli.db)["pages"] == []
+
+
+def test_progress_says_a_revision_was_made(cli, run, ollama):
+    seed(cli.db)
+    ollama.mode = ["invent-date", "good"]
+    r = run(env={"MEMORS_PROGRESS": "1"})
+    assert r.code == 0, r
+    line = r.err.strip().splitlines()[-1]
+    assert line.startswith("[1/1] item 1 (page) Raft: would be written (dry run:")
+    assert "after one revision" in line
 
 
 # --- what the model answers -----------------------------------------------------------------

@@ -128,8 +128,8 @@ def test_the_prompt_holds_every_passage_and_fact_and_the_rules():
     assert "State every recorded fact" in system
     assert 'The first line is "# "' in system and "<think>" in system
     assert "Subject: Raft (also known as: raft-algo)" in user
-    assert '<passage id="P1">\nRaft elects a leader.\n</passage>' in user
-    assert '<passage id="P2">\nRaft logs.\n</passage>' in user
+    assert '<passage ref="1">\nRaft elects a leader.\n</passage>' in user
+    assert '<passage ref="2">\nRaft logs.\n</passage>' in user
     assert "F1: Raft | designed by | Diego Ongaro" in user
     assert user.rstrip().endswith('Start with the line "# Raft".')
     assert cites is None and shown == 2
@@ -160,7 +160,7 @@ def test_a_stale_prompt_has_the_previous_page_and_what_changed():
     assert "previous version is below" in system
     assert 'PREVIOUS PAGE (version 3, titled "Raft"' in user
     assert "<previous_page>\nOld text.\n</previous_page>" in user
-    assert '<passage id="P2" status="new">' in user
+    assert '<passage ref="2" status="new">' in user
     assert "1 new passage(s)" in user
     assert "1 passage(s) the previous page drew on were forgotten" in user
     assert "1 passage(s) the previous page drew on were superseded" in user

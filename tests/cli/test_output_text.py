@@ -120,7 +120,7 @@ def test_an_unchanged_page_says_its_diff_is_empty(cli):
     item = _item(cli, "page")
     page = cli.tmp / "page.md"
     page.write_text(
-        "# Paxos\n\nPaxos is a consensus protocol [1]. Paxos uses proposers and acceptors [2].\n"
+        "# Paxos\n\nPaxos is a consensus protocol. Paxos uses proposers and acceptors.\n"
     )
     r = cli("submit", str(item["id"]), "--content-file", "page.md", "--title", "Paxos")
     assert r.code == 0 and "diff:\n--- previous" in r.out, r

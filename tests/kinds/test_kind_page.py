@@ -66,8 +66,9 @@ def test_payload_has_the_entity_its_live_passages_and_its_live_facts(memory):
     assert set(payload) == {"entity", "passages", "facts"}
     assert set(payload["entity"]) == {"address", "name", "aliases"}
     assert [p["text"] for p in payload["passages"]] == RAFT[:3]
-    for p in payload["passages"]:
-        assert set(p) == {"address", "document", "text"}
+    for n, p in enumerate(payload["passages"], 1):
+        assert set(p) == {"address", "document", "text", "ref"}
+        assert p["ref"] == n  # the number a citation marker [n] uses
         assert p["address"].startswith("memo://passage/")
         assert p["document"].startswith("memo://document/")
     assert payload["facts"] == [

@@ -1,6 +1,8 @@
-"""Kind ``stale``: a page's sources changed or were forgotten, or its entity
+"""Kind ``stale``: a page's sources changed or were forgotten (a cited
+passage or a fact it was built with), its entity was merged, or its entity
 gained 2 or more live passages since the page was built. Pages are marked
-stale in the same transaction that forgets or supersedes a cited passage."""
+stale in the same transaction that forgets or supersedes a cited passage or
+a fact they were built with; each change carries the changed row's text."""
 
 from __future__ import annotations
 
@@ -71,8 +73,8 @@ def test_forgetting_a_cited_passage_marks_the_page_stale_at_once(built):
         "version": 1,
     }
     assert payload["changes"] == [
-        {"address": docs[0].passages[0], "change": "forgotten"},
-        {"address": docs[1].passages[0], "change": "forgotten"},
+        {"address": docs[0].passages[0], "change": "forgotten", "text": RAFT[0]},
+        {"address": docs[1].passages[0], "change": "forgotten", "text": RAFT[1]},
     ]
     assert [p["text"] for p in payload["passages"]] == RAFT[2:]
 
@@ -93,8 +95,9 @@ def test_a_new_document_version_supersedes_and_marks_stale(built):
     assert to_json(memory.get(page))["stale"] is True
     (item,) = stale_items(memory)
     changes = item["payload"]["changes"]
-    assert {"address": docs[0].passages[0], "change": "superseded"} in changes
-    assert [c["change"] for c in changes].count("new") == 1
+    assert {"address": docs[0].passages[0], "change": "superseded", "text": RAFT[0]} in changes
+    [new] = [c for c in changes if c["change"] == "new"]
+    assert new["text"] == "[[Raft]] elects a leader after a randomized timeout."
 
 
 def test_one_new_passage_is_not_enough_two_are(built):
@@ -103,7 +106,10 @@ def test_one_new_passage_is_not_enough_two_are(built):
     assert stale_items(memory) == []
     memory.remember(MORE[1], uri="more-1")
     (item,) = stale_items(memory)
-    assert [c["change"] for c in item["payload"]["changes"]] == ["new", "new"]
+    assert [(c["change"], c["text"]) for c in item["payload"]["changes"]] == [
+        ("new", MORE[0]),
+        ("new", MORE[1]),
+    ]
     # Gaining passages is not a source change: nothing was marked or counted.
     assert marked_stale_total(memory) == 0
     assert stale_gauge(memory) == 1
@@ -157,3 +163,86 @@ def test_a_skipped_stale_item_comes_back_when_more_changes(built):
     memory.forget(docs[1].document)
     (again,) = stale_items(memory)
     assert again["id"] != item["id"]
+
+
+FACTS = "Raft leader is n1.\n\nRaft leader is n2."
+
+
+def build_with_facts(memory) -> tuple[str, str, str]:
+    """A Raft page built while two disagreeing facts about its leader were
+    live; returns (the n1 fact, the n2 fact, the page)."""
+    for i, text in enumerate(RAFT):
+        memory.remember(text, uri=f"raft-{i}.md")
+    n1 = memory.record_fact("Raft", "leader", "n1").fact
+    n2 = memory.record_fact("Raft", "leader", "n2").fact
+    item = to_json(memory.compact(kinds=["page"]))["items"][0]
+    content = "# Raft\n\n" + "\n\n".join(RAFT) + "\n\n" + FACTS
+    report = memory.submit(item["id"], content=content, title="Raft")
+    assert report.stored, to_json(report)["checks"]
+    return n1, n2, report.address
+
+
+def test_a_fact_superseded_after_the_page_was_built_makes_it_stale_at_once(memory):
+    n1, n2, page = build_with_facts(memory)
+    assert to_json(memory.get(page))["facts"] == [n1, n2]
+    assert stale_items(memory) == []
+    (conflict,) = to_json(memory.compact(kinds=["conflict"]))["items"]
+    assert memory.submit(conflict["id"], keep=n2).stored
+    # No compact yet: superseding the fact marked and counted the page.
+    assert to_json(memory.get(page))["stale"] is True
+    assert marked_stale_total(memory) == 1 and stale_gauge(memory) == 1
+    (item,) = stale_items(memory)
+    assert item["payload"]["changes"] == [
+        {"address": n1, "change": "superseded", "text": "Raft leader n1"}
+    ]
+    assert [f["address"] for f in item["payload"]["facts"]] == [n2]
+    # The new version is built with the facts that hold now, and is not stale.
+    content = "# Raft\n\n" + "\n\n".join(RAFT) + "\n\nRaft leader is n2."
+    report = memory.submit(item["id"], content=content, title="Raft")
+    assert report.stored, to_json(report)["checks"]
+    assert to_json(memory.get(report.address))["facts"] == [n2]
+    assert stale_items(memory) == [] and stale_gauge(memory) == 0
+
+
+def test_forgetting_a_fact_the_page_was_built_with_makes_it_stale(memory):
+    _n1, n2, page = build_with_facts(memory)
+    memory.forget(n2, reason="wrong")
+    assert to_json(memory.get(page))["stale"] is True
+    assert marked_stale_total(memory) == 1
+    (item,) = stale_items(memory)
+    assert item["payload"]["changes"] == [
+        {"address": n2, "change": "forgotten", "text": "Raft leader n2"}
+    ]
+
+
+def test_a_fact_recorded_after_the_page_does_not_make_it_stale(built):
+    memory, _docs, page = built
+    memory.record_fact("Raft", "leader", "n3")
+    assert to_json(memory.get(page))["stale"] is False
+    assert to_json(memory.get(page))["facts"] == []
+    assert stale_items(memory) == []
+
+
+def test_a_merge_stale_item_lists_the_merged_entity_and_its_passages(memory):
+    # The merged entity's passage is older than the page: only the merge brings it.
+    theirs = memory.remember("The [[Raft protocol]] was designed to be understandable.", uri="rp")
+    docs = [memory.remember(t, uri=f"raft-{i}.md") for i, t in enumerate(RAFT)]
+    item = to_json(memory.compact(kinds=["page"]))["items"][0]
+    page = memory.submit(item["id"], content="# Raft\n\n" + "\n\n".join(RAFT), title="Raft")
+    assert page.stored
+    proposed = to_json(memory.propose_merge(["Raft", "Raft protocol"]))
+    (merge,) = to_json(memory.compact(kinds=["merge"]))["items"]
+    assert memory.submit(merge["id"], accept=True).stored
+    assert marked_stale_total(memory) == 1
+    (stale,) = stale_items(memory)
+    changes = stale["payload"]["changes"]
+    assert changes == [
+        {"address": proposed["entities"][1], "change": "merged", "text": "Raft protocol"},
+        {
+            "address": theirs.passages[0],
+            "change": "new",
+            "text": "The [[Raft protocol]] was designed to be understandable.",
+        },
+    ]
+    cited = {d.passages[0] for d in docs}
+    assert {p["address"] for p in stale["payload"]["passages"]} == cited | {theirs.passages[0]}

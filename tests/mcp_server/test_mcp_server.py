@@ -395,9 +395,11 @@ def test_prompt_walks_through_the_queue(store: Memory) -> None:
         "`compact`",
         "Pick one item",
         "payload only",
+        "`ref`",  # how to cite, before writing
         "dry_run: true",
-        "omission",
         "corruption",
+        "substitution",
+        "omission",
         "`force: true`",
     ]
     positions = [default.index(s) for s in steps]

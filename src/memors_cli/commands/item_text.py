@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from memors_core import Memory
 from memors_core.wire import to_json
 
-from ..output import render
+from ..output import check_lines, render
 
 if TYPE_CHECKING:
     from memors_core.plugins.kinds import KindRegistry
@@ -106,10 +106,13 @@ def _payload_lines(payload: dict[str, Any]) -> list[str]:
             lines.extend(_indented(value.get("content", ""), "    "))
         elif key == "changes" and isinstance(value, list):
             lines.append(f"changes ({len(value)}):" if value else "changes: none")
-            lines.extend(
-                f"  {c.get('change')}: {c.get('address')}" if isinstance(c, dict) else f"  {c}"
-                for c in value
-            )
+            for c in value:
+                if not isinstance(c, dict):
+                    lines.append(f"  {c}")
+                    continue
+                lines.append(f"  {c.get('change')}: {c.get('address')}")
+                if c.get("text"):
+                    lines.extend(_indented(c["text"]))
         elif key == "pairs" and isinstance(value, list):
             total = payload.get("pair_count", len(value))
             lines.append(f"pairs ({len(value)} of {total}):" if value else "pairs: none")
@@ -195,10 +198,7 @@ def submit_text(
         if field in listed:
             lines.append(f"{would}{label} ({len(report[field])}):")
             lines.extend(f"  {a}" for a in report[field])
-    for name, check in report["checks"].items():
-        lines.append(f"{name}: {'passed' if check['passed'] else 'FLAGGED'}")
-        for flag in check["flagged"]:
-            lines.append("  - " + ", ".join(f"{k}={v}" for k, v in flag.items()))
+    lines.extend(check_lines(report["checks"]))
     if report["diff"]:
         lines.append("diff:")
         lines.append(report["diff"].rstrip("\n"))

@@ -4,9 +4,11 @@ and ``entity``."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from memors_core.wire import to_json
 
+from ..output import render
 from ._common import open_memory, print_result
 
 
@@ -34,8 +36,29 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_get(args: argparse.Namespace) -> int:
     with open_memory(args, reading=True) as memory:
         data = to_json(memory.get(args.address, namespace=args.ns))
-    print_result(args, data)
+    print_result(args, data, page_text(data) if data.get("type") == "page" else None)
     return 0
+
+
+def page_text(data: dict[str, Any]) -> str:
+    """A page for people: its fields as ``get`` prints any row, with its
+    checked sentences numbered, each followed by the addresses it cites."""
+    keys = list(data)
+    if "sentences" not in keys:
+        return render(data)
+    at = keys.index("sentences")
+    sentences = data["sentences"] or []
+    lines = [f"sentences ({len(sentences)}):" if sentences else "sentences: none recorded"]
+    for n, sentence in enumerate(sentences, 1):
+        lines.append(f"  {n}. {' '.join(str(sentence.get('text', '')).split())}")
+        cited = sentence.get("sources") or []
+        lines.append("     cites " + (", ".join(cited) if cited else "nothing (no marker)"))
+    parts = [
+        render({k: data[k] for k in keys[:at]}),
+        "\n".join(lines),
+        render({k: data[k] for k in keys[at + 1 :]}),
+    ]
+    return "\n".join(part for part in parts if part)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:

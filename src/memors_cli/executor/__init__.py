@@ -6,7 +6,8 @@ It writes the page of each item whose kind says it writes pages
 the result to :meth:`memors_core.Memory.submit` — the same validation and
 checks as any other submission. Without ``--apply`` every submission is a dry
 run (nothing stored); with it, pages the checks refuse are reported and the
-run goes on with the next item.
+run goes on with the next item. Either way a refused draft goes back to the
+model once, with the checks' flags, and its revision is submitted instead.
 
 The executor lives in the CLI package only: no MCP code path can reach it
 (an import-linter contract in ``pyproject.toml`` forbids ``memors_mcp`` to

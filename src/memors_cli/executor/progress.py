@@ -20,6 +20,7 @@ class ItemProgress:
         self.enabled = self.bar.enabled
         self.label = ""
         self.text = ""
+        self.doing = "writing"  # or "revising", after the checks refused a draft
         self.started = 0.0
         self.first = 0.0  # when the first item started
         self.finished = 0  # items done
@@ -28,11 +29,17 @@ class ItemProgress:
         self.label = f"[{n}/{self.total}] {label}"
         self.started = time.monotonic()
         self.first = self.first or self.started
+        self.doing = "writing"
         self.text = f"asking {self.model}…"
         self.bar.update(n, now=True)
 
     def tick(self, chars: int) -> None:
-        self.text = f"writing… {chars} characters"
+        self.text = f"{self.doing}… {chars} characters"
+
+    def revising(self, flags: int) -> None:
+        """The checks refused the draft: the model is asked to fix it."""
+        self.doing = "revising"
+        self.text = f"refused ({flags} flag(s)); asking {self.model} to revise…"
 
     def note(self, text: str) -> None:
         self.text = text

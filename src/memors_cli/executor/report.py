@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..output import check_lines
+
 OUTCOME_TEXT = {
     "would-write": "would be written (dry run: checks passed, nothing stored)",
     "written": "written",
     "refused": "refused by the checks (not stored)",
     "failed": "failed (nothing stored)",
     "not-attempted": "not attempted",
+}
+
+
+#: The fields a submission's report fills in (SPEC §10), blank before one.
+SUBMIT_FIELDS = {
+    "status": "open",
+    "stored": False,
+    "address": None,
+    "diff": None,
+    "checks": None,
+    "message": None,
 }
 
 
@@ -27,21 +40,22 @@ def blank_report(item: dict[str, Any], outcome: str, error: str | None = None) -
         "error": error,
         "title": None,
         "content": None,
-        "status": "open",
-        "stored": False,
-        "address": None,
-        "diff": None,
-        "checks": None,
-        "message": None,
+        **SUBMIT_FIELDS,
+        "revisions": 0,
         "seconds": 0.0,
     }
 
 
+def outcome_text(report: dict[str, Any]) -> str:
+    """The outcome in words, saying whether the model was asked to revise."""
+    text = OUTCOME_TEXT[report["outcome"]]
+    if report.get("revisions"):
+        text += " after one revision"
+    return text
+
+
 def render_item(report: dict[str, Any]) -> str:
-    head = (
-        f"item {report['item']} ({report['kind']}) {report['entity']}: "
-        f"{OUTCOME_TEXT[report['outcome']]}"
-    )
+    head = f"item {report['item']} ({report['kind']}) {report['entity']}: {outcome_text(report)}"
     if report["outcome"] == "failed" and report["error"]:
         head = f"{head}: {report['error']}"
     lines = [head]
@@ -49,10 +63,12 @@ def render_item(report: dict[str, Any]) -> str:
         lines.append(f"  title: {report['title']}")
     if report["address"]:
         lines.append(f"  stored: {report['address']}")
-    for name, check in (report["checks"] or {}).items():
-        lines.append(f"  {name}: {'passed' if check['passed'] else 'FLAGGED'}")
-        for flag in check["flagged"]:
-            lines.append("    - " + ", ".join(f"{k}={v}" for k, v in flag.items()))
+    if report.get("revisions"):
+        lines.append(
+            f"  revisions: {report['revisions']} (the first draft was refused; the model was "
+            "told what the checks flagged and wrote the page again)"
+        )
+    lines.extend(check_lines(report["checks"] or {}, indent="  "))
     if report["diff"]:
         lines.append("  diff:")
         lines.extend(f"    {line}" for line in report["diff"].rstrip("\n").split("\n"))

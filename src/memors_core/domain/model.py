@@ -245,6 +245,14 @@ class EntityView:
 
 
 @attrs.frozen
+class SentenceView:
+    """A checked sentence of a page and the addresses it cites."""
+
+    text: str
+    sources: list[str]
+
+
+@attrs.frozen
 class PageView:
     address: str
     type: str
@@ -256,6 +264,10 @@ class PageView:
     previous: str | None
     is_inference: int
     sources: list[str]
+    #: The facts the page was built with (empty for a page written before
+    #: pages recorded them).
+    facts: list[str]
+    sentences: list[SentenceView]
     stale: bool
     flags: JSON
     created_at: str

@@ -132,6 +132,15 @@ class PageSource:
 
 
 @attrs.frozen
+class PageSentence:
+    """One checked sentence of a page, as it was stored."""
+
+    text: str
+    #: The addresses it cites (``memo://passage/…``, ``memo://fact/…``), in order.
+    sources: tuple[str, ...]
+
+
+@attrs.frozen
 class Tombstone:
     seq: int
     namespace: str

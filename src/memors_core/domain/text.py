@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 from itertools import chain
 from operator import xor
+from typing import NamedTuple
 
 # Runs of letters and digits (\w without the underscore).
 _WORD = re.compile(r"[^\W_]+")
@@ -36,17 +37,119 @@ def words(text: str) -> list[str]:
 
 @cache
 def stop_words() -> frozenset[str]:
-    """The shipped English stop-word list (function words only)."""
+    """The shipped English stop-word list (function words only: negations
+    and quantifiers are content words, see :data:`NEGATIONS`)."""
     data = resources.files("memors_core").joinpath("data/stopwords.txt").read_text("utf-8")
     return frozenset(
         line.strip() for line in data.splitlines() if line.strip() and not line.startswith("#")
     )
 
 
+#: Words that turn a statement around or say how much of it holds: content
+#: words for the checks ("does not" must not read like "does"), never stop words.
+NEGATIONS = frozenset({"not", "no", "never", "nor", "without"})
+QUANTIFIERS = frozenset({"all", "some", "only", "more", "most", "few", "every", "each", "both"})
+
+
+@cache
+def search_stop_words() -> frozenset[str]:
+    """What a search query drops: the stop words, negations and quantifiers
+    (a query's "not" or "all" would match nearly every row)."""
+    return stop_words() | NEGATIONS | QUANTIFIERS
+
+
+_NOT = re.compile(r"n['’]t\b", re.I)
+_STEMMER = None
+_STEMS: dict[str, str] = {}
+
+
+def stem(word: str) -> str:
+    """The Porter stem of a casefolded word (the stemmer FTS5's ``porter``
+    tokenizer uses), so ``attended`` meets ``attend``."""
+    got = _STEMS.get(word)
+    if got is None:
+        global _STEMMER
+        if _STEMMER is None:
+            import Stemmer
+
+            _STEMMER = Stemmer.Stemmer("porter")
+        if len(_STEMS) > 500_000:
+            _STEMS.clear()
+        got = _STEMS[word] = _STEMMER.stemWord(word)
+    return got
+
+
+#: Number words and their values (the checks read numbers by value).
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
+    "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}  # fmt: skip
+SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
+
+
+def _fold_numbers(ws: list[str]) -> list[str]:
+    """Runs of number words as the number they say, in digits: ``seven`` is
+    ``7``, ``five hundred`` is ``500``, ``twenty five`` is ``25``."""
+    out: list[str] = []
+    i, n = 0, len(ws)
+    while i < n:
+        w = ws[i]
+        if w not in NUMBER_WORDS and w not in SCALES:
+            out.append(w)
+            i += 1
+            continue
+        total = current = 0
+        while i < n and (ws[i] in NUMBER_WORDS or ws[i] in SCALES):
+            w = ws[i]
+            if w in NUMBER_WORDS:
+                current += NUMBER_WORDS[w]
+            elif SCALES[w] == 100:
+                current = max(current, 1) * 100
+            else:
+                total += max(current, 1) * SCALES[w]
+                current = 0
+            i += 1
+        out.append(str(total + current))
+    return out
+
+
+_DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_DIGITS_OR_NOT = re.compile(r"\d+|\D+")
+
+
+def _number_words(ws: list[str]) -> list[str]:
+    out = []
+    for w in ws:
+        if not w[0].isdigit():
+            out.append(w)  # a word, or an identifier such as es2015: kept whole
+            continue
+        for part in _DIGITS_OR_NOT.findall(w):  # 8am, 5k, 1990s: the number, then the rest
+            out.append((part.lstrip("0") or "0") if part[0].isdigit() else part)
+    return out
+
+
+def check_words(text: str) -> list[str]:
+    """The words of ``text`` as the checks read them: casefolded runs of
+    letters and digits, a contraction in ``n't`` read as ``not``, and
+    numbers as values: ``seven`` is ``7`` and ``five hundred`` ``500``,
+    ``6,100`` is ``6100``, ``08`` is ``8``, and a number parts from the
+    letters after it (``8:15am`` gives ``8``, ``15``, ``am``)."""
+    if "'" in text or "’" in text:
+        text = _NOT.sub(" not", text)
+    if "," in text:
+        text = _DIGIT_GROUP.sub("", text)
+    ws = _fold_numbers(words(text))
+    return _number_words(ws) if any(c.isdigit() for c in text) else ws
+
+
 def content_words(text: str) -> set[str]:
-    """The set of casefolded words of ``text`` that are not stop words."""
+    """The content words of ``text``: its words (:func:`check_words`) that
+    are not stop words, each reduced to its Porter stem."""
     stops = stop_words()
-    return {w for w in words(text) if w not in stops}
+    return {stem(w) for w in check_words(text) if w not in stops}
 
 
 def fold_name(name: str) -> str:
@@ -268,12 +371,58 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 _HRULE = re.compile(r"^ {0,3}([-*_])(\s*\1){2,}\s*$")
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
-_REF_DEF = re.compile(r"^ {0,3}\[[^\]]+\]:\s*\S+")
+# A true link reference definition: ``[label]: URL`` and an optional title,
+# nothing else on the line. The URL must look like one (angle brackets, a
+# scheme, a path, an anchor or a host name), so ``[note]: Raft was invented``
+# is visible text, not a definition. A footnote label (``[^1]``) never is.
+_REF_DEF = re.compile(
+    r"""^\ {0,3}\[(?!\^)[^\]]+\]:[ \t]*
+        (?:<[^>\n]*>|[^\s<>]*(?:[/#:@][^\s<>]*|\.[A-Za-z]{2,}[^\s<>]*))
+        (?:[ \t]+(?:"[^"]*"|'[^']*'|\([^)]*\)))?[ \t]*$""",
+    re.X,
+)
+# Any other ``[x]: text`` line (a footnote, a note): its label is dropped and
+# its text read as prose.
+_LABELLED = re.compile(r"^\ {0,3}\[[^\]]+\]:\s*")
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_ATX_TEXT = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
+
+# Citation markers: ``[1]``, ``[1, 3]``, ``[1][3]``, ``[memo://passage/ID]``.
+# A run of bracket groups each holding refs; not one that closes a reference
+# link (``[text][1]``, after a ``]``), a link (``[1](url)``) or a label (``[1]:``).
+_REF = r"(?:\d{1,6}|memo://passage/[^\s,\[\]]+)"
+_MARKER_GROUP = rf"\[[ \t]*{_REF}(?:[ \t]*,[ \t]*{_REF})*[ \t]*\]"
+_MARKERS = re.compile(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
+_ONE_REF = re.compile(_REF)
+# Where a sentence's markers were, while the rest of the line is read.
+_SLOT = re.compile("\ue000(\\d+)\ue001")
+_AFTER_STOP = re.compile("([.!?])[ \t]*((?:\ue000\\d+\ue001[ \t]*)+)")
+_ONLY_PUNCT = re.compile(r"^[\s.,;:!?)\]\"'’”*_-]*$")
+
+#: What a page sentence is, for the checks: ``prose`` (paragraphs, list
+#: items, table body cells, footnotes: every check reads it), ``heading``
+#: and ``header`` (a table's header row: only the substitution check reads
+#: them).
+ROLES = ("prose", "heading", "header")
+
+
+class PageSentence(NamedTuple):
+    """One sentence of a page: its visible text (citation markers taken
+    out), the refs its markers name, in order (``int`` for ``[n]``, the
+    address for ``[memo://passage/ID]``), and its role."""
+
+    text: str
+    refs: tuple[int | str, ...] = ()
+    role: str = "prose"
+
+
+def citation_refs(marker: str) -> list[int | str]:
+    """The refs of a run of markers: ``[1, 3][memo://passage/x]`` -> ``[1, 3, 'memo://passage/x']``."""
+    return [int(r) if r.isdigit() else r for r in _ONE_REF.findall(marker)]
 
 
 def _visible(text: str) -> str:
@@ -285,40 +434,78 @@ def _visible(text: str) -> str:
     return text
 
 
-def _prose_sentences(line: str) -> list[str]:
-    return [s.strip() for s in _SENTENCE_END.split(line) if s.strip()]
+class _Reader:
+    """Reads one page's lines into :class:`PageSentence` values."""
+
+    def __init__(self) -> None:
+        self.out: list[PageSentence] = []
+        self.markers: list[tuple[int | str, ...]] = []
+
+    def _hide_markers(self, text: str) -> str:
+        def slot(m: re.Match[str]) -> str:
+            self.markers.append(tuple(citation_refs(m.group(0))))
+            return f"\ue000{len(self.markers) - 1}\ue001"
+
+        return _MARKERS.sub(slot, text) if "[" in text else text
+
+    def add(self, text: str, role: str, split: bool = True) -> None:
+        """Add the sentences of one line (or cell), their markers read."""
+        text = _visible(self._hide_markers(text))
+        if "\ue000" in text:  # "... in 2014. [1] Next": the markers cite the sentence before
+            text = _AFTER_STOP.sub(lambda m: f" {m.group(2).strip()}{m.group(1)} ", text)
+        pieces = _SENTENCE_END.split(text) if split else [text]
+        for piece in pieces:
+            refs: list[int | str] = []
+            for m in _SLOT.finditer(piece):
+                refs.extend(self.markers[int(m.group(1))])
+            body = " ".join(_SLOT.sub(" ", piece).split())
+            body = re.sub(r"\s+([.,;:!?])", r"\1", body)
+            if refs and _ONLY_PUNCT.match(body) and self.out and self.out[-1].role == role:
+                # "... in 2014. [1]": markers after the full stop cite the sentence before.
+                last = self.out[-1]
+                self.out[-1] = last._replace(refs=tuple(dict.fromkeys((*last.refs, *refs))))
+                continue
+            if body:
+                self.out.append(PageSentence(body, tuple(dict.fromkeys(refs)), role))
 
 
-def _table_rows(lines: list[str]) -> set[int]:
-    """Indices of table lines (header and body rows, with or without outer
-    pipes): a line with ``|`` followed by a separator row, and the lines
-    with ``|`` after the separator up to the next blank line."""
+def _table_rows(lines: list[str]) -> tuple[set[int], set[int]]:
+    """Indices of table lines (with or without outer pipes): the header rows
+    (a line with ``|`` followed by a separator row) and all rows (headers and
+    the lines with ``|`` after the separator up to the next blank line)."""
     rows: set[int] = set()
+    headers: set[int] = set()
     for i in range(1, len(lines)):
         sep = lines[i]
         if "|" in sep and _TABLE_SEP.match(sep) and "|" in lines[i - 1]:
             rows.add(i - 1)
+            headers.add(i - 1)
             j = i + 1
             while j < len(lines) and lines[j].strip() and "|" in lines[j]:
                 rows.add(j)
                 j += 1
-    return rows
+    return headers, rows
 
 
-def page_sentences(markdown: str) -> list[str]:
-    """The sentences of a page that the corruption check reads.
+def read_page(markdown: str) -> list[PageSentence]:
+    """Every sentence of a page, in order, with its citation markers and role.
 
-    Headings (ATX and setext), fenced and indented code, HTML comments,
-    horizontal rules, link reference definitions and table separator rows
-    are not sentences. Link and image syntax keeps only its visible text.
-    Every list item and every table cell is a sentence source of its own;
-    prose splits after ``.``, ``!`` or ``?`` followed by white space, and at
-    line ends. Sentences with no content words are dropped.
+    Fenced and indented code, HTML comments, horizontal rules, true link
+    reference definitions and table separator rows are not sentences.
+    Headings (ATX and setext) and table header rows are, with their own
+    roles. Link and image syntax keeps only its visible text. Every list item
+    and every table cell is a sentence source of its own; prose splits after
+    ``.``, ``!`` or ``?`` followed by white space, and at line ends; a
+    footnote or any other ``[x]: text`` line is prose (its label dropped).
+    Citation markers are taken out of the text into ``refs``; markers
+    standing after a sentence's full stop cite that sentence. Sentences with
+    no content words are dropped.
     """
     text = _HTML_COMMENT.sub("", markdown.replace("\r\n", "\n").replace("\r", "\n"))
     lines = text.split("\n")
-    table_rows = _table_rows(lines)
-    out: list[str] = []
+    headers, table_rows = _table_rows(lines)
+    reader = _Reader()
+    out = reader.out
     fence: str | None = None
     prev_blank = True
     in_list = False
@@ -353,10 +540,13 @@ def page_sentences(markdown: str) -> list[str]:
         if para_start is not None and _SETEXT.match(line):
             # "Title" over "===" or "---": the paragraph was a setext heading
             # (checked before horizontal rules, which "---" also matches).
-            del out[para_start:]
+            out[para_start:] = [s._replace(role="heading") for s in out[para_start:]]
             para_start = None
             continue
-        if _HEADING.match(line) or _HRULE.match(line) or _REF_DEF.match(line):
+        heading = _HEADING.match(line)
+        if heading or _HRULE.match(line) or _REF_DEF.match(line):
+            if heading:
+                reader.add(_ATX_TEXT.match(line).group(1), "heading", split=False)
             in_list = False
             para_start = None
             continue
@@ -366,8 +556,10 @@ def page_sentences(markdown: str) -> list[str]:
             para_start = None
             continue
         if i in table_rows or ("|" in line and (line.startswith("|") or line.endswith("|"))):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            out.extend(c for c in (_visible(c) for c in cells) if c)
+            role = "header" if i in headers else "prose"
+            for cell in line.strip("|").split("|"):
+                if cell.strip():
+                    reader.add(cell.strip(), role, split=False)
             in_list = False
             para_start = None
             continue
@@ -375,14 +567,21 @@ def page_sentences(markdown: str) -> list[str]:
         if m:
             in_list = True
             para_start = None
-            out.extend(_prose_sentences(_visible(raw[m.end() :])))
+            reader.add(raw[m.end() :], "prose")
             continue
         if in_list and was_blank and not indented:
             in_list = False
         if para_start is None:
             para_start = len(out)
-        out.extend(_prose_sentences(_visible(line)))
-    return [s for s in out if content_words(s)]
+        label = _LABELLED.match(line)
+        reader.add(line[label.end() :] if label else line, "prose")
+    return [s for s in out if content_words(s.text)]
+
+
+def page_sentences(markdown: str) -> list[str]:
+    """The sentences of a page that the corruption check reads: the prose of
+    :func:`read_page` (not headings, not table header rows), markers out."""
+    return [s.text for s in read_page(markdown) if s.role == "prose"]
 
 
 _TITLE_HEADING = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from memors_core.domain import text
+from memors_core.domain import specifics, text
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, uuid7
 from memors_core.domain.inputs import check_document
@@ -313,11 +313,18 @@ class Ingest:
                 known[name] = ensure(name, namespace)[0]
             return known[name]
 
+        # A passage that mentions an entity may be a page's source: its token
+        # data for the substitution check is computed now, once.
+        stamps = specifics.document_stamps(metadata)
+        profiles: list[tuple[str, str]] = []
+
         def store_new() -> None:
             tx.passages.insert_many(namespace, new, stamp)
             tx.passages.mention_many(links_of_new)
+            tx.passages.add_profiles(profiles)
             new.clear()
             links_of_new.clear()
+            profiles.clear()
 
         for position, (piece, shingles, phash, named) in enumerate(
             zip(pieces, blobs, hashes, links, strict=True)
@@ -345,6 +352,9 @@ class Ingest:
                 if linked:
                     links_of_new.extend((passage, e) for e in linked)
                     mentioned.update(dict.fromkeys(linked))
+                    profiles.append(
+                        (passage, specifics.dump_profile(specifics.profile(piece, stamps)))
+                    )
                 if len(new) >= STORE_BATCH:
                     store_new()
             if version > 1:  # version 1's order is the passages' own positions

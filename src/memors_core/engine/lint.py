@@ -113,11 +113,12 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
 def _changes_line(changes: list[dict[str, str]]) -> str:
     if not changes:
         return "marked stale (its entity was merged)"
-    counts: dict[str, int] = {}
+    counts: dict[tuple[str, str], int] = {}
     for c in changes:
-        counts[c["change"]] = counts.get(c["change"], 0) + 1
-    words = {"forgotten": "forgotten", "superseded": "superseded", "new": "new"}
-    parts = [f"{n} {words.get(change, change)} passage(s)" for change, n in counts.items()]
+        what = c["address"].split("/")[2] if c["address"].startswith("memo://") else "passage"
+        counts[c["change"], what] = counts.get((c["change"], what), 0) + 1
+    nouns = {"passage": "passage(s)", "fact": "fact(s)", "entity": "entit(ies)"}
+    parts = [f"{n} {change} {nouns.get(what, what)}" for (change, what), n in counts.items()]
     return ", ".join(parts) + " since it was written"
 
 

@@ -162,10 +162,13 @@ def _erase(
         if fact is not None:
             entities.add(fact.subject)
 
-    # Pages citing an erased passage, and every later version built on one of
-    # them (its payload carried the earlier version's text).
+    # Pages citing an erased passage or built with an erased fact (they may
+    # state it), and every later version built on one of them (its payload
+    # carried the earlier version's text).
     pages: set[str] = {ident} if kind == "page" else set()
     pages |= purges.pages_citing(passage_ids)
+    if kind == "fact":
+        pages |= purges.pages_built_with([ident])
     frontier = set(pages)
     while frontier:
         frontier = purges.later_pages(frontier) - pages

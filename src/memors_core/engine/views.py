@@ -26,6 +26,7 @@ from memors_core.domain.model import (
     PassageRef,
     PassageView,
     SearchHit,
+    SentenceView,
 )
 from memors_core.domain.refs import fact_ref, passage_ref
 from memors_core.domain.rows import Tombstone
@@ -188,6 +189,8 @@ def page(tx: Tx, ident: str, namespace: str) -> PageView | None:
         previous=address("page", row.previous) if row.previous else None,
         is_inference=1,
         sources=[address("passage", s.passage) for s in tx.pages.sources(ident)],
+        facts=tx.pages.facts(ident),
+        sentences=[SentenceView(s.text, list(s.sources)) for s in tx.pages.sentences(ident)],
         stale=status == "live" and tx.pages.is_stale(ident),
         flags=row.flags,
         created_at=row.created_at,

@@ -116,8 +116,9 @@ def memors_check_submission(
         refuses the submission unless it is forced (then the flags are
         recorded). An implementation that raises, or returns anything but
         such a mapping, cannot vouch for the submission: it is reported as
-        a flagged check named after the plugin, with the error. The built-in ``omission`` and
-        ``corruption`` checks implement this hook for page resolutions.
+        a flagged check named after the plugin, with the error. The built-in
+        ``omission``, ``corruption`` and ``substitution`` checks implement this
+        hook for page resolutions.
     """
 
 

@@ -130,12 +130,15 @@ def disabled_plugins() -> set[str]:
     return {n.strip() for n in raw.replace(",", " ").split() if n.strip()}
 
 
-#: Core's own hook implementations (the ``omission`` and ``corruption``
+#: Core's own hook implementations (the ``omission``, ``corruption`` and ``substitution``
 #: checks, the built-in lint rules) as ``(plugin name, module)`` pairs,
 #: registered first and by the same path as any plugin. They are named here,
 #: not imported: they are engine modules, and the plugins layer sits below
 #: the engine.
 BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
+    # pluggy calls the last registered first: substitution's report comes
+    # after omission's and corruption's.
+    ("memors.substitution", "memors_core.engine.substitution"),
     ("memors.checks", "memors_core.engine.checks"),
     ("memors.lint", "memors_core.engine.lint"),
 )

@@ -20,7 +20,7 @@ The rules the kinds, lint and metrics share ("needs a page", "stale",
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -36,6 +36,7 @@ from memors_core.domain.rows import (
     MergeCandidate,
     NewPassage,
     Page,
+    PageSentence,
     PageSource,
     Passage,
     PassageShingles,
@@ -165,6 +166,15 @@ class Passages(Protocol):
     def live(self, namespace: str) -> Iterator[Passage]:
         """The live passages of ``namespace``, in ``seq`` order (read as
         they are iterated: fine for a whole namespace)."""
+
+    def profiles(self, ids: Sequence[str]) -> dict[str, str]:
+        """The stored profiles of these passages (id -> data), the per-passage
+        token data a check computes once; a passage without one is left out."""
+
+    def add_profiles(self, rows: Sequence[tuple[str, str]]) -> None:
+        """Store ``(passage id, data)`` profiles (write); a passage that has
+        one keeps it. Derived state: purge erases a passage's profile with it,
+        export leaves profiles out (they are computed again when missing)."""
 
 
 class Entities(Protocol):
@@ -304,13 +314,26 @@ class Pages(Protocol):
         previous: Page | None,
         item: int | None,
         flags: dict[str, Any],
+        *,
+        sentences: Sequence[tuple[str, Sequence[str]]] = (),
+        facts: Sequence[str] = (),
     ) -> str:
         """Store a page version citing ``cites`` (passage addresses; NotFound for an
         unknown one); the previous version, if any, is superseded (write).
+        ``sentences`` are its checked sentences in order, each with the
+        addresses it cites (passages or facts), ``facts`` the addresses of the
+        facts it was built with (NotFound for an unknown passage or fact).
         Returns the page address."""
 
     def sources(self, page: str) -> list[PageSource]:
         """The passages a page version cites, with their hash when it was built, by passage id."""
+
+    def sentences(self, page: str) -> list[PageSentence]:
+        """The page version's checked sentences with their sources, in order
+        (none for a page written without them)."""
+
+    def facts(self, page: str) -> list[str]:
+        """The addresses of the facts the page version was built with, in the order written."""
 
     def newer(self, page: str) -> str | None:
         """The id of the version that superseded ``page``; None for a newest version."""
@@ -323,17 +346,27 @@ class Pages(Protocol):
         """Mark stale every live page that cites ``passage`` (write); returns how many
         were not stale before."""
 
+    def mark_built_with(self, fact: str, cause: str) -> int:
+        """Mark stale every live page built with the fact ``fact`` (an id; write);
+        returns how many were not stale before."""
+
     def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]:
         """The live pages of ``namespace``, oldest first; ``only`` limits them to the pages
         of those canonical entities."""
 
     def is_stale(self, page: str) -> bool:
-        """The stale rule: marked stale, a cited passage forgotten or
-        superseded, or ``STALE_NEW_PASSAGES`` new live passages of its entity."""
+        """The stale rule: marked stale, a cited passage or a fact it was built
+        with forgotten or superseded, or ``STALE_NEW_PASSAGES`` new live
+        passages of its entity."""
 
     def changes(self, page: Page) -> list[dict[str, str]]:
-        """What changed since the page was built (``change`` = forgotten,
-        superseded or new, with the passage ``address``)."""
+        """What changed since the page was built, each ``{"address", "change",
+        "text"}`` with the changed row's text: a cited passage or a fact it was
+        built with that is ``forgotten`` or ``superseded`` (the passage's text,
+        the fact written out; a fact since purged is ``purged``, with no
+        text), an entity ``merged`` into the page's (its name), and each
+        ``new`` passage of the entity (after a merge, every live passage of
+        the entity the page does not cite). Never empty for a stale page."""
 
     def stale(
         self, namespace: str, only: Iterable[str] | None = None
@@ -520,7 +553,11 @@ class Purges(Protocol):
         """The entities (as recorded, not resolved) the passages mention."""
 
     def pages_citing(self, passages: Iterable[str]) -> set[str]:
-        """Every page version that cites one of the passages."""
+        """Every page version that cites one of the passages (or one of whose
+        sentences does)."""
+
+    def pages_built_with(self, facts: Iterable[str]) -> set[str]:
+        """Every page version built with one of the facts (ids)."""
 
     def later_pages(self, pages: Iterable[str]) -> set[str]:
         """The page versions whose previous version is one of ``pages``."""
@@ -530,11 +567,12 @@ class Purges(Protocol):
         mention, fact, alias, page, merge candidate or merged entity), by ``seq``."""
 
     def erase_page(self, ident: str) -> None:
-        """Erase one page version with its sources, stale marks and tombstone;
-        the item that wrote it no longer counts as done for its inputs."""
+        """Erase one page version with its sources, sentences, facts, stale
+        marks and tombstone; the item that wrote it no longer counts as done
+        for its inputs."""
 
     def erase_passage(self, ident: str) -> None:
-        """Erase a passage with its mentions, version links and tombstone."""
+        """Erase a passage with its mentions, version links, profile and tombstone."""
 
     def erase_document(self, ident: str) -> None:
         """Erase a document with its versions and tombstone (its passages apart)."""
@@ -582,7 +620,7 @@ class Transfer(Protocol):
     def export(self, namespace: str | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every row of the store (or of ``namespace``), each after the rows
         it refers to. Derived state (search indexes, compaction's change log
-        and marks, a kind's own index) is left out."""
+        and marks, a kind's own index, the passages' profiles) is left out."""
 
     def is_empty(self) -> bool:
         """Whether the store holds no content (only what opening it wrote)."""

@@ -40,6 +40,7 @@ from typing import Any
 import pytest
 
 from memors_core.domain import text
+from memors_core.domain.counters import PAGES_MARKED_STALE
 from memors_core.domain.dates import normalise, now
 from memors_core.domain.ids import address, uuid7
 from memors_core.domain.rows import Document, DocumentVersion, NewPassage, ScanMark
@@ -206,9 +207,13 @@ def write_page(
     cites: list[str],
     namespace: str = NS,
     item: int | None = None,
+    *,
+    sentences: list[tuple[str, list[str]]] = (),  # type: ignore[assignment]
+    facts: list[str] = (),  # type: ignore[assignment]
 ) -> str:
     """A new version of the entity's page citing these passages (written for
-    the work item ``item``); its id."""
+    the work item ``item``), with its checked ``sentences`` (each with the
+    addresses it cites) and built with the ``facts`` (ids); its id."""
     with storage.write() as tx:
         canonical = tx.entities.ensure(entity, namespace)[0]
         previous = tx.pages.current(canonical)
@@ -221,6 +226,8 @@ def write_page(
             previous,
             item,
             {},
+            sentences=sentences,
+            facts=[address("fact", f) for f in facts],
         )
     return written.rsplit("/", 1)[1]
 
@@ -315,9 +322,104 @@ class StorageContract(StorageFixtures):
             page = tx.pages.get(raft_page)
             assert page is not None
             assert tx.pages.changes(page) == [
-                {"address": address("passage", cited), "change": "forgotten"}
+                {
+                    "address": address("passage", cited),
+                    "change": "forgotten",
+                    "text": "[[Raft]] elects a leader.",
+                }
             ]
             assert [p.id for p, _ in tx.pages.stale(NS)] == [raft_page]
+
+    def test_superseding_a_fact_makes_the_pages_built_with_it_stale(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        with storage.write() as tx:
+            old = tx.facts.record(NS, "Raft", "leader", "n1", "2024-01-01", "2024-06-01")
+            kept = tx.facts.record(NS, "Raft", "term", "monotonic")
+        built = write_page(storage, "Raft", "Raft elects n1.", [passage], facts=[old, kept])
+        other = write_page(storage, "Paxos", "Paxos agrees.", [], facts=[kept])
+        with storage.read() as tx:
+            assert not tx.pages.is_stale(built) and not tx.pages.is_stale(other)
+            before = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
+        with storage.write() as tx:
+            assert tx.tombstones.add(NS, "fact", old, "superseded", "kept the newer one")
+            # marked at once, and once: a second mark finds it stale already
+            assert tx.pages.mark_built_with(old, "superseded") == 0
+        with storage.read() as tx:
+            assert tx.pages.is_stale(built) and not tx.pages.is_stale(other)
+            assert tx.counters.read(PAGES_MARKED_STALE) == {("", ""): before + 1}
+            page = tx.pages.get(built)
+            assert page is not None
+            assert tx.pages.changes(page) == [
+                {
+                    "address": address("fact", old),
+                    "change": "superseded",
+                    "text": "Raft leader n1 (from 2024-01-01 to 2024-06-01)",
+                }
+            ]
+            assert [p.id for p, _ in tx.pages.stale(NS)] == [built]
+        # The next version, built without the old fact, is not stale.
+        again = write_page(storage, "Raft", "Raft elects.", [passage], facts=[kept])
+        with storage.read() as tx:
+            assert not tx.pages.is_stale(again)
+        forget(storage, "fact", kept)
+        with storage.read() as tx:
+            assert tx.pages.is_stale(again) and tx.pages.is_stale(other)
+            page = tx.pages.get(other)
+            assert page is not None
+            assert tx.pages.changes(page) == [
+                {
+                    "address": address("fact", kept),
+                    "change": "forgotten",
+                    "text": "Raft term monotonic",
+                }
+            ]
+
+    def test_a_fact_purged_after_it_made_a_page_stale_is_named_without_its_words(
+        self, storage: Storage
+    ) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        with storage.write() as tx:
+            fact = tx.facts.record(NS, "Raft", "secret", "swordfish")
+        page = write_page(storage, "Raft", "Raft elects.", [passage], facts=[fact])
+        forget(storage, "fact", fact)
+        with storage.erasing() as tx:
+            tx.purges.erase_fact(fact)
+        with storage.read() as tx:
+            row = tx.pages.get(page)
+            assert row is not None and tx.pages.is_stale(page)
+            assert tx.pages.changes(row) == [
+                {"address": address("fact", fact), "change": "purged", "text": ""}
+            ]
+
+    def test_a_merge_stale_page_lists_the_merged_entity_and_its_passages(
+        self, storage: Storage
+    ) -> None:
+        cited = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        theirs = remember(storage, "[[Raft protocol]] replicates a log.", about="Raft protocol")
+        page = write_page(storage, "Raft", "Raft elects a leader.", [cited])
+        with storage.write() as tx:
+            survivor = tx.entities.resolve("Raft", NS)
+            absorbed = tx.entities.resolve("Raft protocol", NS)
+            tx.entities.merge(survivor, absorbed, NS)
+            assert tx.pages.mark_stale(page, "merge", address("entity", absorbed))
+        with storage.read() as tx:
+            row = tx.pages.get(page)
+            assert row is not None and tx.pages.is_stale(page)
+            # The merged entity's passage is older than the page, yet listed.
+            assert tx.pages.changes(row) == [
+                {
+                    "address": address("entity", absorbed),
+                    "change": "merged",
+                    "text": "Raft protocol",
+                },
+                {
+                    "address": address("passage", theirs),
+                    "change": "new",
+                    "text": "[[Raft protocol]] replicates a log.",
+                },
+            ]
+            [(stale, changes)] = tx.pages.stale(NS)
+            assert stale.id == page and changes == tx.pages.changes(row)
 
     def test_mark_stale_is_true_the_first_time_only(self, storage: Storage) -> None:
         passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
@@ -988,7 +1090,12 @@ class StorageContract(StorageFixtures):
             row = tx.pages.get(page)
             assert row is not None
             assert tx.pages.changes(row) == [
-                {"address": address("passage", p), "change": "new"} for p in new
+                {
+                    "address": address("passage", p),
+                    "change": "new",
+                    "text": f"[[Raft]] new detail {n}.",
+                }
+                for n, p in enumerate(new)
             ]
             assert tx.pages.stale_counts() == {NS: 1}
         forget(storage, "passage", new[0])
@@ -1052,6 +1159,78 @@ class StorageContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.pages.live(NS) == []
 
+    def test_a_page_keeps_its_sentences_with_their_sources_and_its_facts(
+        self, storage: Storage
+    ) -> None:
+        a = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        b = remember(storage, "[[Raft]] replicates a log.", about="Raft")
+        with storage.write() as tx:
+            year = tx.facts.record(NS, "Raft", "published", "2014")
+            leader = tx.facts.record(NS, "Raft", "leader", "n1")
+        sentences = [
+            ("Raft elects a leader and replicates a log.", [address("passage", a),
+                                                             address("passage", b)]),
+            ("It was published in 2014.", [address("fact", year)]),
+            ("Raft elects a leader.", [address("passage", a), address("passage", a)]),
+            ("A sentence citing nothing.", []),
+        ]  # fmt: skip
+        page = write_page(
+            storage, "Raft", "…", [a, b], sentences=sentences, facts=[leader, year, leader]
+        )
+        plain = write_page(storage, "Paxos", "Paxos agrees.", [])
+        with storage.read() as tx:
+            assert [(s.text, list(s.sources)) for s in tx.pages.sentences(page)] == [
+                (sentences[0][0], sentences[0][1]),
+                (sentences[1][0], sentences[1][1]),
+                ("Raft elects a leader.", [address("passage", a)]),  # each source once
+                ("A sentence citing nothing.", []),
+            ]
+            assert tx.pages.facts(page) == [address("fact", leader), address("fact", year)]
+            assert tx.pages.sentences(plain) == [] and tx.pages.facts(plain) == []
+            # A new version records its own (none here), not its previous one's.
+            assert tx.pages.sentences(uuid7()) == [] and tx.pages.facts(uuid7()) == []
+        again = write_page(storage, "Raft", "Raft elects.", [a])
+        with storage.read() as tx:
+            assert tx.pages.sentences(again) == [] and tx.pages.facts(again) == []
+            assert len(tx.pages.sentences(page)) == 4
+
+    def test_a_page_cannot_be_built_with_a_missing_fact_or_source(self, storage: Storage) -> None:
+        passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        with storage.write() as tx:
+            elsewhere = tx.facts.record(OTHER_NS, "Raft", "leader", "n1")
+        for kwargs in (
+            {"facts": [uuid7()]},
+            {"facts": [elsewhere]},  # a fact of another namespace
+            {"sentences": [("Raft elects.", [address("passage", uuid7())])]},
+            {"sentences": [("Raft elects.", [address("fact", uuid7())])]},
+        ):
+            with pytest.raises(NotFound):
+                write_page(storage, "Raft", "Raft elects.", [passage], **kwargs)
+        for bad in ("not an address", address("entity", uuid7())):
+            with pytest.raises(BadInput):
+                write_page(storage, "Raft", "Raft elects.", [passage], sentences=[("S.", [bad])])
+        with storage.read() as tx:
+            assert tx.pages.live(NS) == []
+
+    def test_a_passage_profile_is_stored_once(self, storage: Storage) -> None:
+        a = remember(storage, "Raft elects a leader.")
+        b = remember(storage, "Paxos agrees on a value.")
+        with storage.read() as tx:
+            assert tx.passages.profiles([a, b]) == {}
+            assert tx.passages.profiles([]) == {}
+        with storage.write() as tx:
+            tx.passages.add_profiles([(a, '{"tokens": ["raft"]}')])
+        with storage.write() as tx:
+            # a second add of the same passage keeps the first
+            tx.passages.add_profiles([(a, '{"tokens": ["other"]}'), (b, '{"tokens": ["paxos"]}')])
+            tx.passages.add_profiles([])
+        with storage.read() as tx:
+            assert tx.passages.profiles([a, b, uuid7()]) == {
+                a: '{"tokens": ["raft"]}',
+                b: '{"tokens": ["paxos"]}',
+            }
+            assert tx.passages.profiles([b]) == {b: '{"tokens": ["paxos"]}'}
+
     def test_a_merged_entity_s_page_is_the_survivor_s(self, storage: Storage) -> None:
         passage = remember(storage, "[[Raft protocol]] elects.", about="Raft protocol")
         page = write_page(storage, "Raft protocol", "Raft elects.", [passage])
@@ -1101,6 +1280,8 @@ class StorageContract(StorageFixtures):
     def test_an_erased_passage_is_gone_and_not_found(self, storage: Storage) -> None:
         gone = remember(storage, "The secret rotation key is swordfish.", about="Rotation")
         kept = remember(storage, "The rotation happens every ninety days.", about="Rotation")
+        with storage.write() as tx:
+            tx.passages.add_profiles([(gone, '["secret", "swordfish"]'), (kept, '["ninety"]')])
         with storage.erasing() as tx:
             assert [
                 p.id
@@ -1115,17 +1296,36 @@ class StorageContract(StorageFixtures):
             assert [h.address for h in hits] == [address("passage", kept)]
             rotation = tx.entities.resolve("Rotation", NS)
             assert [p.id for p in tx.entities.live_passages(rotation)] == [kept]
+            # its profile (words of its text) went with it
+            assert tx.passages.profiles([gone, kept]) == {kept: '["ninety"]'}
 
     def test_a_document_is_erased_with_everything_that_names_it(self, storage: Storage) -> None:
         with storage.write() as tx:
             document, [secret] = add_document(tx, ["[[Vault]] opens with the word swordfish."])
             vault, _ = tx.entities.ensure("Vault", NS)
             tx.passages.mention(secret, [vault])
-        v1 = write_page(storage, "Vault", "The vault opens with swordfish.", [secret])
+        kept = remember(storage, "[[Keeper]] stays.", about="Keeper")
+        with storage.write() as tx:
+            before = tx.facts.record(NS, "Vault", "door", "steel")
+        v1 = write_page(
+            storage,
+            "Vault",
+            "The vault opens with swordfish.",
+            [secret],
+            sentences=[("The vault opens with swordfish.", [address("passage", secret)])],
+            facts=[before],
+        )
         with storage.write() as tx:
             page_item = tx.items.create(NS, "page", "vault", "fp-page", {"cites": [secret]}, now())
         v2 = write_page(storage, "Vault", "The vault opens with a word.", [secret], item=page_item)
-        kept = remember(storage, "[[Keeper]] stays.", about="Keeper")
+        # A page whose sentence cites the passage without listing it in its cites.
+        keeper_page = write_page(
+            storage,
+            "Keeper",
+            "Keeper stays with swordfish.",
+            [kept],
+            sentences=[("Keeper stays with swordfish.", [address("passage", secret)])],
+        )
         with storage.write() as tx:
             fact = tx.facts.record(
                 NS, "Vault", "word", "swordfish", source=address("passage", secret)
@@ -1135,12 +1335,16 @@ class StorageContract(StorageFixtures):
         with storage.erasing() as tx:
             assert [p.id for p in tx.purges.passages_of(document)] == [secret]
             assert tx.purges.mentioned([secret]) == {vault}
-            assert tx.purges.pages_citing([secret]) == {v1, v2}
+            assert tx.purges.pages_citing([secret]) == {v1, v2, keeper_page}
+            assert tx.purges.pages_citing([]) == set()
+            assert tx.purges.pages_built_with([before]) == {v1}
+            assert tx.purges.pages_built_with([fact]) == set()
             assert tx.purges.later_pages([v1]) == {v2}
             assert tx.purges.unnamed_entities([vault]) == []  # still mentioned
-            for page in (v2, v1):
+            for page in (v2, v1, keeper_page):
                 tx.purges.erase_page(page)
             tx.purges.erase_fact(fact)
+            tx.purges.erase_fact(before)
             tx.purges.erase_passage(secret)
             tx.purges.erase_document(document)
             tx.purges.redact_items(secret, {"redacted": True})
@@ -1151,6 +1355,10 @@ class StorageContract(StorageFixtures):
             assert tx.documents.get(document, NS) is None
             assert tx.facts.get(fact) is None
             assert tx.pages.get(v1) is None and tx.pages.get(v2) is None
+            assert tx.pages.get(keeper_page) is None
+            # the page's sentences and facts went with it
+            assert tx.pages.sentences(v1) == [] and tx.pages.facts(v1) == []
+            assert tx.pages.sentences(keeper_page) == []
             assert tx.entities.get(vault) is None and tx.entities.find("Vault", NS) is None
             for search in (tx.search.passages, tx.search.pages, tx.search.entities):
                 assert search(NS, "swordfish vault", 10) == []
@@ -1198,6 +1406,8 @@ class StorageContract(StorageFixtures):
         secret = ["zebracornish", "quartzlingo", "octarineblue"]
         passage = remember(storage, f"The door code is {' '.join(secret)} for now.")
         remember(storage, "Another passage that stays.")
+        with storage.write() as tx:  # a profile holds words of its passage
+            tx.passages.add_profiles([(passage, " ".join(reversed(secret)))])
         with storage.erasing() as tx:
             tx.purges.erase_passage(passage)
             audit = tx.purges.record(NS, address("passage", passage), [address("passage", passage)])
@@ -1242,10 +1452,19 @@ class StorageContract(StorageFixtures):
         a = remember(storage, "[[Raft]] elects a leader by heartbeat.", about="Raft")
         b = remember(storage, "[[Raft]] replicates its log.", about="Raft")
         remember(storage, "Elsewhere entirely.", namespace=OTHER_NS)
-        page = write_page(storage, "Raft", "Raft elects a leader.", [a, b])
-        forget(storage, "passage", b)
         with storage.write() as tx:
             fact = tx.facts.record(NS, "Raft", "leader", "one", source=address("passage", a))
+            tx.passages.add_profiles([(a, '["raft", "heartbeat"]')])
+        page = write_page(
+            storage,
+            "Raft",
+            "Raft elects a leader.",
+            [a, b],
+            sentences=[("Raft elects a leader.", [address("passage", a), address("fact", fact)])],
+            facts=[fact],
+        )
+        forget(storage, "passage", b)
+        with storage.write() as tx:
             item = tx.items.create(NS, "page", "raft", "fp", {"entity": "Raft"}, now())
             tx.items.finish(item, "done", {"page": page}, now())
             tx.counters.bump("remembered", "", "", 3)
@@ -1276,6 +1495,12 @@ class StorageContract(StorageFixtures):
             assert tx.pages.is_stale(ids["page"])
             fact = tx.facts.get(ids["fact"])
             assert fact is not None and fact.source == ids["a"]
+            assert [(s.text, s.sources) for s in tx.pages.sentences(ids["page"])] == [
+                ("Raft elects a leader.", (address("passage", ids["a"]), address("fact", fact.id)))
+            ]
+            assert tx.pages.facts(ids["page"]) == [address("fact", ids["fact"])]
+            # Profiles are not carried: they are computed again when missing.
+            assert tx.passages.profiles([ids["a"]]) == {}
             item = tx.items.get(ids["item"], NS)
             assert item is not None and item.resolution == {"page": ids["page"]}
             assert tx.counters.read("remembered") == {("", ""): 3}
@@ -1289,6 +1514,27 @@ class StorageContract(StorageFixtures):
         with copy.read() as tx:
             row = tx.passages.get(later)
             assert row is not None and row.seq > heads[0]
+
+    def test_an_export_without_page_sentences_and_facts_imports(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        ids = self._fill(storage)
+        with storage.read() as tx:
+            rows = list(tx.transfer.export())
+        # As an export of a store from before pages recorded them.
+        older = [(t, r) for t, r in rows if t not in ("page_sentences", "page_facts")]
+        assert len(older) == len(rows) - 2
+        copy = open_storage("copy")
+        with copy.write() as tx:
+            for table, row in older:
+                tx.transfer.restore(table, row)
+            tx.transfer.restored()
+        with copy.read() as tx:
+            page = tx.pages.get(ids["page"])
+            assert page is not None and page.content == "Raft elects a leader."
+            assert tx.pages.sentences(ids["page"]) == [] and tx.pages.facts(ids["page"]) == []
+            assert tx.pages.is_stale(ids["page"])  # its forgotten source still counts
+        forget(copy, "fact", ids["fact"])  # and nothing recorded is not an error
 
     def test_a_namespace_export_holds_that_namespace_only(
         self, storage: Storage, open_storage: Opener

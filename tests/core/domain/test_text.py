@@ -29,11 +29,22 @@ def test_content_words_drop_the_shipped_stop_words():
     stops = text.stop_words()
     assert 100 <= len(stops) <= 200  # "about 150 words, kept as data in the package"
     assert {"the", "of", "and", "is", "it"} <= stops
+    # Content words are Porter stems, so "elected" meets "elect".
     assert text.content_words("The leader of the cluster is elected") == {
         "leader",
         "cluster",
-        "elected",
+        "elect",
     }
+    assert text.content_words("elects") == text.content_words("elected") == {"elect"}
+
+
+def test_negations_and_quantifiers_are_content_words():
+    for word in [*text.NEGATIONS, *text.QUANTIFIERS]:
+        assert word not in text.stop_words()
+        assert text.content_words(word) == {text.stem(word)}
+    # A contraction in n't reads as "not": "doesn't" is not "does".
+    assert "not" in text.content_words("It doesn't elect a leader")
+    assert text.content_words("It does elect a leader") == {"elect", "leader"}
 
 
 def test_names_match_case_insensitively_with_white_space_folded():

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memors_core.domain.grounding import Source, corruption, omission, read_citations
+from memors_core.domain.specifics import profile
 from memors_core.domain.text import content_words, page_sentences, stop_words
-from memors_core.engine.checks import corruption, omission
 from memors_core.errors import BadInput
 from memors_core.wire import to_json
 from store_checks import value_of
@@ -87,23 +88,38 @@ def test_corruption_flags_exactly_below_half_of_every_source(n_ks):
     n, ks = n_ks
     words = _words(n, "s")
     sentence = " ".join(words) + "."
-    sources = [set(words[:k]) | {"unrelated"} for k in ks]
-    result = corruption(sentence, sources)
+    sources = [_source(i, [*words[:k], "unrelated"]) for i, k in enumerate(ks)]
+    result = _corruption(sentence, sources)
     best = max(ks, default=0)
     flagged = 2 * best < n
     assert result.passed is not flagged
     if flagged:
-        assert result.flagged == [{"sentence": sentence, "overlap": round(best / n, 4)}]
+        assert result.flagged == [
+            {
+                "sentence": sentence,
+                "overlap": round(best / n, 4),
+                "best_source": f"memo://passage/{ks.index(best)}" if ks else None,
+                "missing": words[best:],
+            }
+        ]
+
+
+def _source(i: int, words: list[str]) -> Source:
+    return Source(f"memo://passage/{i}", frozenset(content_words(" ".join(words))), profile(""))
+
+
+def _corruption(content: str, sources: list[Source]):
+    return corruption(read_citations(content, {"passages": []}), sources)
 
 
 def test_corruption_boundaries():
     two = _words(2, "c")
-    assert corruption(" ".join(two), [{two[0]}]).passed  # exactly half
+    assert _corruption(" ".join(two), [_source(0, two[:1])]).passed  # exactly half
     many = _words(101, "c")
-    res = corruption(" ".join(many), [set(many[:50])])  # 50/101
+    res = _corruption(" ".join(many), [_source(0, many[:50])])  # 50/101
     assert not res.passed and res.flagged[0]["overlap"] == round(50 / 101, 4)
     # Headings are not sentences, so they are never flagged.
-    assert corruption("# Completely invented heading words", [set()]).passed
+    assert _corruption("# Completely invented heading words", [_source(0, [])]).passed
 
 
 # --- page sentences -------------------------------------------------------------------
@@ -188,7 +204,7 @@ def block(draw) -> tuple[str, list[str]]:
             fmt = lambda cells: " | ".join(cells)  # noqa: E731
             sep = " | ".join(["---"] * cols)
         text = "\n".join([fmt(rows[0]), sep, *(fmt(r) for r in rows[1:])])
-        return text, [c for r in rows for c in r]
+        return text, [c for r in rows[1:] for c in r]  # the header row is not read
     if kind == "list":
         items = draw(st.lists(sentence_words, min_size=1, max_size=4))
         marker = draw(st.sampled_from(["- ", "* ", "+ ", "1. ", "2) "]))
@@ -229,12 +245,13 @@ def test_page_sentences_follow_the_markdown_rules(blocks):
         ("Line one words\nline two words", ["Line one words", "line two words"]),
         ("See [the Raft paper](https://x.invalid/raft.pdf).", ["See the Raft paper."]),
         ("![Leader diagram](img/leader.png)", ["Leader diagram"]),
-        ("Logs <!-- secret notes --> replicate.", ["Logs  replicate."]),
+        ("Logs <!-- secret notes --> replicate.", ["Logs replicate."]),
         (
             "- Leaders replicate logs.\n- Followers vote",
             ["Leaders replicate logs.", "Followers vote"],
         ),
-        ("| Term | Leader |\n|---|---|\n| 3 | node one |", ["Term", "Leader", "3", "node one"]),
+        # A table's header row is not read by the corruption check.
+        ("| Term | Leader |\n|---|---|\n| 3 | node one |", ["3", "node one"]),
         ("```\nraft.start()\n```\n\n    indented.code()\n\nDone here.", ["Done here."]),
         ("It is what it is.", []),
     ],
@@ -286,7 +303,7 @@ def test_report_has_the_spec_shape(page_item):
     assert set(report) == {"item", "kind", "status", "stored", "address", "diff", "checks"}
     assert report["item"] == item["id"] and report["kind"] == "page"
     assert report["stored"] is False and report["address"] is None
-    assert set(report["checks"]) == {"omission", "corruption"}
+    assert set(report["checks"]) == {"omission", "corruption", "substitution"}
     for check in report["checks"].values():
         assert check == {"passed": True, "flagged": []}
     # A first page's diff is against "": every line added.
@@ -305,7 +322,12 @@ def test_a_flag_refuses_and_stores_nothing(page_item):
     assert report["stored"] is False and report["status"] == "open"
     assert report["checks"]["omission"]["flagged"] == [{"fact": fact, "coverage": 0.0}]
     assert report["checks"]["corruption"]["flagged"] == [
-        {"sentence": "Zebras juggle purple volcanoes.", "overlap": 0.0}
+        {
+            "sentence": "Zebras juggle purple volcanoes.",
+            "overlap": 0.0,
+            "best_source": item["payload"]["passages"][0]["address"],
+            "missing": ["zebras", "juggle", "purple", "volcanoes"],
+        }
     ]
     assert _page_count(memory) == 0
     assert to_json(memory.get(f"memo://item/{item['id']}"))["status"] == "open"
@@ -319,7 +341,14 @@ def test_force_stores_with_the_flags_recorded(page_item):
     assert report["stored"] is True and report["status"] == "done"
     page = to_json(memory.get(report["address"]))
     assert page["flags"] == {
-        "corruption": [{"sentence": "Zebras juggle purple volcanoes.", "overlap": 0.0}]
+        "corruption": [
+            {
+                "sentence": "Zebras juggle purple volcanoes.",
+                "overlap": 0.0,
+                "best_source": item["payload"]["passages"][0]["address"],
+                "missing": ["zebras", "juggle", "purple", "volcanoes"],
+            }
+        ]
     }
     assert to_json(memory.get(f"memo://item/{item['id']}"))["resolution"]["force"] is True
 

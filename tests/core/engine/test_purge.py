@@ -2,7 +2,8 @@
 
 A distinctive marker is remembered (in a passage, a title, metadata, a page
 that cites it, a later page version built on that one, work-item payloads,
-the duplicate kind's prefix index, a wiki-linked entity name, a fact) and
+the duplicate kind's prefix index, the passages' profiles, a wiki-linked
+entity name, a fact) and
 purged through the real CLI; then the bytes of the db file (and -wal, -shm,
 if any) hold no trace of it, FTS index and free pages included, while the
 audit row remains and names the address, never the content.
@@ -21,6 +22,7 @@ import pytest
 from memors_core import MemorsError, Memory, hookimpl
 from memors_core.plugins.kinds import Kind
 from memors_core.testing import CLIResult, passages_about, run_cli, temporary_memory
+from memors_core.wire import to_json
 from store_checks import connect, rows_of
 
 # FTS5 keeps terms lower-cased and porter-stemmed, prefix-compressed against the term
@@ -93,6 +95,10 @@ def build(db: Path) -> dict:
         other = memory.remember("\n\n".join(passages_about("Paxos", 3)), uri="paxos.txt")
         fact = memory.record_fact("Raft", "token", MARKER)
         memory.compact()
+        with memory.store.write() as tx:  # what a check keeps of each passage: its words
+            tx.passages.add_profiles(
+                [(p.rsplit("/", 1)[1], json.dumps([MARKER, "token"])) for p in secret.passages]
+            )
         if memory.store.engine == "sqlite":
             memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return {
@@ -175,6 +181,9 @@ def test_purging_one_passage_erases_it_and_what_was_built_on_it(fresh_store, tmp
         for page in made["pages"]:
             with pytest.raises(MemorsError):
                 memory.get(page)
+        ids = [p.rsplit("/", 1)[1] for p in made["passages"]]
+        with memory.store.read() as tx:  # its profile went with it, the other's stays
+            assert set(tx.passages.profiles(ids)) == {ids[1]}
         assert memory.search(MARKER).results  # the other passage still says it
         memory.purge(made["passages"][1])
         assert memory.search(MARKER).results == []
@@ -186,6 +195,29 @@ def test_purging_one_passage_erases_it_and_what_was_built_on_it(fresh_store, tmp
         kept = memory.get(made["document"])
         assert MARKER in kept.title and kept.metadata == {"tag": MARKER}
         assert kept.passages == []
+
+
+def test_purging_a_fact_erases_the_pages_built_with_it(fresh_store):
+    db = fresh_store("fact.db")
+    with Memory.open(db) as memory:
+        memory.remember("\n\n".join(passages_about("Raft", 3)), uri="raft.txt")
+        fact = memory.record_fact("Raft", "token", MARKER).fact
+        (item,) = memory.compact(kinds=["page"]).items
+        page = memory.submit(
+            item.id, content=page_text(item.payload) + f"\n\nThe token is {MARKER}.", title="Raft"
+        ).address
+        assert to_json(memory.get(page))["facts"] == [fact]
+        memory.remember("\n\n".join(passages_about("Paxos", 3)), uri="paxos.txt")
+        (other,) = memory.compact(kinds=["page"]).items
+        kept = memory.submit(other.id, content=page_text(other.payload), title="Paxos").address
+    out = json.loads(cli(db, "purge", fact, "--yes", "--json").out)
+    # The page may state the fact: it goes with it; a page built without it stays.
+    assert fact in out["erased"] and page in out["erased"] and kept not in out["erased"]
+    with Memory.open(db) as memory:
+        with pytest.raises(MemorsError, match="nothing at"):
+            memory.get(page)
+        assert memory.search(MARKER, granularity="all").results == []
+        assert memory.get(kept).status == "live"
 
 
 @pytest.mark.sqlite_only("tampers through apsw (PostgreSQL: tests/core/storage/postgres)")

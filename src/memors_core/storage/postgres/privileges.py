@@ -33,21 +33,10 @@ ERASE_FUNCTION = "memors_erase"
 GATE = "memors.purge_gate"
 
 
-def erasure_sql(tables: Iterable[str]) -> str:
-    """The schema's erasure route for ``tables`` (the raw tables purge
-    erases from): :data:`ERASE_FUNCTION` and the deferred audit check."""
-    tables = tuple(tables)
+def _erase_function(verb: str, tables: tuple[str, ...]) -> str:
+    """``verb`` (CREATE, or CREATE OR REPLACE) :data:`ERASE_FUNCTION`, erasing from ``tables``."""
     allowed = ", ".join(f"'{t}'" for t in tables)
-    checks = "".join(
-        f"CREATE CONSTRAINT TRIGGER {t}_erasure_audited AFTER DELETE ON {t}\n"
-        "    DEFERRABLE INITIALLY DEFERRED\n"
-        "    FOR EACH ROW EXECUTE FUNCTION memors_erasure_audited();\n"
-        for t in tables
-    )
-    return f"""
--- Purge's route to erase raw rows for a role that may not DELETE them: it
--- runs with the owner's rights, only while the purge gate is open.
-CREATE FUNCTION {ERASE_FUNCTION}(tbl text, col text, val text) RETURNS bigint
+    return f"""{verb} FUNCTION {ERASE_FUNCTION}(tbl text, col text, val text) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     erased bigint;
@@ -63,7 +52,33 @@ BEGIN
     EXECUTE format('DELETE FROM %I WHERE %I = $1', tbl, col) USING val;
     GET DIAGNOSTICS erased = ROW_COUNT;
     RETURN erased;
-END $$;
+END $$;"""
+
+
+def _audit_checks(tables: tuple[str, ...]) -> str:
+    return "".join(
+        f"CREATE CONSTRAINT TRIGGER {t}_erasure_audited AFTER DELETE ON {t}\n"
+        "    DEFERRABLE INITIALLY DEFERRED\n"
+        "    FOR EACH ROW EXECUTE FUNCTION memors_erasure_audited();\n"
+        for t in tables
+    )
+
+
+def _search_path(function: str) -> str:
+    return (
+        f"    EXECUTE format('ALTER FUNCTION {function} '\n"
+        "                   'SET search_path = %I, pg_temp', current_schema());\n"
+    )
+
+
+def erasure_sql(tables: Iterable[str]) -> str:
+    """The schema's erasure route for ``tables`` (the raw tables purge
+    erases from): :data:`ERASE_FUNCTION` and the deferred audit check."""
+    tables = tuple(tables)
+    return f"""
+-- Purge's route to erase raw rows for a role that may not DELETE them: it
+-- runs with the owner's rights, only while the purge gate is open.
+{_erase_function("CREATE", tables)}
 REVOKE ALL ON FUNCTION {ERASE_FUNCTION}(text, text, text) FROM PUBLIC;
 
 -- At commit: a raw row erased by a role other than the owner needs the
@@ -80,16 +95,28 @@ BEGIN
     END IF;
     RETURN NULL;
 END $$;
-{checks}
+{_audit_checks(tables)}
 -- Both resolve names in the store's schema only, never a caller's
 -- temporary table of the same name.
 DO $$
 BEGIN
-    EXECUTE format('ALTER FUNCTION {ERASE_FUNCTION}(text, text, text) '
-                   'SET search_path = %I, pg_temp', current_schema());
-    EXECUTE format('ALTER FUNCTION memors_erasure_audited() '
-                   'SET search_path = %I, pg_temp', current_schema());
-END $$;
+{_search_path(f"{ERASE_FUNCTION}(text, text, text)")}{_search_path("memors_erasure_audited()")}END $$;
+"""
+
+
+def erasure_extended_sql(tables: Iterable[str], added: Iterable[str]) -> str:
+    """A later migration's SQL that extends the erasure route to the raw
+    tables ``added``: :data:`ERASE_FUNCTION` replaced to erase from every
+    one of ``tables`` (its owner and grants stay), and the audit check on
+    the new ones."""
+    tables = tuple(tables)
+    return f"""
+{_erase_function("CREATE OR REPLACE", tables)}
+{_audit_checks(tuple(added))}
+-- (a replaced function loses its settings: set its search path again)
+DO $$
+BEGIN
+{_search_path(f"{ERASE_FUNCTION}(text, text, text)")}END $$;
 """
 
 

@@ -326,7 +326,7 @@ def query_words(query: str) -> str | None:
     ws = list(dict.fromkeys(text.words(query)))
     if not ws:
         return None
-    stops = text.stop_words()
+    stops = text.search_stop_words()
     content = [w for w in ws if w not in stops] or ws
     return " ".join(content[:MAX_WORDS])
 

@@ -1,15 +1,16 @@
-"""Pages on SQLite: versions, their sources, stale marks and the stale rule."""
+"""Pages in the shared SQL: versions, their sources, sentences and facts,
+stale marks, the stale rule and what changed."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memors_core.domain.counters import PAGES_MARKED_STALE
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
-from memors_core.domain.rows import Page, PageSource
+from memors_core.domain.rows import Fact, Page, PageSentence, PageSource
 from memors_core.domain.rules import STALE_NEW_PASSAGES
 from memors_core.errors import NotFound
 from memors_core.log import get_logger
@@ -18,15 +19,18 @@ from memors_core.storage.sql.records import Repo, dumps, live, restrict_to
 log = get_logger("memors")
 
 #: SQL over ``pages pg JOIN entities e ON e.id = pg.entity``: the page is
-#: stale — it was marked stale (a cited passage changed, a merge), a passage
-#: it cites is forgotten or superseded, or its entity gained
-#: STALE_NEW_PASSAGES or more live passages since it was built. The ``stale``
-#: kind, lint's ``stale-page`` and the ``memors_kb_pages_stale`` gauge all
-#: use this one definition.
+#: stale — it was marked stale (a cited passage or a fact it was built with
+#: changed, a merge), a passage it cites or a fact it was built with is
+#: forgotten or superseded, or its entity gained STALE_NEW_PASSAGES or more
+#: live passages since it was built. The ``stale`` kind, lint's
+#: ``stale-page`` and the ``memors_kb_pages_stale`` gauge all use this one
+#: definition.
 STALE_PAGE = f"""(
     EXISTS (SELECT 1 FROM page_stale s WHERE s.page = pg.id)
     OR EXISTS (SELECT 1 FROM page_sources ps JOIN tombstones t ON t.target = ps.passage
                WHERE ps.page = pg.id)
+    OR EXISTS (SELECT 1 FROM page_facts pf JOIN tombstones t ON t.target = pf.fact
+               WHERE pf.page = pg.id)
     OR (SELECT COUNT(*) FROM (
             SELECT DISTINCT p.rowid FROM entities x JOIN mentions m ON m.entity = x.id
             JOIN passages p ON p.id = m.passage
@@ -43,6 +47,17 @@ _FROM = "pages pg JOIN entities e ON e.id = pg.entity"
 
 def _page(row: tuple) -> Page:
     return Page(*row[:9], json.loads(row[9]), row[10], row[11])
+
+
+def fact_text(fact: Fact) -> str:
+    """A fact written out: ``Raft leader n1 (from 2024-01-01 to 2024-06-01)``."""
+    bounds = []
+    if fact.valid_from:
+        bounds.append(f"from {fact.valid_from}")
+    if fact.valid_to:
+        bounds.append(f"to {fact.valid_to}")
+    when = f" ({' '.join(bounds)})" if bounds else ""
+    return f"{fact.subject_name} {fact.predicate} {fact.value}{when}"
 
 
 class SqlPages(Repo):
@@ -77,6 +92,9 @@ class SqlPages(Repo):
         previous: Page | None,
         item: int | None,
         flags: dict[str, Any],
+        *,
+        sentences: Sequence[tuple[str, Sequence[str]]] = (),
+        facts: Sequence[str] = (),
     ) -> str:
         ident = uuid7()
         version = previous.version + 1 if previous else 1
@@ -106,6 +124,23 @@ class SqlPages(Repo):
                 "INSERT INTO page_sources(page, passage, hash) VALUES (?, ?, ?)",
                 (ident, passage, phash),
             )
+        fact_rows = [
+            (ident, self._known(namespace, fact, ("fact",))[1], position)
+            for position, fact in enumerate(dict.fromkeys(facts))
+        ]
+        if fact_rows:
+            self.db.executemany(
+                "INSERT INTO page_facts(page, fact, position) VALUES (?, ?, ?)", fact_rows
+            )
+        sentence_rows = []
+        for position, (sentence, sources) in enumerate(sentences):
+            cited = [address(*self._known(namespace, s, ("passage", "fact"))) for s in sources]
+            sentence_rows.append((ident, position, sentence, dumps(list(dict.fromkeys(cited)))))
+        if sentence_rows:
+            self.db.executemany(
+                "INSERT INTO page_sentences(page, position, text, sources) VALUES (?, ?, ?, ?)",
+                sentence_rows,
+            )
         if previous:
             self.tx.tombstones.add(
                 namespace, "page", previous.id, "superseded", f"page version {version}", item
@@ -120,6 +155,35 @@ class SqlPages(Repo):
             forced=bool(flags),
         )
         return address("page", ident)
+
+    def _known(self, namespace: str, where: str, types: tuple[str, ...]) -> tuple[str, str]:
+        """(type, id) of the address ``where`` of a passage or fact that
+        exists (a fact: in ``namespace``); NotFound otherwise."""
+        kind, ident = parse_address(where, expect=types)
+        if kind == "passage":
+            found = self.tx.passages.hash_of(ident) is not None
+        else:
+            found = self.tx.facts.get(ident, namespace) is not None
+        if not found:
+            raise NotFound(f"no {kind} {where}")
+        return kind, ident
+
+    def sentences(self, page: str) -> list[PageSentence]:
+        return [
+            PageSentence(text, tuple(json.loads(sources)))
+            for text, sources in self.all(
+                "SELECT text, sources FROM page_sentences WHERE page = ? ORDER BY position",
+                (page,),
+            )
+        ]
+
+    def facts(self, page: str) -> list[str]:
+        return [
+            address("fact", r[0])
+            for r in self.all(
+                "SELECT fact FROM page_facts WHERE page = ? ORDER BY position", (page,)
+            )
+        ]
 
     def sources(self, page: str) -> list[PageSource]:
         return [
@@ -159,6 +223,14 @@ class SqlPages(Repo):
         )
         return sum(self.mark_stale(r[0], cause, address("passage", passage)) for r in rows)
 
+    def mark_built_with(self, fact: str, cause: str) -> int:
+        rows = self.all(
+            f"""SELECT pg.id FROM page_facts f JOIN pages pg ON pg.id = f.page
+                WHERE f.fact = ? AND {live("pg")} ORDER BY pg.rowid""",
+            (fact,),
+        )
+        return sum(self.mark_stale(r[0], cause, address("fact", fact)) for r in rows)
+
     def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]:
         restrict, params = restrict_to("e.canonical", only)
         return [
@@ -178,13 +250,54 @@ class SqlPages(Repo):
     def changes(self, page: Page) -> list[dict[str, str]]:
         canonical = self.tx.entities.require(page.entity).canonical
         changes = []
-        for source in self.sources(page.id):
+        sources = self.sources(page.id)
+        cited = {source.passage for source in sources}
+        texts = {p.id: p.text for p in self.tx.passages.by_ids(s.passage for s in sources)}
+        for source in sources:
             state = self.tx.tombstones.state(source.passage)
             if state != "live":
-                changes.append({"address": address("passage", source.passage), "change": state})
+                changes.append(
+                    {
+                        "address": address("passage", source.passage),
+                        "change": state,
+                        "text": texts.get(source.passage, ""),
+                    }
+                )
+        for fact_address in self.facts(page.id):
+            ident = fact_address.rsplit("/", 1)[1]
+            state = self.tx.tombstones.state(ident)
+            fact = self.tx.facts.get(ident)
+            if fact is None:  # purged since: its words are gone, say only that
+                changes.append({"address": fact_address, "change": "purged", "text": ""})
+            elif state != "live":
+                changes.append({"address": fact_address, "change": state, "text": fact_text(fact)})
+        merged = list(
+            dict.fromkeys(
+                r[0]
+                for r in self.all(
+                    "SELECT target FROM page_stale WHERE page = ? AND cause = 'merge' "
+                    "AND target IS NOT NULL ORDER BY rowid",
+                    (page.id,),
+                )
+            )
+        )
+        for target in merged:
+            _, ident = parse_address(target, expect=("entity",))
+            entity = self.tx.entities.get(ident)
+            name = entity.name if entity is not None else ""
+            changes.append({"address": target, "change": "merged", "text": name})
+        # New since the page was built; after a merge, every passage of the
+        # (merged) entity the page does not cite, since the merged entity's
+        # passages are older than the page.
         for passage in self.tx.entities.live_passages(canonical):
-            if passage.seq > page.built_at:
-                changes.append({"address": address("passage", passage.id), "change": "new"})
+            if passage.seq > page.built_at or (merged and passage.id not in cited):
+                changes.append(
+                    {
+                        "address": address("passage", passage.id),
+                        "change": "new",
+                        "text": passage.text,
+                    }
+                )
         return changes
 
     def stale(

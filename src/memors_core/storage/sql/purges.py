@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from memors_core.domain.dates import now
+from memors_core.domain.ids import address
 from memors_core.domain.rows import Passage, PendingPurge, PurgeRecord
 from memors_core.storage.sql.records import Repo
 
@@ -41,11 +42,35 @@ class SqlPurges(Repo):
         }
 
     def pages_citing(self, passages: Iterable[str]) -> set[str]:
-        return {
+        passages = sorted(set(passages))
+        if not passages:
+            return set()
+        pages = {
             r[0]
             for r in self.all(
                 "SELECT page FROM page_sources WHERE passage IN (SELECT value FROM json_each(?))",
                 (_ids(passages),),
+            )
+        }
+        # A sentence's sources are among its page's cited passages; a page
+        # whose sentence cites one anyway goes with it all the same.
+        addresses = json.dumps(sorted(address("passage", p) for p in passages))
+        pages |= {
+            r[0]
+            for r in self.all(
+                "SELECT DISTINCT s.page FROM page_sentences s, json_each(s.sources) j "
+                "WHERE j.value IN (SELECT value FROM json_each(?))",
+                (addresses,),
+            )
+        }
+        return pages
+
+    def pages_built_with(self, facts: Iterable[str]) -> set[str]:
+        return {
+            r[0]
+            for r in self.all(
+                "SELECT page FROM page_facts WHERE fact IN (SELECT value FROM json_each(?))",
+                (_ids(sorted(set(facts))),),
             )
         }
 
@@ -89,6 +114,8 @@ class SqlPurges(Repo):
         )
         for table, column in (
             ("page_sources", "page"),
+            ("page_sentences", "page"),
+            ("page_facts", "page"),
             ("page_stale", "page"),
             ("tombstones", "target"),
             ("pages", "id"),
@@ -99,6 +126,7 @@ class SqlPurges(Repo):
         for table, column in (
             ("version_passages", "passage"),
             ("mentions", "passage"),
+            ("passage_profiles", "passage"),
             ("tombstones", "target"),
             ("passages", "id"),
         ):

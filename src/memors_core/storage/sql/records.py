@@ -4,7 +4,7 @@ facts and tombstones (the append-only tables of schema.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import dates, text
@@ -304,6 +304,24 @@ class SqlPassages(Repo):
         return self.scalar(
             f"SELECT COUNT(*) FROM passages p WHERE p.namespace = ? AND {live('p')}", (namespace,)
         )
+
+    def profiles(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        return dict(
+            self.all(
+                "SELECT passage, data FROM passage_profiles "
+                "WHERE passage IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(set(ids))),),
+            )
+        )
+
+    def add_profiles(self, rows: Sequence[tuple[str, str]]) -> None:
+        rows = list(rows)
+        if rows:
+            self.db.executemany(
+                "INSERT OR IGNORE INTO passage_profiles(passage, data) VALUES (?, ?)", rows
+            )
 
     def live(self, namespace: str) -> Iterator[Passage]:
         cur = self.db.execute(
@@ -689,6 +707,8 @@ class SqlTombstones(Repo):
         )
         if kind == "passage":
             self.tx.pages.mark_citing(ident, state)
+        elif kind == "fact":
+            self.tx.pages.mark_built_with(ident, state)
         self.tx.after_commit(
             log.info,
             "fact_superseded" if (kind == "fact" and state == "superseded") else f"{kind}_{state}",

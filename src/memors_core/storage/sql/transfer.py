@@ -64,6 +64,16 @@ TABLES: list[tuple[str, str]] = [
         "WHERE :ns IS NULL OR p.namespace = :ns ORDER BY p.rowid, s.passage",
     ),
     (
+        "page_sentences",
+        "SELECT s.* FROM page_sentences s JOIN pages p ON p.id = s.page "
+        "WHERE :ns IS NULL OR p.namespace = :ns ORDER BY p.rowid, s.position",
+    ),
+    (
+        "page_facts",
+        "SELECT f.* FROM page_facts f JOIN pages p ON p.id = f.page "
+        "WHERE :ns IS NULL OR p.namespace = :ns ORDER BY p.rowid, f.position",
+    ),
+    (
         "page_stale",
         "SELECT s.rowid, s.* FROM page_stale s JOIN pages p ON p.id = s.page "
         "WHERE :ns IS NULL OR p.namespace = :ns ORDER BY s.rowid",
@@ -82,10 +92,10 @@ TABLES: list[tuple[str, str]] = [
 ]
 TABLE_NAMES = frozenset(name for name, _sql in TABLES)
 #: Derived state, rebuilt after an import rather than carried: the search
-#: indexes (as rows arrive), compaction's change log and marks and the
-#: kinds' own tables and their schema records (by the next compact, a full
-#: scan).
-NOT_EXPORTED = ("changes", "compact_marks", "purge_pending", "kind_schema")
+#: indexes (as rows arrive), compaction's change log and marks, the kinds'
+#: own tables and their schema records (by the next compact, a full scan)
+#: and the passages' profiles (computed again when one is missing).
+NOT_EXPORTED = ("changes", "compact_marks", "purge_pending", "kind_schema", "passage_profiles")
 #: A store holding a row of any of these is not empty.
 CONTENT = ("documents", "entities", "facts", "work_items", "pages", "purges")
 #: The statement that tells whether a store is empty (:data:`CONTENT`).

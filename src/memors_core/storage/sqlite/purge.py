@@ -23,7 +23,8 @@ import apsw
 from memors_core.errors import StoreBusy
 from memors_core.log import get_logger
 from memors_core.storage.sql.purges import SqlPurges
-from memors_core.storage.sqlite.schema import PURGEABLE, no_delete_triggers
+from memors_core.storage.sql.tables import PURGEABLE
+from memors_core.storage.sqlite.schema import no_delete_triggers
 
 if TYPE_CHECKING:
     from memors_core.storage.sqlite.connection import Store

@@ -1,10 +1,10 @@
 """The database schema, as migrations stepped by ``PRAGMA user_version``.
 
 Raw tables (documents and their versions, passages, facts, tombstones,
-pages and their sources, entities, the purge audit) are append-only:
-triggers refuse UPDATE, DELETE, and an INSERT that would replace a row
-(``INSERT OR REPLACE``, ``REPLACE``, an upsert) on every connection, memors'
-own or a plain SQLite one. Since version 3, the one way past the DELETE
+pages with their sources, sentences and facts, entities, the purge audit)
+are append-only: triggers refuse UPDATE, DELETE, and an INSERT that would
+replace a row (``INSERT OR REPLACE``, ``REPLACE``, an upsert) on every
+connection, memors' own or a plain SQLite one. Since version 3, the one way past the DELETE
 triggers is purge's: inside its own write transaction it drops them, erases,
 and creates them again before it commits (:func:`no_delete_triggers`), so no
 other connection ever sees a store without them.
@@ -12,7 +12,11 @@ other connection ever sees a store without them.
 
 from __future__ import annotations
 
-from memors_core.storage.sql.tables import PURGEABLE, RAW_TABLES
+from memors_core.storage.sql.tables import (
+    FIRST_PURGEABLE,
+    FIRST_RAW_TABLES,
+    PAGE_RECORDS,
+)
 
 
 def _append_only(table: str) -> str:
@@ -268,7 +272,7 @@ CREATE TRIGGER aliases_fts_insert AFTER INSERT ON aliases BEGIN
         SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = new.entity
     ) WHERE rowid = (SELECT rowid FROM entities WHERE id = new.entity);
 END;
-""" + "".join(_append_only(t) for t in RAW_TABLES)
+""" + "".join(_append_only(t) for t in FIRST_RAW_TABLES)
 
 # Version 2: incremental compaction. Triggers log every change that can
 # affect an entity-centred work item (the canonical entity it touches) in
@@ -342,7 +346,8 @@ END;
 
 # The raw tables' unique keys: an INSERT that names an existing one would
 # replace the row (or, as an upsert, update it), so it is refused before
-# SQLite gets to its conflict clause.
+# SQLite gets to its conflict clause. (Version 3 made these triggers; a
+# raw table added later has its own, in its migration.)
 UNIQUE_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "documents": (("rowid",), ("id",)),
     "document_versions": (("document", "version"),),
@@ -386,8 +391,8 @@ def no_delete_triggers(table: str) -> tuple[str, str]:
 # still to run after the delete committed (FTS merges, VACUUM, the WAL
 # checkpoint), so a purge killed half-way is finished by the next run.
 V3 = (
-    "".join(f"DROP TRIGGER {t}_no_delete;\n" for t in PURGEABLE)
-    + "".join(no_delete_triggers(t)[1] + ";\n" for t in PURGEABLE)
+    "".join(f"DROP TRIGGER {t}_no_delete;\n" for t in FIRST_PURGEABLE)
+    + "".join(no_delete_triggers(t)[1] + ";\n" for t in FIRST_PURGEABLE)
     + "DROP TABLE purge_gate;\n"
     + "".join(_no_replace(t, keys) for t, keys in UNIQUE_KEYS.items())
     + """
@@ -414,5 +419,46 @@ CREATE TABLE kind_schema(
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4]
+# Version 5: grounded pages (issue 16). A page records each checked
+# sentence with the addresses it cites (`page_sentences`, `sources` a JSON
+# list) and the facts it was built with (`page_facts`, in the order
+# written): raw rows, erased with their page. `passage_profiles` is derived:
+# per-passage token data the checks compute once, recomputed when missing
+# (not exported), erased with its passage.
+PAGE_RECORD_KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "page_sentences": (("page", "position"),),
+    "page_facts": (("page", "fact"),),
+}
+
+V5 = """
+CREATE TABLE page_sentences(
+    page TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    sources TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (page, position)
+) WITHOUT ROWID;
+
+CREATE TABLE page_facts(
+    page TEXT NOT NULL,
+    fact TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    PRIMARY KEY (page, fact)
+) WITHOUT ROWID;
+CREATE INDEX page_facts_fact ON page_facts(fact);
+
+CREATE TABLE passage_profiles(
+    passage TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+) WITHOUT ROWID;
+""" + "".join(
+    f"CREATE TRIGGER {t}_no_update BEFORE UPDATE ON {t}\n"
+    f"BEGIN SELECT RAISE(ABORT, 'memors: {t} rows are never modified'); END;\n"
+    + no_delete_triggers(t)[1]
+    + ";\n"
+    + _no_replace(t, PAGE_RECORD_KEYS[t])
+    for t in PAGE_RECORDS
+)
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -20,7 +20,7 @@ def fts_query(query: str, max_words: int = 64) -> str | None:
     ws = list(dict.fromkeys(text.words(query)))
     if not ws:
         return None
-    stops = text.stop_words()
+    stops = text.search_stop_words()
     content = [w for w in ws if w not in stops] or ws
     return " OR ".join(f'"{w}"' for w in content[:max_words])
 

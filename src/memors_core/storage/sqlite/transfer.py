@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 
 log = get_logger("memors")
 
-#: Schemas whose exports this one imports: the rows did not change from 3
-#: to 4 (4 added the clock table, whose rows a schema-3 export lacks).
-READS_SCHEMAS = frozenset({3, SCHEMA_VERSION})
+#: Schemas whose exports this one imports: the rows of the tables they
+#: have did not change from 3 on (4 added the clock table, 5 the pages'
+#: sentences and facts, whose rows an older export lacks: its pages simply
+#: record none).
+READS_SCHEMAS = frozenset({3, 4, SCHEMA_VERSION})
 
 
 class SqliteTransfer(Repo):

@@ -26,6 +26,8 @@ RAW = {
     "tombstones": "target",
     "pages": "id",
     "page_sources": "page",
+    "page_sentences": "page",
+    "page_facts": "page",
     "entities": "id",
     "mentions": "passage",
     "aliases": "entity",
@@ -45,7 +47,16 @@ def seeded(roles):
             memory.remember(text, uri=f"raft-{i}.txt", title=f"Raft {i}")
         item = next(i for i in memory.compact().items if i.kind == "page")
         assert memory.submit(item.id, content=_page_text(item.payload), title="Raft").stored
-        memory.record_fact("Raft", "leader", "node 1")
+        fact = memory.record_fact("Raft", "leader", "node 1")
+        with memory.store.write() as tx:  # a version with its sentences and its facts
+            raft = tx.entities.resolve("Raft", "default")
+            previous = tx.pages.current(raft)
+            cited = [f"memo://passage/{s.passage}" for s in tx.pages.sources(previous.id)]
+            tx.pages.write(
+                "default", raft, "Raft", previous.content, cited, previous, None, {},
+                sentences=[("Raft elects a leader.", cited[:1]), ("Its leader is node 1.", [fact.fact])],
+                facts=[fact.fact],
+            )  # fmt: skip
         memory.remember("[[Raft]] was rewritten in a second version.", uri="raft-0.txt")
         gone = memory.remember("[[Paxos]] is forgotten soon.", uri="paxos.txt")
         memory.forget(gone.passages[0])

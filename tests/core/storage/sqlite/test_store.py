@@ -273,23 +273,40 @@ def filled(memory):
         force=True,
     )
     assert report.stored
+    # A version with checked sentences and their sources (written through the
+    # store: the page's sentences as a submission records them).
+    with memory.store.write() as tx:
+        raft = tx.entities.resolve("Raft", "default")
+        previous = tx.pages.current(raft)
+        cited = [f"memo://passage/{s.passage}" for s in tx.pages.sources(previous.id)]
+        fact = tx.pages.facts(previous.id)
+        assert fact, "the page records the fact it was built with"
+        tx.pages.write("default", raft, "Raft", previous.content, cited, previous, None, {},
+                       sentences=[("Raft elects leader 0.", cited[:1]), ("Raft leader is n1.", fact)],
+                       facts=fact)  # fmt: skip
     return memory
 
 
-RAW = ["documents", "passages", "facts", "tombstones", "pages"]
+RAW = ["documents", "passages", "facts", "tombstones", "pages", "page_sentences", "page_facts"]
+#: A column each raw table has, to try to change.
+CHANGED = {"tombstones": "reason", "pages": "content", "facts": "value",
+           "page_sentences": "text", "page_facts": "fact"}  # fmt: skip
+#: How each raw table's rows are ordered (the page records have no rowid).
+ORDER = {"page_sentences": "page, position", "page_facts": "page, fact"}
 
 
 @pytest.mark.parametrize("table", RAW)
 def test_raw_rows_refuse_update_and_delete_through_apsw(filled, table):
     conn = filled.store.conn
-    before = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+    order = ORDER.get(table, "rowid")
+    before = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
     assert before, f"no row in {table}"
-    column = {"tombstones": "reason", "pages": "content", "facts": "value"}.get(table, "created_at")
+    column = CHANGED.get(table, "created_at")
     with pytest.raises(apsw.ConstraintError, match="never modified"):
         conn.execute(f"UPDATE {table} SET {column} = 'changed'")
     with pytest.raises(apsw.ConstraintError, match="never deleted"):
         conn.execute(f"DELETE FROM {table}")
-    assert conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() == before
+    assert conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall() == before
 
 
 @pytest.mark.parametrize("table", RAW)
@@ -297,18 +314,16 @@ def test_raw_rows_refuse_update_and_delete_through_the_sqlite3_module(filled, ta
     path = str(filled.path)
     filled.close()
     conn = sqlite3.connect(path)
+    order = ORDER.get(table, "rowid")
     try:
-        before = conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall()
+        before = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+        assert before, f"no row in {table}"
         with pytest.raises(sqlite3.IntegrityError, match="never modified"):
-            conn.execute(
-                f"UPDATE {table} SET created_at = 'x'"
-                if table != "facts"
-                else "UPDATE facts SET value = 'x'"
-            )
+            conn.execute(f"UPDATE {table} SET {CHANGED.get(table, 'created_at')} = 'x'")
         with pytest.raises(sqlite3.IntegrityError, match="never deleted"):
             conn.execute(f"DELETE FROM {table}")
         conn.rollback()
-        assert conn.execute(f"SELECT * FROM {table} ORDER BY rowid").fetchall() == before
+        assert conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall() == before
     finally:
         conn.close()
 
@@ -322,6 +337,8 @@ APPEND_ONLY = [
     "tombstones",
     "pages",
     "page_sources",
+    "page_sentences",
+    "page_facts",
     "entities",
 ]
 
@@ -334,7 +351,7 @@ def _rewrites(conn, table: str) -> list[tuple[str, list]]:
     names = ", ".join(cols)
     first = conn.execute(f"SELECT {names} FROM {table} ORDER BY {cols[0]} LIMIT 1").fetchone()
     keys = {"rowid", "id", "document", "version", "position", "page", "passage", "target",
-            "namespace", "key", "type", "state", "subject", "entity", "canonical"}  # fmt: skip
+            "namespace", "key", "type", "state", "subject", "entity", "canonical", "fact"}  # fmt: skip
     row = [
         v if c in keys or not isinstance(v, str) else "TAMPERED"
         for c, v in zip(cols, first, strict=True)
@@ -342,6 +359,7 @@ def _rewrites(conn, table: str) -> list[tuple[str, list]]:
     marks = ", ".join("?" for _ in cols)
     key = {"document_versions": "document, version", "version_passages":
            "document, version, position", "page_sources": "page, passage",
+           "page_sentences": "page, position", "page_facts": "page, fact",
            "tombstones": "target"}.get(table, "id")  # fmt: skip
     return [
         (f"INSERT OR REPLACE INTO {table}({names}) VALUES ({marks})", row),
