@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from memors_core.domain.model import CheckResult
@@ -92,10 +93,18 @@ def read_citations(content: str, payload: dict[str, Any]) -> list[Cited]:
 
     ``[n]`` names the payload's n-th passage (its ``ref``), and
     ``[memo://passage/ID]`` a payload passage by address; a marker naming
-    no passage of the payload is :class:`BadInput` naming the marker.
+    no passage of the payload is :class:`BadInput` naming the marker. (A
+    submission reads its page here three times — validation and two check
+    plugins — so the last few answers are kept.)
     """
     passages = payload.get("passages") or []
-    by_ref = {int(p.get("ref") or i): p["address"] for i, p in enumerate(passages, 1)}
+    refs = tuple((int(p.get("ref") or i), p["address"]) for i, p in enumerate(passages, 1))
+    return list(_read_citations(content, refs))
+
+
+@lru_cache(maxsize=8)
+def _read_citations(content: str, refs: tuple[tuple[int, str], ...]) -> tuple[Cited, ...]:
+    by_ref = dict(refs)
     offered = set(by_ref.values())
     out = []
     for sentence in read_page(content):
@@ -103,7 +112,7 @@ def read_citations(content: str, payload: dict[str, Any]) -> list[Cited]:
         for ref in sentence.refs:
             if isinstance(ref, int):
                 if ref not in by_ref:
-                    span = f"1 to {len(passages)}" if passages else "none"
+                    span = f"1 to {len(refs)}" if refs else "none"
                     raise BadInput(
                         f"citation marker [{ref}] names no passage of this item (its passages "
                         f"are numbered {span}, the payload's `ref`)"
@@ -114,7 +123,7 @@ def read_citations(content: str, payload: dict[str, Any]) -> list[Cited]:
             else:
                 raise BadInput(f"citation marker [{ref}] names no passage of this item's payload")
         out.append(Cited(sentence.text, sentence.role, tuple(dict.fromkeys(cites))))
-    return out
+    return tuple(out)
 
 
 def cited_passages(
@@ -261,8 +270,10 @@ def corruption(
     with its sources: an uncited sentence with its best single source, a
     cited one with the union of its (up to three best) cited passages. A
     flag names ``best_source`` (an address, or a list of them for a union)
-    and ``missing`` (the sentence's content words none of them has). The
-    words of the subject's ``names`` are the page's own: not counted."""
+    and ``missing`` (the sentence's content words none of them has). In a
+    cited sentence the words of the subject's ``names`` are the page's own
+    (not counted) and a capitalised short form ("Mel") meets the name it
+    shortens ("Melanie"); an uncited one is judged exactly as the seed says."""
     by_address = {s.address: s for s in sources}
     own = content_words(" ".join(names))
     flagged = []
@@ -270,7 +281,7 @@ def corruption(
         if sentence.role != "prose":
             continue
         surface = _surface(sentence.text)
-        if own and set(surface) - own:
+        if sentence.cites and own and set(surface) - own:
             surface = {w: v for w, v in surface.items() if w not in own}
         words = set(surface)
         if not words:
@@ -284,8 +295,8 @@ def corruption(
             best = [max(sources, key=lambda s: len(words & s.words))] if sources else []
         pool = set().union(*(s.words for s in best)) if best else set()
         covered = pool & words
-        for word in _short_forms(sentence.text, words - covered, pool):
-            covered.add(word)  # "Mel" for "Melanie": a name's short form is no new word
+        if sentence.cites:  # an uncited sentence is judged exactly as the seed says
+            covered.update(_short_forms(sentence.text, words - covered, pool))
         overlap = len(covered) / len(words)
         if overlap < CORRUPTION_THRESHOLD:
             addresses = [s.address for s in best]

@@ -316,3 +316,27 @@ def test_a_citation_marker_never_states_a_fact():
     assert not omission("Quorum", "The write quorum is set [3].", [fact]).passed
     assert not omission("Quorum", "Write quorum [memo://passage/3a-3].", [fact]).passed
     assert omission("Quorum", "The write quorum is 3 [1].", [fact]).passed
+
+
+def _corrupt(page: str, sources: list[str], name: str = "Shrike Index") -> list[str]:
+    passages = [
+        {"address": f"memo://passage/{i}", "document": "memo://document/d", "text": t, "ref": i}
+        for i, t in enumerate(sources, 1)
+    ]
+    payload = {"entity": {"name": name, "aliases": []}, "passages": passages, "facts": []}
+    sentences = read_citations(page, payload)
+    ps, fs = sources_of(payload, cited_passages(sentences, payload, None), with_profiles=False)
+    return [f["sentence"] for f in corruption(sentences, [*ps, *fs], [name]).flagged]
+
+
+def test_corruption_reads_numbers_by_value_and_cited_names_kindly():
+    source = "Shrike processes 6100 jobs per minute from Melanie's team."
+    # Numbers by value: words and digit groups meet digits, in cited and uncited sentences.
+    assert _corrupt("Shrike processes six thousand one hundred jobs per minute.", [source]) == []
+    assert _corrupt("Shrike processes 6,100 jobs per minute.", [source]) == []
+    # Cited: the subject's own name is not counted, and "Mel" meets "Melanie".
+    assert _corrupt("Shrike Index quickly handles 6100 jobs from Mel [1].", [source]) == []
+    # Uncited, the seed's rule as it is: the same sentence is under half.
+    assert _corrupt("Shrike Index quickly handles 6100 jobs from Mel.", [source]) == [
+        "Shrike Index quickly handles 6100 jobs from Mel."
+    ]
