@@ -462,14 +462,7 @@ def profile(text: str, stamps: Iterable[str] = ()) -> Profile:
     for m in _SPEAKER.finditer(text):
         for part in m.group(1).split():
             keys["known"].add(_TAIL.sub("", part.lower()))
-    if stamps:
-        dated = profile("\n".join(stamps))
-        keys["numbers"].update(dated.numbers)
-        keys["months"].update(dated.months)
-        keys["weekdays"].update(dated.weekdays)
-        keys["days"].update(dated.days)
-        keys["clocks"].update(dated.clocks)
-    return Profile(
+    made = Profile(
         tuple(words),
         tuple(sorted(_norm(v) for v in keys["numbers"])),
         tuple(sorted(keys["months"])),
@@ -479,6 +472,19 @@ def profile(text: str, stamps: Iterable[str] = ()) -> Profile:
         tuple(sorted(keys["capitals"])),
         tuple(sorted(keys["known"])),
         tuple(sorted(joined)),
+    )
+    return dated(made, stamps) if stamps else made
+
+
+def dated(p: Profile, stamps: Iterable[str]) -> Profile:
+    """``p`` with the date keys of its document's ``stamps`` added (not their words)."""
+    d = profile("\n".join(stamps))
+    return p._replace(
+        numbers=tuple(sorted({*p.numbers, *d.numbers})),
+        months=tuple(sorted({*p.months, *d.months})),
+        weekdays=tuple(sorted({*p.weekdays, *d.weekdays})),
+        days=tuple(sorted({*p.days, *d.days})),
+        clocks=tuple(sorted({*p.clocks, *d.clocks})),
     )
 
 

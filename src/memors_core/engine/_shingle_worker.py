@@ -44,7 +44,10 @@ def main() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (frame := read_frame(stdin)) is not None:
         texts = pickle.loads(frame)
-        write_frame(stdout, pickle.dumps([prepare_passages(t, limit) for t in texts], protocol=5))
+        write_frame(
+            stdout,
+            pickle.dumps([prepare_passages(t, limit, profiles=True) for t in texts], protocol=5),
+        )
 
 
 if __name__ == "__main__":

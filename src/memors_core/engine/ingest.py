@@ -262,7 +262,7 @@ class Ingest:
         limit = self.limits.passages_per_document
         if prepared is None:
             prepared = prepare_passages(body, limit)
-        pieces, blobs, hashes, links = prepared
+        pieces, blobs, hashes, links, ready = prepared
         # No plugin extracts entities (the usual case): no hook call per passage.
         extract = self.plugins.has_entity_extractors
         if len(pieces) > limit:
@@ -326,8 +326,8 @@ class Ingest:
             links_of_new.clear()
             profiles.clear()
 
-        for position, (piece, shingles, phash, named) in enumerate(
-            zip(pieces, blobs, hashes, links, strict=True)
+        for position, (piece, shingles, phash, named, made) in enumerate(
+            zip(pieces, blobs, hashes, links, ready, strict=True)
         ):
             if big and not position & 127:  # a big document: say how far
                 report(
@@ -352,9 +352,11 @@ class Ingest:
                 if linked:
                     links_of_new.extend((passage, e) for e in linked)
                     mentioned.update(dict.fromkeys(linked))
-                    profiles.append(
-                        (passage, specifics.dump_profile(specifics.profile(piece, stamps)))
-                    )
+                    if made is None:  # not made ahead by the bulk loader's helper
+                        made = specifics.profile(piece, stamps)
+                    elif stamps:
+                        made = specifics.dated(made, stamps)
+                    profiles.append((passage, specifics.dump_profile(made)))
                 if len(new) >= STORE_BATCH:
                     store_new()
             if version > 1:  # version 1's order is the passages' own positions

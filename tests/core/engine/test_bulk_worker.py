@@ -51,11 +51,34 @@ def test_a_multi_batch_load_stores_what_preparing_in_place_would(
     assert sent and all(n <= 5 and handed for n, handed in sent)
     expected = []
     for doc in docs:
-        pieces, blobs, _hashes, _links = prepare_passages(doc["text"])
+        pieces, blobs, _hashes, _links, _profiles = prepare_passages(doc["text"])
         expected += [
             (doc["uri"], i, p, b) for i, (p, b) in enumerate(zip(pieces, blobs, strict=True))
         ]
     assert got == sorted(expected)
+
+
+def test_the_helper_process_makes_the_same_token_data_as_remember_in_place(fresh_store):
+    # Passages that link an entity get their substitution profile ahead, in the
+    # helper process; the document's date metadata is added in the main one.
+    docs = [{**d, "metadata": {"date": f"{i + 1} May 2023"}} for i, d in enumerate(documents(12))]
+    with Memory.open(fresh_store("bulk.db")) as bulk:
+        bulk.remember_many(docs, batch=4)
+        got = rows_of(
+            bulk,
+            "SELECT p.text, f.data FROM passages p JOIN passage_profiles f ON f.passage = p.id "
+            "ORDER BY p.text",
+        )
+    with Memory.open(fresh_store("one.db")) as one:
+        for doc in docs:
+            one.remember(doc["text"], uri=doc["uri"], metadata=doc["metadata"])
+        want = rows_of(
+            one,
+            "SELECT p.text, f.data FROM passages p JOIN passage_profiles f ON f.passage = p.id "
+            "ORDER BY p.text",
+        )
+    assert len(got) == 12 and got == want
+    assert all('"date"' not in data for _, data in got)  # the dates' keys, not their words
 
 
 def test_without_a_helper_process_the_load_still_completes(fresh_store, tmp_path, monkeypatch):
