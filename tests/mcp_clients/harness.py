@@ -152,7 +152,7 @@ def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict
     """A plain GET: (status, headers, body), for any status."""
     req = urllib.request.Request(url, headers=headers or {})
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, dict(resp.headers), resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read().decode()
@@ -161,7 +161,7 @@ def http_get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict
 def http_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
     req = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
+        with urllib.request.urlopen(req, timeout=60) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()

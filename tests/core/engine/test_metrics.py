@@ -357,7 +357,7 @@ def test_http_server_serves_the_same_exposition(fresh_store, tmp_path):
             memory.record_fact("Raft", "leader", "n1")
             memory.record_fact("Raft", "leader", "n2")
             memory.compact(kinds=["conflict"])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as resp:
             samples = parse(resp.read().decode())
         assert open_items(samples, "default", "conflict") == 1
         assert work_items(samples, "conflict", "created") == 1
