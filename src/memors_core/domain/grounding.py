@@ -170,6 +170,13 @@ def fact_words(fact: dict[str, Any]) -> set[str]:
     return content_words(f"{fact.get('predicate', '')} {fact.get('value', '')}")
 
 
+@lru_cache(maxsize=4096)
+def _source_words(text: str) -> frozenset[str]:
+    """A source's content words (kept for the few submissions to come: one
+    reads its sources for each check and again to record its sentences)."""
+    return frozenset(content_words(text))
+
+
 def sources_of(
     payload: dict[str, Any],
     passages: Iterable[str],
@@ -190,13 +197,13 @@ def sources_of(
             return None
         return known.get(p["address"]) or profile(p["text"])
 
-    out = [Source(p["address"], frozenset(content_words(p["text"])), profile_of(p)) for p in rows]
+    out = [Source(p["address"], _source_words(p["text"]), profile_of(p)) for p in rows]
     facts = []
     for fact in payload.get("facts") or []:
         text = fact_as_source(fact)
         stamps = [v for v in (fact.get("valid_from"), fact.get("valid_to")) if v]
         data = profile(text, stamps) if with_profiles else None
-        facts.append(Source(fact["address"], frozenset(content_words(text)), data))
+        facts.append(Source(fact["address"], _source_words(text), data))
     return out, facts
 
 
@@ -447,9 +454,8 @@ def substitution(
     for sentence in sentences:
         specifics, found = sentence_specifics(sentence.text, title_case=sentence.role != "prose")
         named = []
-        for raw in found:
-            word = raw.lstrip("^")
-            if raw.startswith("^") and word.lower() not in known and word.lower() in ordinary:
+        for word, first in found:
+            if first and word.lower() not in known and word.lower() in ordinary:
                 continue  # "Overall", "Leader": an ordinary word in first place
             named.append(word)
         if not specifics and not named:

@@ -39,7 +39,15 @@ from functools import cache
 from importlib import resources
 from typing import NamedTuple
 
-from memors_core.domain.text import NEGATIONS, NUMBER_WORDS, QUANTIFIERS, SCALES, stem, stop_words
+from memors_core.domain.text import (
+    NEGATIONS,
+    NUMBER_WORDS,
+    QUANTIFIERS,
+    SCALES,
+    number_value,
+    stem,
+    stop_words,
+)
 
 _UNITS = NUMBER_WORDS
 _SCALES = SCALES
@@ -199,66 +207,48 @@ class Specific(NamedTuple):
     keys: tuple = ()
 
 
+_RUN_STARTS = frozenset({*_UNITS, *_SCALES, *_ORDINALS, "dozen", "twice"})
+
+
 def _number_runs(toks: list[Token]) -> tuple[list[tuple[int, int, float, str]], set[int]]:
-    """Runs of number words: (start, end, value, text), and every index used."""
+    """Runs of number words: (start, end, value, text), and every index used.
+
+    A run is number words (``and`` between them: ``two hundred and five``),
+    ``dozen`` counting as twelve of what comes before; an ordinal or
+    ``twice`` stands alone (``twenty second`` is not read)."""
     runs = []
     used: set[int] = set()
-    i = 0
-    while i < len(toks):
-        low = toks[i].text.lower() if toks[i].kind == "word" else ""
-        if (
-            low not in _UNITS
-            and low not in _SCALES
-            and low not in _ORDINALS
-            and low
-            not in (
-                "dozen",
-                "twice",
-            )
-        ):
+    i, n = 0, len(toks)
+    lows = [t.text.lower() if t.kind == "word" else "" for t in toks]
+    while i < n:
+        if lows[i] not in _RUN_STARTS:
             i += 1
             continue
         start = i
-        total = current = 0
-        words = []
-        while i < len(toks) and toks[i].kind == "word":
-            w = toks[i].text.lower()
-            if w in _UNITS:
-                current += _UNITS[w]
-            elif w in _SCALES:
-                scale = _SCALES[w]
-                if scale == 100:
-                    current = max(current, 1) * 100
-                else:
-                    total += max(current, 1) * scale
-                    current = 0
-            elif w == "dozen":
-                current = max(current, 1) * 12
-            elif w in _ORDINALS or w == "twice":
-                if words:  # "twenty second" is not read; an ordinal stands alone
+        if lows[i] in _ORDINALS or lows[i] == "twice":
+            value, i = _ORDINALS.get(lows[i], 2), i + 1
+        else:
+            counted: list[str] = []  # the run's words but "and"
+            while i < n:
+                w = lows[i]
+                if w in _UNITS or w in _SCALES or w == "dozen":
+                    counted.append(w)
+                elif not (w == "and" and counted and i + 1 < n and lows[i + 1] in _UNITS):
                     break
-                current = _ORDINALS.get(w, 2)
-                words.append(w)
                 i += 1
-                break
-            elif w == "and" and words and i + 1 < len(toks) and toks[i + 1].text.lower() in _UNITS:
-                pass
-            else:
-                break
-            words.append(w)
-            i += 1
-        if not words:
-            i = start + 1
-            continue
-        runs.append((start, i, float(total + current), " ".join(words)))
+            value = number_value(counted)
+        runs.append((start, i, float(value), " ".join(lows[start:i])))
         used.update(range(start, i))
     return runs, used
 
 
-def sentence_specifics(text: str, title_case: bool = False) -> tuple[list[Specific], list[str]]:
-    """What one sentence states: its specifics (numbers, dates, relative
-    times; names are returned apart as the casefolded-preserving words, for
-    :func:`name_supported`), in order.
+def sentence_specifics(
+    text: str, title_case: bool = False
+) -> tuple[list[Specific], list[tuple[str, bool]]]:
+    """What one sentence states, in order: its specifics (numbers, dates,
+    relative times) and, apart, its capitalised words that may be names,
+    each with whether it stands first (a first word is a name only if the
+    sources know it or it is no ordinary English word).
 
     ``title_case`` reads every capitalised word as a sentence's first
     (headings and table header cells are written in title case).
@@ -358,13 +348,7 @@ def sentence_specifics(text: str, title_case: bool = False) -> tuple[list[Specif
             word = _TAIL.sub("", t.text)
             if len(word) >= 2 and word.lower() not in _not_names():
                 names.append((word, t.initial or title_case))
-    return specifics, _names_out(names)
-
-
-def _names_out(names: list[tuple[str, bool]]) -> list[str]:
-    # Encoded as "word" (a name wherever it stands) or "^word" (a capitalised
-    # first word: a name only if the sources know it or it is no English word).
-    return [("^" + w if initial else w) for w, initial in names]
+    return specifics, names
 
 
 class Profile(NamedTuple):

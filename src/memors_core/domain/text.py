@@ -90,29 +90,38 @@ NUMBER_WORDS = {
 SCALES = {"hundred": 100, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
 
 
+def number_value(words: Iterable[str]) -> int:
+    """The number a run of number words says (each in NUMBER_WORDS or
+    SCALES, or ``dozen``): ``five hundred`` is 500, ``two thousand twenty``
+    is 2020, ``two dozen`` is 24."""
+    total = current = 0
+    for w in words:
+        if w in NUMBER_WORDS:
+            current += NUMBER_WORDS[w]
+        elif w == "dozen":
+            current = max(current, 1) * 12
+        elif SCALES[w] == 100:
+            current = max(current, 1) * 100
+        else:
+            total += max(current, 1) * SCALES[w]
+            current = 0
+    return total + current
+
+
 def _fold_numbers(ws: list[str]) -> list[str]:
     """Runs of number words as the number they say, in digits: ``seven`` is
     ``7``, ``five hundred`` is ``500``, ``twenty five`` is ``25``."""
     out: list[str] = []
     i, n = 0, len(ws)
     while i < n:
-        w = ws[i]
-        if w not in NUMBER_WORDS and w not in SCALES:
-            out.append(w)
+        if ws[i] not in NUMBER_WORDS and ws[i] not in SCALES:
+            out.append(ws[i])
             i += 1
             continue
-        total = current = 0
+        start = i
         while i < n and (ws[i] in NUMBER_WORDS or ws[i] in SCALES):
-            w = ws[i]
-            if w in NUMBER_WORDS:
-                current += NUMBER_WORDS[w]
-            elif SCALES[w] == 100:
-                current = max(current, 1) * 100
-            else:
-                total += max(current, 1) * SCALES[w]
-                current = 0
             i += 1
-        out.append(str(total + current))
+        out.append(str(number_value(ws[start:i])))
     return out
 
 

@@ -16,6 +16,7 @@ from memors_core.domain.grounding import cited_passages, read_citations, sources
 from memors_core.domain.ids import parse_address
 from memors_core.domain.model import CheckResult, PageResolution
 from memors_core.domain.specifics import Profile, document_stamps, load_profile, profile
+from memors_core.errors import BadAddress
 from memors_core.plugins.hookspecs import hookimpl
 
 
@@ -42,7 +43,7 @@ def _stored_profiles(store: Any, namespace: str):
 def _document_stamps(store: Any, namespace: str, document: str) -> list[str]:
     try:
         ident = parse_address(document, expect=("document",))[1]
-    except Exception:
+    except BadAddress:  # a payload from a plugin's kind may name none
         return []
     if store.documents.get(ident, namespace) is None:
         return []
