@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from memors_core.domain.text import CITATION_MARKERS, citation_refs
+
 #: Passage text put into one prompt, at most (about 8k tokens); a larger
 #: item's page cites only the passages its prompt showed.
 PASSAGE_BUDGET = 24_000
@@ -50,13 +52,9 @@ passages supported, and add what the new passages say. Cite the current passages
 their ref. Answer with the complete new page, not with a list of changes."""
 
 # A run of citation markers, as memors reads them (``[1]``, ``[1, 3]``,
-# ``[1][3]``, ``[memo://passage/ID]``): taken out of a previous page, whose
-# numbers named the passages of an older payload.
-_REF = r"(?:\d{1,6}|memo://passage/[^\s,\[\]]+)"
-_MARKERS = re.compile(
-    rf"[ \t]*(?<![\]\[])(?:\[[ \t]*{_REF}(?:[ \t]*,[ \t]*{_REF})*[ \t]*\])+(?![(:\[\]])"
-)
-_ONE_REF = re.compile(_REF)
+# ``[1][3]``, ``[memo://passage/ID]``), with the blanks before it: taken out
+# of a previous page, whose numbers named the passages of an older payload.
+_MARKERS = re.compile(r"[ \t]*" + CITATION_MARKERS.pattern)
 
 
 def _one_line(text: Any) -> str:
@@ -83,7 +81,7 @@ def _renumbered(previous: str, refs: dict[str, int]) -> str:
     older payload; a passage address still in the payload becomes its ref."""
 
     def marker(m: re.Match[str]) -> str:
-        kept = [refs[r] for r in _ONE_REF.findall(m.group(0)) if r in refs]
+        kept = [refs[r] for r in citation_refs(m.group(0)) if r in refs]
         return f" [{', '.join(map(str, dict.fromkeys(kept)))}]" if kept else ""
 
     return _MARKERS.sub(marker, previous)

@@ -405,7 +405,8 @@ _ATX_TEXT = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 # link (``[text][1]``, after a ``]``), a link (``[1](url)``) or a label (``[1]:``).
 _REF = r"(?:\d{1,6}|memo://passage/[^\s,\[\]]+)"
 _MARKER_GROUP = rf"\[[ \t]*{_REF}(?:[ \t]*,[ \t]*{_REF})*[ \t]*\]"
-_MARKERS = re.compile(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
+#: A run of citation markers (public: the executor takes them out of an old page).
+CITATION_MARKERS = re.compile(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
 _ONE_REF = re.compile(_REF)
 # Where a sentence's markers were, while the rest of the line is read.
 _SLOT = re.compile("\ue000(\\d+)\ue001")
@@ -455,7 +456,7 @@ class _Reader:
             self.markers.append(tuple(citation_refs(m.group(0))))
             return f"\ue000{len(self.markers) - 1}\ue001"
 
-        return _MARKERS.sub(slot, text) if "[" in text else text
+        return CITATION_MARKERS.sub(slot, text) if "[" in text else text
 
     def add(self, text: str, role: str, split: bool = True) -> None:
         """Add the sentences of one line (or cell), their markers read."""
