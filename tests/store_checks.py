@@ -20,7 +20,14 @@ import apsw
 
 WORK_ITEMS_TOTAL = "memors_store_work_items_total"
 PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
-FTS_TABLES = ("passages_fts", "pages_fts", "facts_fts", "entities_fts")
+# Per kind of search index: the rows of a namespace that belong in it.
+INDEXED = {
+    "p": "SELECT count(*) FROM passages r WHERE r.namespace = ? AND {live}",
+    "g": "SELECT count(*) FROM pages r WHERE r.namespace = ? AND {live}",
+    "f": "SELECT count(*) FROM facts r WHERE r.namespace = ? AND {live}",
+    "e": "SELECT count(*) FROM entities r WHERE r.namespace = ? AND r.canonical = r.id",
+}
+LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = r.id)"
 
 # (what, SQL that returns offending rows)
 ORPHANS: list[tuple[str, str]] = [
@@ -200,22 +207,20 @@ def _problems(conn: apsw.Connection) -> Iterator[str]:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "passages" not in tables:
         return  # killed before the schema was created: an empty file is a healthy store
-    for fts in FTS_TABLES:
+    indexes = conn.execute("SELECT id, kind, namespace FROM search_indexes").fetchall()
+    for ix, kind, namespace in indexes:
+        fts = f"search_{ix}"
         try:
-            # rank = 1: also compare an external-content index with its table
-            conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES ('integrity-check', 1)")
+            conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')")
         except apsw.Error as exc:
             yield f"{fts} integrity-check: {exc}"
-    for fts, table in (
-        ("passages_fts_docsize", "passages"),
-        ("pages_fts_docsize", "pages"),
-        ("facts_fts", "facts"),
-        ("entities_fts", "entities"),
-    ):
         n_fts = conn.execute(f"SELECT COUNT(*) FROM {fts}").fetchone()[0]
-        n_rows = conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        n_rows = conn.execute(INDEXED[kind].format(live=LIVE), (namespace,)).fetchone()[0]
         if n_fts != n_rows:
-            yield f"{fts} holds {n_fts} rows for {n_rows} {table}"
+            yield f"{fts} ({kind} of {namespace!r}) holds {n_fts} rows for {n_rows}"
+    queued = conn.execute("SELECT COUNT(*) FROM search_queue").fetchone()[0]
+    if queued:
+        yield f"search_queue holds {queued} rows after a commit"
     for what, sql in ORPHANS:
         rows = conn.execute(sql).fetchall()
         if rows:

@@ -64,3 +64,24 @@ def test_readme_tour_runs(tmp_path: Path, fresh_store):
     )
     out = run_block(submit, tmp_path, db)
     assert "stored memo://page/" in out
+
+    # Scores mean something (issue 17): no matching row of the tour scores
+    # below 1e-3 at any granularity (FTS5's own BM25 gave 1e-6), and the
+    # curated page comes first for its own name when all granularities merge.
+    def search(*args: str) -> list[dict]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memors_cli", "search", *args, "--json"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEMORS_DB": str(db)},
+            check=True,
+        )
+        return json.loads(proc.stdout)["results"]
+
+    for granularity in ("passage", "page", "fact", "entity", "all"):
+        for query in ("how is a leader elected?", "Raft", "published 2014"):
+            hits = search(query, "--granularity", granularity)
+            assert all(h["score"] >= 1e-3 for h in hits), (query, granularity, hits)
+    merged = search("Raft", "--granularity", "all")
+    assert merged[0]["granularity"] == "page", merged
+    assert {h["granularity"] for h in merged} >= {"page", "passage", "entity"}

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from memors_core.domain import dates, text
+from memors_core.domain import search as rank
 from memors_core.domain.ids import address
 from memors_core.domain.model import (
     DocumentView,
@@ -286,17 +289,28 @@ def passage_refs(tx: Tx, ids: Iterable[str]) -> list[PassageRef]:
 def search(
     tx: Tx, namespace: str, query: str, granularity: str, limit: int, as_of: str | None
 ) -> list[SearchHit]:
-    """Ranked hits of one granularity, or of all of them merged by score."""
-    if not text.words(query):
+    """Ranked hits of one granularity, or of all of them merged by their
+    share of what the query could score in their own index
+    (:func:`memors_core.domain.search.share`)."""
+    words = text.words(query)
+    if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
-    searchers: dict[str, Callable[[], list[SearchHit]]] = {
-        "passage": lambda: tx.search.passages(namespace, query, limit),
-        "page": lambda: tx.search.pages(namespace, query, limit),
-        "fact": lambda: tx.search.facts(namespace, query, limit, as_of),
-        "entity": lambda: tx.search.entities(namespace, query, limit),
+    spans = rank.name_spans(words)
+    wanted = rank.with_entities(query, tx.entities.named(namespace, (n for _, _, n in spans)))
+    if not wanted:
+        return []
+    searchers: dict[str, Callable[[], rank.Ranked]] = {
+        "passage": lambda: tx.search.passages(namespace, wanted, limit),
+        "page": lambda: tx.search.pages(namespace, wanted, limit),
+        "fact": lambda: tx.search.facts(namespace, wanted, limit, as_of),
+        "entity": lambda: tx.search.entities(namespace, wanted, limit),
     }
     if granularity != "all":
-        return searchers[granularity]()
-    hits = [hit for run in searchers.values() for hit in run()]
-    hits.sort(key=lambda h: h.score, reverse=True)
+        return searchers[granularity]().rows
+    hits = [
+        attrs.evolve(hit, score=rank.share(hit.score, run.ceiling))
+        for run in (searcher() for searcher in searchers.values())
+        for hit in run.rows
+    ]
+    hits.sort(key=lambda h: -h.score)
     return hits[:limit]

@@ -26,7 +26,6 @@ from typing import Any, Protocol
 
 import attrs
 
-from memors_core.domain.model import SearchHit
 from memors_core.domain.rows import (
     Document,
     DocumentVersion,
@@ -45,6 +44,7 @@ from memors_core.domain.rows import (
     ScanMark,
     Tombstone,
 )
+from memors_core.domain.search import Ranked, SearchQuery
 
 
 @attrs.frozen
@@ -186,6 +186,11 @@ class Entities(Protocol):
 
     def resolve(self, name_or_address: str, namespace: str) -> str:
         """A name or an entity address to its canonical id; NotFound if none."""
+
+    def named(self, namespace: str, folded: Iterable[str]) -> dict[str, str]:
+        """Which of the folded names (:func:`memors_core.domain.text.fold_name`) are an
+        entity's name or alias in ``namespace``: folded name -> canonical id (the oldest
+        entity's when several fold equal)."""
 
     def ensure(self, name: str, namespace: str) -> tuple[str, bool]:
         """The canonical id for ``name``, creating the entity if needed (write),
@@ -516,21 +521,29 @@ class Counters(Protocol):
 
 
 class Search(Protocol):
-    """Ranked full-text search over live rows; ``query`` is the user's text
-    (each engine builds its own query syntax from it). Hits come best first,
-    at most ``limit``; a query with no words finds nothing."""
+    """Ranked full-text search over live rows, one index per kind of row and
+    namespace, scored as :mod:`memors_core.domain.search` says: BM25 with a
+    positive term weight and the statistics of the namespace searched, over
+    the rows' stemmed words and the entity terms of the canonical entities
+    each row is about (a passage's mentions, a fact's subject, a page's
+    entity, an entity itself). Each method returns a
+    :class:`~memors_core.domain.search.Ranked`: hits best first (at most
+    ``limit``) and the query's ceiling in that index; a query with no words
+    and no entities finds nothing."""
 
-    def passages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+    def passages(self, namespace: str, query: str | SearchQuery, limit: int) -> Ranked:
         """Live passages of ``namespace`` matching ``query``; a hit's text is the passage's."""
 
-    def pages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+    def pages(self, namespace: str, query: str | SearchQuery, limit: int) -> Ranked:
         """Live pages of ``namespace`` matching ``query``; a hit's text is ``title: snippet``."""
 
-    def facts(self, namespace: str, query: str, limit: int, as_of: str | None) -> list[SearchHit]:
+    def facts(
+        self, namespace: str, query: str | SearchQuery, limit: int, as_of: str | None
+    ) -> Ranked:
         """Live facts of ``namespace`` matching ``query``, and with ``as_of`` (a timestamp
         like ``to_ts``) only those valid then; a hit's text is the fact with its dates."""
 
-    def entities(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
+    def entities(self, namespace: str, query: str | SearchQuery, limit: int) -> Ranked:
         """Canonical entities of ``namespace`` whose name or an alias matches ``query``; a
         hit's text is the name with the aliases."""
 

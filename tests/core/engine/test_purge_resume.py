@@ -110,7 +110,7 @@ def test_ctrl_c_before_the_erasure_commits_says_nothing_was_purged(store):
     assert unfinished(db) == []
 
 
-@pytest.mark.parametrize("stage", ["committed", "fts:pages_fts", "vacuum", "checkpoint"])
+@pytest.mark.parametrize("stage", ["committed", "fts", "vacuum", "checkpoint"])
 def test_ctrl_c_after_the_erasure_committed_says_so_and_how_to_finish(store, stage: str):
     db, made = store
     target = made["document"]

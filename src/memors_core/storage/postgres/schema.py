@@ -405,6 +405,12 @@ def _search() -> str:
     return MIGRATION
 
 
+def _entity_terms() -> str:
+    from memors_core.storage.postgres.search import ENTITY_TERMS_MIGRATION
+
+    return ENTITY_TERMS_MIGRATION
+
+
 # Grounded pages (issue 16), SQLite's version 5: a page records each
 # checked sentence with the addresses it cites and the facts it was built
 # with (raw rows, erased with their page through purge's route);
@@ -438,7 +444,7 @@ CREATE TABLE passage_profiles(
 )
 
 #: Step ``n`` takes the schema from version ``n`` to ``n + 1``.
-MIGRATIONS: list[str] = [BASE, _search(), PAGE_RECORDS_MIGRATION]
+MIGRATIONS: list[str] = [BASE, _search(), PAGE_RECORDS_MIGRATION, _entity_terms()]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

@@ -30,8 +30,8 @@ no word of erased text behind. A search inside a write transaction does
 not see the passages that transaction added (memors searches in read
 transactions only).
 
-A query's words are the user's text through the same rules as SQLite's
-:func:`~memors_core.storage.sqlite.search.fts_query` (distinct words,
+A query's words are the user's text through memors' rules
+:func:`~memors_core.domain.search.query_words` (distinct words,
 stop words dropped unless nothing else is left, at most 64); they reach
 the database only as a parameter, so no syntax in them can reach a user.
 The score is BM25 (k1 = 1.2, b = 0.75) with the IDF ``ln(1 + (N - n +
@@ -61,13 +61,11 @@ the postings table asks autovacuum to come after 2% new rows rather than
 
 from __future__ import annotations
 
-from memors_core.domain import text
+from memors_core.domain import search as rank
 from memors_core.domain.ids import address
 from memors_core.domain.model import SearchHit
 from memors_core.storage.sql.records import Repo
 
-MAX_WORDS = 64
-SNIPPET_WORDS = 40
 K1 = 1.2
 B = 0.75
 
@@ -318,36 +316,205 @@ END $$;
 """
 
 
-def query_words(query: str) -> str | None:
-    """The words a query searches for, space-separated, by SQLite's rules
-    (:func:`memors_core.storage.sqlite.search.fts_query`): distinct, stop
-    words dropped unless nothing else is left, at most 64. None when the
-    text has no words."""
-    ws = list(dict.fromkeys(text.words(query)))
-    if not ws:
-        return None
-    stops = text.search_stop_words()
-    content = [w for w in ws if w not in stops] or ws
-    return " ".join(content[:MAX_WORDS])
+# Entity terms (issue 17): every indexed row also carries the term of each
+# canonical entity it is about (a passage's mentions, a fact's subject, a
+# page's entity, an entity itself; see memors_core.domain.search), kept
+# when mentions change and when a merge moves an entity to a new canonical;
+# only canonical entities are indexed. The index is built again from the
+# tables with the new terms.
+ENTITY_TERMS_MIGRATION = r"""
+CREATE FUNCTION memors_entity_terms(k "char", ident text) RETURNS tsvector
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_to_tsvector(array_agg(DISTINCT chr(57344) || ce.rowid::text)),
+                    ''::tsvector)
+    FROM entities e JOIN entities ce ON ce.id = e.canonical
+    WHERE e.id IN (SELECT m.entity FROM mentions m WHERE k = 'p' AND m.passage = ident
+                   UNION ALL SELECT f.subject FROM facts f WHERE k = 'f' AND f.id = ident
+                   UNION ALL SELECT g.entity FROM pages g WHERE k = 'g' AND g.id = ident
+                   UNION ALL SELECT ident WHERE k = 'e')
+$$;
+
+DROP FUNCTION memors_search_add(k "char", ns text, rid bigint, body text);
+CREATE FUNCTION memors_search_add(k "char", ns text, rid bigint, body text, extra tsvector)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v tsvector := memors_search_vector(coalesce(body, '')) || extra;
+    n integer;
+    ix integer;
+    hashes bigint[];
+BEGIN
+    SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) INTO n FROM unnest(v);
+    INSERT INTO search_stats(kind, namespace, docs, length) VALUES (k, ns, 1, n)
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + 1, length = search_stats.length + excluded.length
+        RETURNING id INTO ix;
+    WITH added AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, ix), rid, coalesce(array_length(u.positions, 1), 1), n
+        FROM unnest(v) u
+        RETURNING term
+    )
+    SELECT coalesce(array_agg(term), '{}') INTO hashes FROM added;
+    INSERT INTO search_docs(kind, rowid, ix, length, terms) VALUES (k, rid, ix, n, hashes);
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_refresh(k "char", ident text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    ns text;
+    rid bigint;
+    body text;
+    belongs boolean;
+BEGIN
+    IF k = 'p' THEN
+        SELECT namespace, rowid, text INTO ns, rid, body FROM passages WHERE id = ident;
+    ELSIF k = 'g' THEN
+        SELECT namespace, rowid, title || E'\n' || content INTO ns, rid, body
+        FROM pages WHERE id = ident;
+    ELSIF k = 'f' THEN
+        SELECT f.namespace, f.rowid, e.name || E'\n' || f.predicate || E'\n' || f.value
+        INTO ns, rid, body
+        FROM facts f JOIN entities e ON e.id = f.subject WHERE f.id = ident;
+    ELSE
+        SELECT e.namespace, e.rowid,
+               e.name || coalesce(E'\n' || (SELECT string_agg(a.alias, E'\n' ORDER BY a.key)
+                                           FROM aliases a WHERE a.entity = e.id), '')
+        INTO ns, rid, body FROM entities e WHERE e.id = ident;
+    END IF;
+    IF rid IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM memors_search_remove(k, rid);
+    IF k = 'e' THEN
+        belongs := EXISTS (SELECT 1 FROM entities WHERE id = ident AND canonical = id);
+    ELSE
+        belongs := NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ident);
+    END IF;
+    IF belongs THEN
+        PERFORM memors_search_add(k, ns, rid, body, memors_entity_terms(k, ident));
+    END IF;
+END $$;
+
+-- Queued passages are indexed at commit (taken out first if they were
+-- indexed already: their mentions changed), their postings in term order.
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    FOR r IN SELECT DISTINCT d.rowid FROM search_queue q
+             JOIN search_docs d ON d.kind = 'p' AND d.rowid = q.rowid LOOP
+        PERFORM memors_search_remove('p', r.rowid);
+    END LOOP;
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_mention() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    m mentions := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+BEGIN
+    INSERT INTO search_queue(rowid) SELECT rowid FROM passages WHERE id = m.passage;
+    PERFORM set_config('memors.search_flushed', 'no', true);
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_merge() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    INSERT INTO search_queue(rowid)
+    SELECT p.rowid FROM mentions m JOIN passages p ON p.id = m.passage WHERE m.entity = NEW.id;
+    PERFORM set_config('memors.search_flushed', 'no', true);
+    FOR r IN SELECT id FROM facts WHERE subject = NEW.id LOOP
+        PERFORM memors_search_refresh('f', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM pages WHERE entity = NEW.id LOOP
+        PERFORM memors_search_refresh('g', r.id);
+    END LOOP;
+    PERFORM memors_search_refresh('e', NEW.id);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER mentions_search AFTER INSERT OR DELETE ON mentions
+    FOR EACH ROW EXECUTE FUNCTION memors_search_mention();
+CREATE CONSTRAINT TRIGGER mentions_search_flush AFTER INSERT OR DELETE ON mentions
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE CONSTRAINT TRIGGER entities_search_flush AFTER UPDATE OF canonical ON entities
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE TRIGGER entities_search_merge AFTER UPDATE OF canonical ON entities
+    FOR EACH ROW WHEN (OLD.canonical IS DISTINCT FROM NEW.canonical)
+    EXECUTE FUNCTION memors_search_merge();
+
+SELECT memors_search_rebuild();
+"""
 
 
 def _ranked(kind: str) -> str:
-    """SQL: the rows of ``kind`` in namespace ``:ns`` holding any of the terms
-    of ``:words``, as ``ranked(rowid, score)``, with their BM25 scores."""
+    """SQL: the rows of ``kind`` in namespace ``:ns`` holding any of the
+    terms of ``:words`` (stemmed here) and ``:entities`` (entity terms), as
+    ``ranked(rowid, score)`` with their BM25 scores, and ``ceiling(top)``,
+    the most the query could score in this index."""
     return f"""
         stats AS (
             SELECT id, docs::float8 AS n, greatest(length::float8 / greatest(docs, 1), 1e-9) AS avgdl
             FROM search_stats WHERE kind = '{kind}' AND namespace = :ns
         ),
+        terms AS (
+            SELECT DISTINCT hashtextextended(q.t, stats.id) AS term
+            FROM stats CROSS JOIN (
+                SELECT lexeme AS t FROM unnest(memors_search_vector(:words))
+                UNION SELECT unnest(CAST(:entities AS text[]))
+            ) q
+        ),
         post AS MATERIALIZED (
-            SELECT p.term, p.rowid, p.tf, p.length FROM stats JOIN search_postings p
-            ON p.term = ANY (ARRAY(SELECT hashtextextended(lexeme, stats.id)
-                                   FROM unnest(memors_search_vector(:words))))
+            SELECT p.term, p.rowid, p.tf, p.length FROM search_postings p
+            WHERE p.term = ANY (ARRAY(SELECT term FROM terms))
         ),
         weight AS (
-            SELECT post.term, ln(1 + (stats.n - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-            FROM post CROSS JOIN stats GROUP BY post.term, stats.n
+            SELECT t.term,
+                   ln(1 + (stats.n - coalesce(c.n, 0) + 0.5) / (coalesce(c.n, 0) + 0.5)) AS idf
+            FROM terms t CROSS JOIN stats
+            LEFT JOIN (SELECT term, count(*) AS n FROM post GROUP BY term) c ON c.term = t.term
         ),
+        ceiling AS (SELECT coalesce(sum(idf), 0) * {K1 + 1} AS top FROM weight),
         ranked AS (
             SELECT post.rowid,
                    sum(weight.idf * post.tf * {K1 + 1}
@@ -358,43 +525,62 @@ def _ranked(kind: str) -> str:
 
 
 class PgSearch(Repo):
-    def passages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        words = query_words(query)
-        if words is None:
-            return []
+    """:class:`memors_core.storage.api.Search` on PostgreSQL."""
+
+    def _params(self, namespace: str, query: rank.SearchQuery, limit: int) -> dict:
+        entities = []
+        if query.entities:
+            entities = [
+                rank.entity_term(r[0])
+                for r in self.all(
+                    "SELECT rowid FROM entities WHERE id = ANY (CAST(:ids AS text[]))",
+                    {"ids": list(query.entities)},
+                )
+            ]
+        return {
+            "ns": namespace,
+            "words": " ".join(query.words),
+            "entities": entities,
+            "limit": limit,
+        }
+
+    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
         rows = self.all(
             f"""WITH {_ranked(PASSAGE)},
                 top AS (SELECT rowid, score FROM ranked ORDER BY score DESC, rowid LIMIT :limit)
-                SELECT p.id, p.text, top.score FROM top JOIN passages p ON p.rowid = top.rowid
+                SELECT p.id, p.text, top.score, (SELECT top FROM ceiling)
+                FROM top JOIN passages p ON p.rowid = top.rowid
                 ORDER BY top.score DESC, top.rowid""",
-            {"ns": namespace, "words": words, "limit": limit},
+            self._params(namespace, query, limit),
         )
-        return [SearchHit(address("passage", i), "passage", t, s) for i, t, s in rows]
+        return _run([(address("passage", i), t, s, c) for i, t, s, c in rows], "passage")
 
-    def pages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        words = query_words(query)
-        if words is None:
-            return []
+    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
         rows = self.all(
             f"""WITH {_ranked(PAGE)},
                 top AS (SELECT rowid, score FROM ranked ORDER BY score DESC, rowid LIMIT :limit)
-                SELECT pg.id, pg.title, pg.content, top.score
+                SELECT pg.id, pg.title, pg.content, top.score, (SELECT top FROM ceiling)
                 FROM top JOIN pages pg ON pg.rowid = top.rowid
                 ORDER BY top.score DESC, top.rowid""",
-            {"ns": namespace, "words": words, "limit": limit},
+            self._params(namespace, query, limit),
         )
-        stems = self._stems(words)
-        return [
-            SearchHit(address("page", i), "page", f"{t}: {snippet(c, stems)}", s)
-            for i, t, c, s in rows
-        ]
+        stems = self._stems(" ".join(query.words)) if rows else set()
+        return _run(
+            [
+                (address("page", i), f"{t}: {rank.snippet(c, stems)}", s, top)
+                for i, t, c, s, top in rows
+            ],
+            "page",
+        )
 
-    def facts(self, namespace: str, query: str, limit: int, as_of: str | None) -> list[SearchHit]:
-        words = query_words(query)
-        if words is None:
-            return []
+    def facts(
+        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
+    ) -> rank.Ranked:
+        query = rank.as_query(query)
         when = ""
-        params: dict = {"ns": namespace, "words": words, "limit": limit}
+        params = self._params(namespace, query, limit)
         if as_of is not None:
             when = (
                 "AND (f.from_ts IS NULL OR f.from_ts <= :as_of) "
@@ -403,7 +589,8 @@ class PgSearch(Repo):
             params["as_of"] = as_of
         rows = self.all(
             f"""WITH {_ranked(FACT)}
-                SELECT f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to, ranked.score
+                SELECT f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to,
+                       ranked.score, (SELECT top FROM ceiling)
                 FROM ranked JOIN facts f ON f.rowid = ranked.rowid
                 JOIN entities e ON e.id = f.subject JOIN entities ce ON ce.id = e.canonical
                 WHERE true {when}
@@ -411,32 +598,31 @@ class PgSearch(Repo):
             params,
         )
         hits = []
-        for i, subject, predicate, value, vf, vt, s in rows:
+        for i, subject, predicate, value, vf, vt, s, top in rows:
             span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
-            hits.append(
-                SearchHit(address("fact", i), "fact", f"{subject} {predicate} {value}{span}", s)
-            )
-        return hits
+            hits.append((address("fact", i), f"{subject} {predicate} {value}{span}", s, top))
+        return _run(hits, "fact")
 
-    def entities(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        words = query_words(query)
-        if words is None:
-            return []
+    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
         rows = self.all(
             f"""WITH {_ranked(ENTITY)}
                 SELECT e.id, e.name,
                        (SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key)
                         FROM aliases a WHERE a.entity = e.id),
-                       ranked.score
+                       ranked.score, (SELECT top FROM ceiling)
                 FROM ranked JOIN entities e ON e.rowid = ranked.rowid
                 WHERE e.canonical = e.id
                 ORDER BY ranked.score DESC, ranked.rowid LIMIT :limit""",
-            {"ns": namespace, "words": words, "limit": limit},
+            self._params(namespace, query, limit),
         )
-        return [
-            SearchHit(address("entity", i), "entity", f"{n} (also: {a})" if a else n, s)
-            for i, n, a, s in rows
-        ]
+        return _run(
+            [
+                (address("entity", i), f"{n} (also: {a})" if a else n, s, c)
+                for i, n, a, s, c in rows
+            ],
+            "entity",
+        )
 
     def _stems(self, words: str) -> set[str]:
         return {
@@ -444,18 +630,6 @@ class PgSearch(Repo):
         }
 
 
-def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
-    """About ``width`` words of ``content`` around its first word whose start
-    is one of the query's stems (the whole text when it is short), marked
-    with ``…`` where it was cut."""
-    tokens = content.split()
-    if len(tokens) <= width:
-        return " ".join(tokens)
-    at = 0
-    for i, token in enumerate(tokens):
-        if any(w.startswith(s) for w in text.words(token) for s in stems):
-            at = i
-            break
-    start = max(0, min(at - width // 4, len(tokens) - width))
-    out = " ".join(tokens[start : start + width])
-    return ("…" if start else "") + out + ("…" if start + width < len(tokens) else "")
+def _run(rows: list[tuple[str, str, float, float]], granularity: str) -> rank.Ranked:
+    hits = [SearchHit(a, granularity, t, s) for a, t, s, _ in rows]
+    return rank.Ranked(hits, rows[0][3] if rows else 0.0)

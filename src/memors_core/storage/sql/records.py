@@ -350,6 +350,25 @@ class SqlEntities(Repo):
             )
         return None if row is None else row[0]
 
+    def named(self, namespace: str, folded: Iterable[str]) -> dict[str, str]:
+        names = sorted(set(folded))
+        if not names:
+            return {}
+        found: dict[str, str] = {}
+        for name, canonical in self.all(
+            """SELECT n.folded, n.canonical FROM (
+                   SELECT folded, canonical, rowid AS age, 0 AS alias FROM entities
+                   WHERE namespace = ? AND folded IN (SELECT value FROM json_each(?))
+                   UNION ALL
+                   SELECT a.folded, e.canonical, e.rowid, 1 FROM aliases a
+                   JOIN entities e ON e.id = a.entity
+                   WHERE a.namespace = ? AND a.folded IN (SELECT value FROM json_each(?))
+               ) n ORDER BY n.alias DESC, n.age DESC""",
+            (namespace, json.dumps(names), namespace, json.dumps(names)),
+        ):
+            found[name] = canonical  # the last written wins: a name before an alias, oldest first
+        return found
+
     def resolve(self, name_or_address: str, namespace: str) -> str:
         if name_or_address.startswith("memo://"):
             _, ident = parse_address(name_or_address, expect=("entity",))

@@ -19,6 +19,7 @@ from memors_core.settings import default_path
 if TYPE_CHECKING:
     from memors_core.storage.api import Capabilities
     from memors_core.storage.sqlite.engine import SqliteTx
+from memors_core.storage.sqlite.indexing import flush as flush_search
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 DEFAULT_BUSY_TIMEOUT_MS = 15_000
@@ -191,6 +192,15 @@ class Store:
             self._in_write = False
             self._after_commit = []
             self.tx.reset_clocks()
+            with contextlib.suppress(apsw.Error):
+                self.conn.execute("ROLLBACK")
+            raise
+        try:
+            flush_search(self.conn)  # the changed rows into their search indexes
+        except BaseException:
+            self._depth = 0
+            self._in_write = False
+            self._after_commit = []
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise

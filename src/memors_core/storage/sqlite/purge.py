@@ -24,6 +24,7 @@ from memors_core.errors import StoreBusy
 from memors_core.log import get_logger
 from memors_core.storage.sql.purges import SqlPurges
 from memors_core.storage.sql.tables import PURGEABLE
+from memors_core.storage.sqlite.indexing import index_tables
 from memors_core.storage.sqlite.schema import no_delete_triggers
 
 if TYPE_CHECKING:
@@ -32,9 +33,10 @@ if TYPE_CHECKING:
 
 log = get_logger("memors")
 
-FTS_TABLES = ("passages_fts", "pages_fts", "facts_fts", "entities_fts")
-#: The finishing steps after the erasure commits, in the order they run.
-STEPS = (*(f"fts:{t}" for t in FTS_TABLES), "vacuum", "checkpoint")
+#: The finishing steps after the erasure commits, in the order they run
+#: ("fts": merging every search index; a purge recorded before schema 6
+#: named each old index, "fts:passages_fts" …, and runs the same step).
+STEPS = ("fts", "vacuum", "checkpoint")
 
 
 def _ids(values: Iterable[str]) -> str:
@@ -66,11 +68,7 @@ class SqlitePurges(SqlPurges):
     """:class:`memors_core.storage.api.Purges` on SQLite."""
 
     def erase_index_of_entity(self, ident: str) -> None:
-        # entities_fts has no delete trigger (entities were never deleted).
-        self.run(
-            "DELETE FROM entities_fts WHERE rowid = (SELECT rowid FROM entities WHERE id = ?)",
-            (ident,),
-        )
+        pass  # (the entity's delete trigger takes it out of its search index)
 
     def finished(self) -> None:
         # Empty the WAL of this last write too (its frames hold no text).
@@ -85,11 +83,11 @@ def run_step(store: Store, step: str, *, wait: bool) -> bool:
     store leaves it for later. With ``wait``, a VACUUM that another process
     keeps from running raises :class:`StoreBusy`."""
     with secure_delete(store):
-        if step.startswith("fts:"):
-            fts = step[4:]
+        if step == "fts" or step.startswith("fts:"):
             with store.write():
                 # 'optimize' merges every segment into one, leaving deleted terms out.
-                store.conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
+                for fts in index_tables(store.conn):
+                    store.conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('optimize')")
             return True
         if step == "vacuum":
             # VACUUM rewrites the file without its free pages.

@@ -460,5 +460,86 @@ CREATE TABLE passage_profiles(
     for t in PAGE_RECORDS
 )
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5]
+# Version 6: search that ranks right (issue 17). The four store-wide FTS5
+# tables give way to one contentless FTS5 index per kind of row and
+# namespace (`search_indexes` names them, `search_<id>` holds each, made by
+# memors_core.storage.sqlite.search), so a namespace's statistics and its
+# search cost are its own. Triggers only note which rows changed in
+# `search_queue`; the write transaction indexes them just before it commits
+# (`added` = 1: a row new in this transaction, never indexed yet). Every
+# existing row is queued here, so the migration's own commit builds the
+# new indexes.
+_SEARCH_QUEUE = "INSERT INTO search_queue(kind, namespace, row, added)"
+_TOMBSTONE_TARGET = """
+    SELECT 'p', namespace, rowid, 0 FROM passages WHERE id = {t}.target AND {t}.type = 'passage'
+    UNION ALL
+    SELECT 'g', namespace, rowid, 0 FROM pages WHERE id = {t}.target AND {t}.type = 'page'
+    UNION ALL
+    SELECT 'f', namespace, rowid, 0 FROM facts WHERE id = {t}.target AND {t}.type = 'fact';"""
+_ENTITY_ROWS = """
+    SELECT 'p', p.namespace, p.rowid, 0 FROM mentions m JOIN passages p ON p.id = m.passage
+    WHERE m.entity = {e}.id
+    UNION ALL SELECT 'f', namespace, rowid, 0 FROM facts WHERE subject = {e}.id
+    UNION ALL SELECT 'g', namespace, rowid, 0 FROM pages WHERE entity = {e}.id
+    UNION ALL SELECT 'e', {e}.namespace, {e}.rowid, 0;"""
+
+V6 = (
+    "".join(
+        f"DROP TRIGGER IF EXISTS {t}_fts_{op};\n"
+        for t in ("passages", "pages", "facts", "entities", "aliases")
+        for op in ("insert", "delete")
+    )
+    + "".join(f"DROP TABLE {t}_fts;\n" for t in ("passages", "pages", "facts", "entities"))
+    + """
+CREATE TABLE search_indexes(
+    id INTEGER PRIMARY KEY,
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    UNIQUE (kind, namespace)
+);
+CREATE TABLE search_queue(
+    kind TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    row INTEGER NOT NULL,
+    added INTEGER NOT NULL
+);
+"""
+    + "".join(
+        f"""
+CREATE TRIGGER {table}_search_insert AFTER INSERT ON {table} BEGIN
+    {_SEARCH_QUEUE} VALUES ('{kind}', new.namespace, new.rowid, 1);
+END;
+CREATE TRIGGER {table}_search_delete AFTER DELETE ON {table} BEGIN
+    {_SEARCH_QUEUE} VALUES ('{kind}', old.namespace, old.rowid, 0);
+END;"""
+        for table, kind in (("passages", "p"), ("pages", "g"), ("facts", "f"), ("entities", "e"))
+    )
+    + "".join(
+        f"""
+CREATE TRIGGER aliases_search_{op} AFTER {op.upper()} ON aliases BEGIN
+    {_SEARCH_QUEUE} SELECT 'e', namespace, rowid, 0 FROM entities WHERE id = {row}.entity;
+END;
+CREATE TRIGGER mentions_search_{op} AFTER {op.upper()} ON mentions BEGIN
+    {_SEARCH_QUEUE} SELECT 'p', namespace, rowid, 0 FROM passages WHERE id = {row}.passage;
+END;
+CREATE TRIGGER tombstones_search_{op} AFTER {op.upper()} ON tombstones BEGIN
+    {_SEARCH_QUEUE} {_TOMBSTONE_TARGET.format(t=row)}
+END;"""
+        for op, row in (("insert", "new"), ("delete", "old"))
+    )
+    + f"""
+CREATE TRIGGER entities_search_merge AFTER UPDATE OF canonical ON entities BEGIN
+    {_SEARCH_QUEUE} {_ENTITY_ROWS.format(e="new")}
+END;
+{_SEARCH_QUEUE} SELECT 'p', namespace, rowid, 1 FROM passages;
+{_SEARCH_QUEUE} SELECT 'g', namespace, rowid, 1 FROM pages;
+{_SEARCH_QUEUE} SELECT 'f', namespace, rowid, 1 FROM facts;
+{_SEARCH_QUEUE} SELECT 'e', namespace, rowid, 1 FROM entities;
+"""
+)
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6]
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The schema of the rows an export holds: version 6 changed only derived
+#: tables (the search indexes), so exports stay at 5.
+EXPORT_SCHEMA = 5

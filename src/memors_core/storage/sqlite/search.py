@@ -1,96 +1,262 @@
-"""Full-text search on SQLite: FTS5 with BM25, one query per granularity."""
+"""Full-text search on SQLite: one FTS5 index per kind of row and namespace,
+ranked by memors' BM25 (:mod:`memors_core.domain.search`).
+
+Each index is a contentless FTS5 table ``search_<id>`` (``porter
+unicode61``, ``contentless_delete``) named in ``search_indexes`` and made
+the first time its namespace gets a row of its kind, so a namespace's
+statistics, and the cost of searching it, are its own. It holds the live
+rows only: a row's words (a page's title and content, a fact's subject,
+predicate and value, an entity's name and aliases) and the entity term
+(:func:`memors_core.domain.search.entity_term`) of each canonical entity the
+row is about. Triggers note changed rows in ``search_queue``; :func:`flush`
+indexes them inside the write transaction, just before it commits, so a
+search never sees half a write (and a search inside a write transaction
+does not see that transaction's rows, as on PostgreSQL).
+
+Ranking reads FTS5's own numbers. BM25 as FTS5 computes it for a query of
+one term is that term's weight (``ln((N - n + 0.5) / (n + 0.5))``, or 1e-6
+for a term in half the rows or more) times the row's term part, so scaling
+each term's ``bm25()`` by memors' weight over FTS5's gives memors' score
+exactly; ``N`` and the average length come from the index's averages
+record and ``n`` from its ``fts5vocab`` table. The rare terms gather
+candidates in one statement; the common ones add their parts to the best
+candidates only, read by a small auxiliary function (``memors_terms``).
+"""
 
 from __future__ import annotations
 
-from memors_core.domain import text
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+
+import apsw
+
+from memors_core.domain import search as rank
 from memors_core.domain.ids import address
 from memors_core.domain.model import SearchHit
-from memors_core.storage.sql.records import Repo, live
+from memors_core.storage.sql.records import Repo
+from memors_core.storage.sqlite.indexing import (
+    ENTITY,
+    FACT,
+    PAGE,
+    PASSAGE,
+    index_table,
+    register,
+)
 
-SNIPPET_TOKENS = 40
+
+def _varints(blob: bytes) -> list[int]:
+    """FTS5's (SQLite's) big-endian varints."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for k in range(9):
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
 
 
-def fts_query(query: str, max_words: int = 64) -> str | None:
-    """An FTS5 MATCH expression for any user text: its words, quoted, OR-ed.
+def fts_idf(rows: int, holding: int) -> float:
+    """The weight FTS5's ``bm25()`` gives a one-term query (fts5_aux.c)."""
+    weight = math.log((rows - holding + 0.5) / (holding + 0.5))
+    return weight if weight > 0 else 1e-6
 
-    Stop words are dropped unless nothing else is left. Words are runs of
-    letters and digits, so the quoting can never be broken and no FTS
-    syntax error can reach a user. None when the text has no words.
-    """
-    ws = list(dict.fromkeys(text.words(query)))
-    if not ws:
-        return None
-    stops = text.search_stop_words()
-    content = [w for w in ws if w not in stops] or ws
-    return " OR ".join(f'"{w}"' for w in content[:max_words])
+
+def fts_query(query: str) -> str | None:
+    """A plain FTS5 MATCH expression for any user text: its search words
+    (:func:`memors_core.domain.search.query_words`), quoted, OR-ed; None when
+    it has no words. (What a bare FTS5 search would run: the benchmarks'
+    reference.)"""
+    words = rank.query_words(query)
+    return " OR ".join(_quoted(w) for w in words) if words else None
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
 
 
 class SqliteSearch(Repo):
-    def passages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        rows = self.all(
-            f"""SELECT p.id, p.text, bm25(passages_fts) AS r
-                FROM passages_fts JOIN passages p ON p.rowid = passages_fts.rowid
-                WHERE passages_fts MATCH ? AND p.namespace = ? AND {live("p")}
-                ORDER BY r LIMIT ?""",
-            (match, namespace, limit),
-        )
-        return [SearchHit(address("passage", i), "passage", t, -r) for i, t, r in rows]
+    """:class:`memors_core.storage.api.Search` on SQLite."""
 
-    def pages(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        rows = self.all(
-            f"""SELECT pg.id, pg.title,
-                       snippet(pages_fts, 1, '', '', '…', {SNIPPET_TOKENS}), bm25(pages_fts) AS r
-                FROM pages_fts JOIN pages pg ON pg.rowid = pages_fts.rowid
-                WHERE pages_fts MATCH ? AND pg.namespace = ? AND {live("pg")}
-                ORDER BY r LIMIT ?""",
-            (match, namespace, limit),
-        )
-        return [SearchHit(address("page", i), "page", f"{t}: {s}", -r) for i, t, s, r in rows]
+    _tokenizer: Callable | None = None
+    _registered = False
 
-    def facts(self, namespace: str, query: str, limit: int, as_of: str | None) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        when = ""
-        params: tuple = (match, namespace)
+    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
+        ranked = self._rank(PASSAGE, namespace, query, limit)
+        texts = self._rows("SELECT rowid, id, text FROM passages", ranked)
+        return _hits(ranked, texts, "passage")
+
+    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
+        ranked = self._rank(PAGE, namespace, query, limit)
+        rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
+        stems = set(self._stems(query.words))
+        texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
+        return _hits(ranked, texts, "page")
+
+    def facts(
+        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
+    ) -> rank.Ranked:
+        query = rank.as_query(query)
+        keep = None
         if as_of is not None:
-            when = "AND (f.from_ts IS NULL OR f.from_ts <= ?) AND (f.to_ts IS NULL OR ? < f.to_ts)"
-            params += (as_of, as_of)
-        rows = self.all(
-            f"""SELECT f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to,
-                       bm25(facts_fts) AS r
-                FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid
-                JOIN entities e ON e.id = f.subject JOIN entities ce ON ce.id = e.canonical
-                WHERE facts_fts MATCH ? AND f.namespace = ? AND {live("f")} {when}
-                ORDER BY r LIMIT ?""",
-            (*params, limit),
-        )
-        hits = []
-        for i, subject, predicate, value, vf, vt, r in rows:
-            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
-            hits.append(
-                SearchHit(address("fact", i), "fact", f"{subject} {predicate} {value}{span}", -r)
+            keep = (
+                "(SELECT rowid FROM facts WHERE (from_ts IS NULL OR from_ts <= ?) "
+                "AND (to_ts IS NULL OR ? < to_ts))",
+                (as_of, as_of),
             )
-        return hits
-
-    def entities(self, namespace: str, query: str, limit: int) -> list[SearchHit]:
-        match = fts_query(query)
-        if match is None:
-            return []
-        rows = self.all(
-            """SELECT e.id, e.name, entities_fts.aliases, bm25(entities_fts) AS r
-               FROM entities_fts JOIN entities e ON e.rowid = entities_fts.rowid
-               WHERE entities_fts MATCH ? AND e.namespace = ? AND e.canonical = e.id
-               ORDER BY r LIMIT ?""",
-            (match, namespace, limit),
+        ranked = self._rank(FACT, namespace, query, limit, keep)
+        rows = self._rows(
+            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
+               FROM facts f JOIN entities e ON e.id = f.subject
+               JOIN entities ce ON ce.id = e.canonical""",
+            ranked,
+            "f.rowid",
         )
-        return [
-            SearchHit(address("entity", i), "entity", f"{n} (also: {a})" if a else n, -r)
-            for i, n, a, r in rows
-        ]
+        texts = {}
+        for r, (i, subject, predicate, value, vf, vt) in rows.items():
+            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
+            texts[r] = (i, f"{subject} {predicate} {value}{span}")
+        return _hits(ranked, texts, "fact")
+
+    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
+        ranked = self._rank(ENTITY, namespace, query, limit)
+        rows = self._rows(
+            """SELECT e.rowid, e.id, e.name,
+                      (SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = e.id)
+               FROM entities e""",
+            ranked,
+            "e.rowid",
+        )
+        texts = {r: (i, f"{n} (also: {a})" if a else n) for r, (i, n, a) in rows.items()}
+        return _hits(ranked, texts, "entity")
+
+    # --- ranking ---------------------------------------------------------------------
+
+    def _rank(
+        self,
+        kind: str,
+        namespace: str,
+        query: rank.SearchQuery,
+        limit: int,
+        keep: tuple[str, tuple] | None = None,
+    ) -> rank.Ranked:
+        """The best ``limit`` rows of one index for ``query`` (``keep``: an
+        SQL subquery of the rowids allowed, with its parameters)."""
+        got = self.one(
+            "SELECT id FROM search_indexes WHERE kind = ? AND namespace = ?", (kind, namespace)
+        )
+        if got is None or limit <= 0:
+            return rank.Ranked([], 0.0)
+        table = index_table(got[0])
+        block = self.one(f"SELECT block FROM {table}_data WHERE id = 1")
+        rows, length = ([*_varints(block[0]), 0, 0])[:2] if block else (0, 0)
+        terms = self._terms(query)
+        if not rows or not terms:
+            return rank.Ranked([], 0.0)
+        average = length / rows
+        holding = dict.fromkeys(terms, 0)
+        sql = " UNION ALL ".join(
+            f"SELECT term, doc FROM {table}_terms WHERE term = ?" for _ in terms
+        )
+        holding.update(self.all(sql, tuple(terms)))
+        top = rank.ceiling(rows, holding.values())
+        rare, common = rank.split_common(rows, holding)
+        if not rare:
+            return rank.Ranked([], top)
+        depth = rank.rerank_depth(limit) if common else limit
+        branches = " UNION ALL ".join(
+            f"SELECT rowid, ? * bm25({table}) AS s FROM {table} WHERE {table} MATCH ?" for _ in rare
+        )
+        params: list = []
+        for t in rare:
+            params += [rank.idf(rows, holding[t]) / fts_idf(rows, holding[t]), _quoted(terms[t])]
+        where = ""
+        if keep is not None:
+            where = f"WHERE rowid IN {keep[0]}"
+            params += keep[1]
+        found = self.all(
+            f"""WITH hits AS MATERIALIZED ({branches})
+                SELECT rowid, -sum(s) AS score FROM hits {where}
+                GROUP BY rowid ORDER BY score DESC, rowid LIMIT ?""",
+            (*params, depth),
+        )
+        if common and found:
+            if not self._registered:
+                register(self.db.conn)
+                self._registered = True
+            scores = dict(found)
+            weights = [rank.idf(rows, holding[t]) for t in common]
+            match = " OR ".join(_quoted(terms[t]) for t in common)
+            for row, counts in self.all(
+                f"""SELECT rowid, memors_terms({table}) FROM {table}
+                    WHERE {table} MATCH ? AND rowid IN (SELECT value FROM json_each(?))""",
+                (match, json.dumps(list(scores))),
+            ):
+                size, *tfs = map(int, counts.split())
+                scores[row] += sum(
+                    w * rank.term_part(tf, size, average)
+                    for w, tf in zip(weights, tfs, strict=True)
+                    if tf
+                )
+            found = sorted(scores.items(), key=lambda rs: (-rs[1], rs[0]))
+        return rank.Ranked(found[:limit], top)
+
+    def _terms(self, query: rank.SearchQuery) -> dict[str, str]:
+        """The index terms of a query, each with the text that matches it:
+        its words' stems (by the index's own tokenizer, which stems the
+        MATCH text again, so a word is matched by itself), then its
+        entities' terms."""
+        terms: dict[str, str] = {}
+        for word in query.words:
+            tokens = self._tokens(word)
+            for token in tokens:
+                terms.setdefault(token, word if len(tokens) == 1 else token)
+        if query.entities:
+            marks = ",".join("?" * len(query.entities))
+            found = dict(
+                self.all(f"SELECT id, rowid FROM entities WHERE id IN ({marks})", query.entities)
+            )
+            for e in query.entities:
+                if e in found:
+                    term = rank.entity_term(found[e])
+                    terms[term] = term
+        return terms
+
+    def _stems(self, words: Iterable[str]) -> list[str]:
+        return [t for w in words for t in self._tokens(w)]
+
+    def _tokens(self, word: str) -> list[str]:
+        tokenize = self._tokenizer
+        if tokenize is None:
+            tokenize = self._tokenizer = self.db.conn.fts5_tokenizer("porter", ["unicode61"])
+        return [t[2] for t in tokenize(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None) if len(t) > 2]
+
+    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+        """The ranked rows' columns (after the rowid), by rowid."""
+        if not ranked.rows:
+            return {}
+        got = self.all(
+            f"{select} WHERE {rowid} IN (SELECT value FROM json_each(?))",
+            (json.dumps([r for r, _ in ranked.rows]),),
+        )
+        return {r[0]: r[1:] for r in got}
+
+
+def _hits(ranked: rank.Ranked, texts: dict[int, Sequence], granularity: str) -> rank.Ranked:
+    hits = [
+        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], score)
+        for r, score in ranked.rows
+        if r in texts
+    ]
+    return rank.Ranked(hits, ranked.ceiling)

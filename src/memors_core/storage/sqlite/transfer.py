@@ -21,7 +21,7 @@ from memors_core.errors import BadInput
 from memors_core.log import get_logger
 from memors_core.storage.sql.records import Repo
 from memors_core.storage.sql.transfer import IS_EMPTY, TABLE_NAMES, TABLES, row_columns, row_dict
-from memors_core.storage.sqlite.schema import SCHEMA_VERSION
+from memors_core.storage.sqlite.schema import EXPORT_SCHEMA
 
 if TYPE_CHECKING:
     from memors_core.storage.sqlite.connection import Store
@@ -32,13 +32,13 @@ log = get_logger("memors")
 #: have did not change from 3 on (4 added the clock table, 5 the pages'
 #: sentences and facts, whose rows an older export lacks: its pages simply
 #: record none).
-READS_SCHEMAS = frozenset({3, 4, SCHEMA_VERSION})
+READS_SCHEMAS = frozenset({3, 4, EXPORT_SCHEMA})
 
 
 class SqliteTransfer(Repo):
     """:class:`memors_core.storage.api.Transfer` on SQLite."""
 
-    schema = SCHEMA_VERSION
+    schema = EXPORT_SCHEMA
     reads_schemas = READS_SCHEMAS
     tables = TABLE_NAMES
 

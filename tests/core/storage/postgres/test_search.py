@@ -20,12 +20,13 @@ from memors_core.testing.storage_contract import (
     add_document,
     forget,
     remember,
+    words,
 )
 
 
 def scores(storage: Storage, query: str, namespace: str = NS) -> dict[str, float]:
     with storage.read() as tx:
-        return {h.address: h.score for h in tx.search.passages(namespace, query, 100)}
+        return {h.address: h.score for h in tx.search.passages(namespace, words(query), 100).rows}
 
 
 class TestPostgresSearch(PostgresStorage):
@@ -39,10 +40,10 @@ class TestPostgresSearch(PostgresStorage):
         with storage.write() as tx:
             tx.facts.record(NS, "Raft", "log", "replicated raft entries")
         with storage.read() as tx:
-            hits = tx.search.passages(NS, "raft", 100)
+            hits = tx.search.passages(NS, words("raft"), 100).rows
             others = [
-                *tx.search.facts(NS, "raft", 10, None),
-                *tx.search.entities(NS, "raft", 10),
+                *tx.search.facts(NS, words("raft"), 10, None).rows,
+                *tx.search.entities(NS, words("raft"), 10).rows,
             ]
         # "raft" is in every passage: FTS5's own IDF would be clamped to 1e-6 here.
         assert {h.address for h in hits} == {address("passage", i) for i in ids}
@@ -83,10 +84,10 @@ class TestPostgresSearch(PostgresStorage):
         with storage.write() as tx:
             tx.facts.record(NS, "Raft", "needs", "a leader")
         with storage.read() as tx:
-            found = {h.address for h in tx.search.passages(NS, query, 10)}
-            tx.search.facts(NS, query, 10, None)
-            tx.search.entities(NS, query, 10)
-            tx.search.pages(NS, query, 10)
+            found = {h.address for h in tx.search.passages(NS, words(query), 10).rows}
+            tx.search.facts(NS, words(query), 10, None)
+            tx.search.entities(NS, words(query), 10)
+            tx.search.pages(NS, words(query), 10)
         if "raft" in query:
             assert address("passage", raft) in found
         else:

@@ -1,0 +1,210 @@
+"""How search ranks, in one place for both engines.
+
+A query is its words and the entities it names (:class:`SearchQuery`).
+Each engine scores a row by BM25 over the row's stemmed words and the
+entity terms it carries, with the statistics of the index it is in (one
+kind of row, one namespace):
+
+- the weight of a term is :func:`idf`, ``ln(1 + (N - n + 0.5) / (n + 0.5))``
+  for ``N`` indexed rows of which ``n`` hold the term: positive however
+  common the term is (FTS5's own BM25 clamps a term in half the rows or
+  more to 1e-6, which made small namespaces' scores meaningless);
+- a row's part of it is :func:`term_part`, BM25's saturating term frequency
+  with the length of the row against the index's average (k1 = 1.2,
+  b = 0.75).
+
+An entity the query names by its name or an alias (folded as merges fold
+names, :func:`memors_core.domain.text.fold_name`) is searched as a term of
+its own, which every passage mentioning it, its facts, its page and the
+entity itself carry (:func:`entity_term`); its name's words leave the
+query unless nothing else is left, so "when did Caroline move" does not
+spend weight on every row that says "Caroline".
+
+Very common terms do not make a question slow: a term held by more than
+:func:`common_above` rows does not gather candidates, it only adds its
+weight to the best :func:`rerank_depth` candidates the other terms found
+(the MaxScore idea; ``benchmarks/retrieval.py`` measures what it costs in
+recall).
+
+``all`` merges granularities by :func:`share`: a row's score over the most
+the query could score in its index (every term, saturated), a number in
+[0, 1) that means the same in a small index of pages as in a large one of
+passages.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import attrs
+
+from memors_core.domain import text
+
+K1 = 1.2
+B = 0.75
+#: At most this many distinct words of a query are searched.
+MAX_WORDS = 64
+#: A term in more than this share of an index's rows (and more than
+#: COMMON_FLOOR rows) is common: it scores candidates but does not find them.
+COMMON_SHARE = 0.05
+COMMON_FLOOR = 2_000
+#: How many candidates the rarer terms hand to the common ones.
+RERANK_DEPTH = 100
+#: The longest entity name (in words) a query is read for.
+MAX_NAME_WORDS = 6
+#: About how many words of a page a hit shows.
+SNIPPET_WORDS = 40
+
+#: Entity terms start with a private-use character: no word of any text
+#: (:func:`memors_core.domain.text.words`) can contain it.
+ENTITY_MARK = "\ue000"
+
+
+@attrs.frozen
+class SearchQuery:
+    """What a search looks for: its words (distinct, casefolded, stop words
+    dropped unless nothing else was left) and the canonical entities it
+    names (their ids)."""
+
+    words: tuple[str, ...]
+    entities: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.entities)
+
+
+@attrs.frozen
+class Ranked:
+    """One index's answer: ``(row, score)`` best first, and the most the
+    query could score there (the denominator of :func:`share`)."""
+
+    rows: list
+    ceiling: float
+
+    # A sequence of its rows, as the search methods' answers were lists.
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+
+def query_words(query: str) -> list[str]:
+    """The words of a user's text a search looks for: distinct, casefolded,
+    stop words (and negations, quantifiers) dropped unless nothing else is
+    left, at most :data:`MAX_WORDS`."""
+    ws = list(dict.fromkeys(text.words(query)))
+    stops = text.search_stop_words()
+    content = [w for w in ws if w not in stops] or ws
+    return content[:MAX_WORDS]
+
+
+def as_query(query: str | SearchQuery) -> SearchQuery:
+    """A search for ``query``: a user's text is its words, by
+    :func:`query_words` (the names in it are not looked up)."""
+    if isinstance(query, SearchQuery):
+        return query
+    return SearchQuery(tuple(query_words(query)))
+
+
+def name_spans(words: list[str]) -> list[tuple[int, int, str]]:
+    """Every run of up to :data:`MAX_NAME_WORDS` consecutive words, as
+    ``(start, end, folded name)``, longest first: what may be an entity's name."""
+    out = []
+    for size in range(min(MAX_NAME_WORDS, len(words)), 0, -1):
+        for start in range(len(words) - size + 1):
+            out.append((start, start + size, " ".join(words[start : start + size])))
+    return out
+
+
+def with_entities(query: str, named: dict[str, str]) -> SearchQuery:
+    """The search for ``query`` once its names are known: ``named`` maps
+    the folded names (:func:`name_spans`) that are entities to their
+    canonical ids. Names are taken longest first, never overlapping; their
+    words leave the query unless no other content word is left."""
+    all_words = text.words(query)
+    taken = [False] * len(all_words)
+    entities: list[str] = []
+    for start, end, name in name_spans(all_words):
+        canonical = named.get(name)
+        if canonical is None or any(taken[start:end]):
+            continue
+        taken[start:end] = [True] * (end - start)
+        if canonical not in entities:
+            entities.append(canonical)
+    words = query_words(query)
+    if entities:
+        stops = text.search_stop_words()
+        rest = [w for w, t in zip(all_words, taken, strict=True) if not t and w not in stops]
+        if rest:
+            words = list(dict.fromkeys(rest))[:MAX_WORDS]
+    return SearchQuery(tuple(words), tuple(entities))
+
+
+def entity_term(rowid: int) -> str:
+    """The term a row carries for the canonical entity with ``rowid``."""
+    return f"{ENTITY_MARK}{rowid}"
+
+
+def idf(rows: float, holding: float) -> float:
+    """A term's weight among ``rows`` rows of which ``holding`` hold it."""
+    return math.log(1.0 + (rows - holding + 0.5) / (holding + 0.5))
+
+
+def term_part(tf: float, length: float, average: float) -> float:
+    """A row's share of a term's weight: its count saturating, damped by
+    the row's length against the average."""
+    return tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / max(average, 1e-9)))
+
+
+def ceiling(rows: float, holding: Iterable[float]) -> float:
+    """The most a query of terms held by ``holding`` rows can score."""
+    return sum(idf(rows, n) for n in holding) * (K1 + 1)
+
+
+def common_above(rows: int) -> float:
+    """How many rows may hold a term before it is common."""
+    return max(COMMON_FLOOR, COMMON_SHARE * rows)
+
+
+def rerank_depth(limit: int) -> int:
+    return max(RERANK_DEPTH, 4 * limit)
+
+
+def split_common(rows: int, holding: dict[str, int]) -> tuple[list[str], list[str]]:
+    """The present terms (``holding`` > 0) as (rare, common); when all are
+    common the rarest finds the candidates."""
+    present = {t: n for t, n in holding.items() if n > 0}
+    cut = common_above(rows)
+    rare = [t for t, n in present.items() if n <= cut]
+    common = [t for t in present if t not in rare]
+    if not rare and common:
+        rarest = min(common, key=lambda t: (present[t], t))
+        rare, common = [rarest], [t for t in common if t != rarest]
+    return rare, common
+
+
+def share(score: float, top: float) -> float:
+    """A score on the scale ``all`` merges by."""
+    return score / top if top > 0 else 0.0
+
+
+def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
+    """About ``width`` words of ``content`` around its first word whose start
+    is one of the query's stems (the whole text when it is short), marked
+    with ``…`` where it was cut."""
+    tokens = content.split()
+    if len(tokens) <= width:
+        return " ".join(tokens)
+    at = 0
+    for i, token in enumerate(tokens):
+        if any(w.startswith(s) for w in text.words(token) for s in stems):
+            at = i
+            break
+    start = max(0, min(at - width // 4, len(tokens) - width))
+    out = " ".join(tokens[start : start + width])
+    return ("…" if start else "") + out + ("…" if start + width < len(tokens) else "")
