@@ -75,9 +75,10 @@ def remember(memory: Any, documents: list[dict]) -> float:
 
 def uris_of(memory: Any) -> dict[str, str]:
     """Passage address -> its document's uri."""
-    rows = memory.store.all(
-        "SELECT p.id, d.uri FROM passages p JOIN documents d ON d.id = p.document"
-    )
+    with memory.store.read():
+        rows = memory.store.all(
+            "SELECT p.id, d.uri FROM passages p JOIN documents d ON d.id = p.document"
+        )
     return {f"memo://passage/{p}": u for p, u in rows}
 
 
@@ -117,7 +118,8 @@ def bare_fts(path: Path, memory: Any) -> Callable[[Question], list[str]]:
         "CREATE TABLE t(id TEXT, ns TEXT, text TEXT);"
         "CREATE VIRTUAL TABLE t_fts USING fts5(text, content='t', tokenize='porter unicode61')"
     )
-    rows = memory.store.all("SELECT id, namespace, text FROM passages")
+    with memory.store.read():
+        rows = memory.store.all("SELECT id, namespace, text FROM passages")
     with conn:
         conn.executemany(
             "INSERT INTO t(rowid, id, ns, text) VALUES (?, ?, ?, ?)",
