@@ -30,14 +30,15 @@ no word of erased text behind. A search inside a write transaction does
 not see the passages that transaction added (memors searches in read
 transactions only).
 
-A query's words are the user's text through memors' rules
-:func:`~memors_core.domain.search.query_words` (distinct words,
-stop words dropped unless nothing else is left, at most 64); they reach
-the database only as a parameter, so no syntax in them can reach a user.
-The score is BM25 (k1 = 1.2, b = 0.75) with the IDF ``ln(1 + (N - n +
-0.5) / (n + 0.5))``, which stays positive however common a term is; the
-document frequencies are counted from the very postings the query reads,
-so they cost nothing extra and are exact.
+A query's words and entity terms are memors' (:mod:`memors_core.domain.search`);
+they reach the database only as parameters, so no syntax in them can reach
+a user. Ranking is SQLite's, in two statements: the first reads the
+index's statistics and each term's document frequency (counted from the
+postings index, exactly, and only up to the common-term cut unless the
+term is common); the second scores the rare terms' postings by BM25 (k1 =
+1.2, b = 0.75, IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))``, positive however
+common a term is), keeps the best candidates, and adds the common terms'
+parts to those only, looked up by ``(term, rowid)``.
 
 Why postings rather than a GIN index over a stored ``tsvector`` with a
 BM25 rerank of its candidates: the rerank has to read every candidate
@@ -487,47 +488,122 @@ SELECT memors_search_rebuild();
 """
 
 
-def _ranked(kind: str) -> str:
-    """SQL: the rows of ``kind`` in namespace ``:ns`` holding any of the
-    terms of ``:words`` (stemmed here) and ``:entities`` (entity terms), as
-    ``ranked(rowid, score)`` with their BM25 scores, and ``ceiling(top)``,
-    the most the query could score in this index."""
-    return f"""
-        stats AS (
-            SELECT id, docs::float8 AS n, greatest(length::float8 / greatest(docs, 1), 1e-9) AS avgdl
-            FROM search_stats WHERE kind = '{kind}' AND namespace = :ns
-        ),
-        terms AS (
-            SELECT DISTINCT hashtextextended(q.t, stats.id) AS term
-            FROM stats CROSS JOIN (
-                SELECT lexeme AS t FROM unnest(memors_search_vector(:words))
-                UNION SELECT unnest(CAST(:entities AS text[]))
-            ) q
-        ),
-        post AS MATERIALIZED (
-            SELECT p.term, p.rowid, p.tf, p.length FROM search_postings p
-            WHERE p.term = ANY (ARRAY(SELECT term FROM terms))
-        ),
-        weight AS (
-            SELECT t.term,
-                   ln(1 + (stats.n - coalesce(c.n, 0) + 0.5) / (coalesce(c.n, 0) + 0.5)) AS idf
-            FROM terms t CROSS JOIN stats
-            LEFT JOIN (SELECT term, count(*) AS n FROM post GROUP BY term) c ON c.term = t.term
-        ),
-        ceiling AS (SELECT coalesce(sum(idf), 0) * {K1 + 1} AS top FROM weight),
-        ranked AS (
-            SELECT post.rowid,
-                   sum(weight.idf * post.tf * {K1 + 1}
-                       / (post.tf + {K1} * ({1 - B} + {B} * post.length / stats.avgdl))) AS score
-            FROM post JOIN weight ON weight.term = post.term CROSS JOIN stats
-            GROUP BY post.rowid
-        )"""
+_STATS = f"""
+    WITH stats AS (
+        SELECT id, docs, length, greatest({rank.COMMON_FLOOR}, {rank.COMMON_SHARE} * docs) AS cut
+        FROM search_stats WHERE kind = :kind AND namespace = :ns
+    ),
+    terms AS (
+        SELECT DISTINCT hashtextextended(q.t, stats.id) AS term
+        FROM stats CROSS JOIN (
+            SELECT lexeme AS t FROM unnest(memors_search_vector(:words))
+            UNION SELECT unnest(CAST(:entities AS text[]))
+        ) q
+    ),
+    capped AS (
+        SELECT terms.term, stats.cut,
+               (SELECT count(*) FROM (SELECT 1 FROM search_postings p WHERE p.term = terms.term
+                                      LIMIT stats.cut::bigint + 1) x) AS n
+        FROM terms CROSS JOIN stats
+    )
+    SELECT stats.docs, stats.length, capped.term,
+           CASE WHEN capped.n > capped.cut
+                THEN (SELECT count(*) FROM search_postings p WHERE p.term = capped.term)
+                ELSE capped.n END
+    FROM stats CROSS JOIN capped"""
+
+# The rare terms' BM25 over their postings gives the candidates; the common
+# terms' parts are looked up for the candidates only (by the postings index).
+_PART = f"p.tf * {rank.K1 + 1} / (p.tf + {rank.K1} * ({1 - rank.B} + {rank.B} * p.length / :avg))"
+_RANK = f"""
+    WITH w AS (
+        SELECT unnest(CAST(:terms AS bigint[])) AS term, unnest(CAST(:idfs AS float8[])) AS idf
+    ),
+    cand AS (
+        SELECT p.rowid, sum(w.idf * {_PART}) AS score
+        FROM search_postings p JOIN w ON w.term = p.term
+        WHERE p.term = ANY (CAST(:rare AS bigint[])) {{keep}}
+        GROUP BY p.rowid ORDER BY score DESC, p.rowid LIMIT :depth
+    ),
+    extra AS (
+        SELECT cand.rowid, sum(w.idf * {_PART}) AS score
+        FROM cand CROSS JOIN unnest(CAST(:common AS bigint[])) c(term)
+        JOIN search_postings p ON p.term = c.term AND p.rowid = cand.rowid
+        JOIN w ON w.term = c.term
+        GROUP BY cand.rowid
+    )
+    SELECT cand.rowid, cand.score + coalesce(extra.score, 0) AS score
+    FROM cand LEFT JOIN extra ON extra.rowid = cand.rowid
+    ORDER BY score DESC, cand.rowid LIMIT :limit"""
 
 
 class PgSearch(Repo):
     """:class:`memors_core.storage.api.Search` on PostgreSQL."""
 
-    def _params(self, namespace: str, query: rank.SearchQuery, limit: int) -> dict:
+    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        ranked = self._rank(PASSAGE, namespace, rank.as_query(query), limit)
+        rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
+        return _hits(ranked, rows, "passage")
+
+    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
+        ranked = self._rank(PAGE, namespace, query, limit)
+        rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
+        stems = self._stems(" ".join(query.words)) if rows else set()
+        texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
+        return _hits(ranked, texts, "page")
+
+    def facts(
+        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
+    ) -> rank.Ranked:
+        keep = None
+        if as_of is not None:
+            keep = (
+                "AND p.rowid IN (SELECT rowid FROM facts WHERE (from_ts IS NULL OR "
+                "from_ts <= :as_of) AND (to_ts IS NULL OR :as_of < to_ts))",
+                {"as_of": as_of},
+            )
+        ranked = self._rank(FACT, namespace, rank.as_query(query), limit, keep)
+        rows = self._rows(
+            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
+               FROM facts f JOIN entities e ON e.id = f.subject
+               JOIN entities ce ON ce.id = e.canonical""",
+            ranked,
+            "f.rowid",
+        )
+        texts = {}
+        for r, (i, subject, predicate, value, vf, vt) in rows.items():
+            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
+            texts[r] = (i, f"{subject} {predicate} {value}{span}")
+        return _hits(ranked, texts, "fact")
+
+    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        ranked = self._rank(ENTITY, namespace, rank.as_query(query), limit)
+        rows = self._rows(
+            """SELECT e.rowid, e.id, e.name,
+                      (SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key)
+                       FROM aliases a WHERE a.entity = e.id)
+               FROM entities e""",
+            ranked,
+            "e.rowid",
+        )
+        texts = {r: (i, f"{n} (also: {a})" if a else n) for r, (i, n, a) in rows.items()}
+        return _hits(ranked, texts, "entity")
+
+    # --- ranking ---------------------------------------------------------------------
+
+    def _rank(
+        self,
+        kind: str,
+        namespace: str,
+        query: rank.SearchQuery,
+        limit: int,
+        keep: tuple[str, dict] | None = None,
+    ) -> rank.Ranked:
+        """The best ``limit`` rows of one index for ``query`` (``keep``: an SQL
+        condition on ``p.rowid`` with its parameters), as SQLite ranks them."""
+        if limit <= 0 or not query:
+            return rank.Ranked([], 0.0)
         entities = []
         if query.entities:
             entities = [
@@ -537,92 +613,42 @@ class PgSearch(Repo):
                     {"ids": list(query.entities)},
                 )
             ]
-        return {
-            "ns": namespace,
-            "words": " ".join(query.words),
-            "entities": entities,
+        found = self.all(
+            _STATS,
+            {"kind": kind, "ns": namespace, "words": " ".join(query.words), "entities": entities},
+        )
+        if not found:
+            return rank.Ranked([], 0.0)
+        rows, length = found[0][0], found[0][1]
+        holding = {term: n for _, _, term, n in found}
+        top = rank.ceiling(rows, holding.values())
+        rare, common = rank.split_common(rows, {str(t): n for t, n in holding.items()})
+        if not rare or not rows:
+            return rank.Ranked([], top)
+        terms = [t for t in holding if holding[t]]
+        params = {
+            "terms": terms,
+            "idfs": [rank.idf(rows, holding[t]) for t in terms],
+            "rare": [int(t) for t in rare],
+            "common": [int(t) for t in common],
+            "avg": max(length / rows, 1e-9),
+            "depth": rank.rerank_depth(limit) if common else limit,
             "limit": limit,
         }
+        where = ""
+        if keep is not None:
+            where, extra = keep
+            params.update(extra)
+        return rank.Ranked(self.all(_RANK.format(keep=where), params), top)
 
-    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        rows = self.all(
-            f"""WITH {_ranked(PASSAGE)},
-                top AS (SELECT rowid, score FROM ranked ORDER BY score DESC, rowid LIMIT :limit)
-                SELECT p.id, p.text, top.score, (SELECT top FROM ceiling)
-                FROM top JOIN passages p ON p.rowid = top.rowid
-                ORDER BY top.score DESC, top.rowid""",
-            self._params(namespace, query, limit),
+    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+        if not ranked.rows:
+            return {}
+        got = self.all(
+            f"{select} WHERE {rowid} = ANY (CAST(:rows AS bigint[]))",
+            {"rows": [r for r, _ in ranked.rows]},
         )
-        return _run([(address("passage", i), t, s, c) for i, t, s, c in rows], "passage")
-
-    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        rows = self.all(
-            f"""WITH {_ranked(PAGE)},
-                top AS (SELECT rowid, score FROM ranked ORDER BY score DESC, rowid LIMIT :limit)
-                SELECT pg.id, pg.title, pg.content, top.score, (SELECT top FROM ceiling)
-                FROM top JOIN pages pg ON pg.rowid = top.rowid
-                ORDER BY top.score DESC, top.rowid""",
-            self._params(namespace, query, limit),
-        )
-        stems = self._stems(" ".join(query.words)) if rows else set()
-        return _run(
-            [
-                (address("page", i), f"{t}: {rank.snippet(c, stems)}", s, top)
-                for i, t, c, s, top in rows
-            ],
-            "page",
-        )
-
-    def facts(
-        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
-    ) -> rank.Ranked:
-        query = rank.as_query(query)
-        when = ""
-        params = self._params(namespace, query, limit)
-        if as_of is not None:
-            when = (
-                "AND (f.from_ts IS NULL OR f.from_ts <= :as_of) "
-                "AND (f.to_ts IS NULL OR :as_of < f.to_ts)"
-            )
-            params["as_of"] = as_of
-        rows = self.all(
-            f"""WITH {_ranked(FACT)}
-                SELECT f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to,
-                       ranked.score, (SELECT top FROM ceiling)
-                FROM ranked JOIN facts f ON f.rowid = ranked.rowid
-                JOIN entities e ON e.id = f.subject JOIN entities ce ON ce.id = e.canonical
-                WHERE true {when}
-                ORDER BY ranked.score DESC, ranked.rowid LIMIT :limit""",
-            params,
-        )
-        hits = []
-        for i, subject, predicate, value, vf, vt, s, top in rows:
-            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
-            hits.append((address("fact", i), f"{subject} {predicate} {value}{span}", s, top))
-        return _run(hits, "fact")
-
-    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        rows = self.all(
-            f"""WITH {_ranked(ENTITY)}
-                SELECT e.id, e.name,
-                       (SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key)
-                        FROM aliases a WHERE a.entity = e.id),
-                       ranked.score, (SELECT top FROM ceiling)
-                FROM ranked JOIN entities e ON e.rowid = ranked.rowid
-                WHERE e.canonical = e.id
-                ORDER BY ranked.score DESC, ranked.rowid LIMIT :limit""",
-            self._params(namespace, query, limit),
-        )
-        return _run(
-            [
-                (address("entity", i), f"{n} (also: {a})" if a else n, s, c)
-                for i, n, a, s, c in rows
-            ],
-            "entity",
-        )
+        return {r[0]: r[1:] for r in got}
 
     def _stems(self, words: str) -> set[str]:
         return {
@@ -630,6 +656,10 @@ class PgSearch(Repo):
         }
 
 
-def _run(rows: list[tuple[str, str, float, float]], granularity: str) -> rank.Ranked:
-    hits = [SearchHit(a, granularity, t, s) for a, t, s, _ in rows]
-    return rank.Ranked(hits, rows[0][3] if rows else 0.0)
+def _hits(ranked: rank.Ranked, texts: dict[int, tuple], granularity: str) -> rank.Ranked:
+    hits = [
+        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], float(score))
+        for r, score in ranked.rows
+        if r in texts
+    ]
+    return rank.Ranked(hits, ranked.ceiling)
