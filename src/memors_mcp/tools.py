@@ -516,9 +516,12 @@ def register_tools(
     tool(
         search,
         "Full-text search of long-term memory (BM25 ranking over live rows only: forgotten and "
-        "superseded text never comes back). Use it before answering from memory. Returns up to "
-        "`limit` results, best first, each with an address, its granularity, its text (or a "
-        "snippet) and a score; call `get` on an address for the whole thing and its links.",
+        "superseded text never comes back). Use it before answering from memory; name the "
+        "people or things the question is about, as they were remembered: a known entity's name "
+        "finds what is about it. Returns up to `limit` results, best first, each with an "
+        "address, its granularity, its text (or a snippet) and a score (with `all`: its share, "
+        "0-1, of what the query could score there); call `get` on an address for the whole "
+        "thing and its links.",
         _annotations("Search memory", read_only=True),
     )
 
