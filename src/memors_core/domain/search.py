@@ -208,3 +208,30 @@ def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
     start = max(0, min(at - width // 4, len(tokens) - width))
     out = " ".join(tokens[start : start + width])
     return ("…" if start else "") + out + ("…" if start + width < len(tokens) else "")
+
+
+def fact_line(
+    subject: str, predicate: str, value: str, since: str | None, until: str | None
+) -> str:
+    """A fact hit's text: the fact with its validity, if it has one."""
+    span = f" [{since or '…'}, {until or '…'})" if since or until else ""
+    return f"{subject} {predicate} {value}{span}"
+
+
+def entity_line(name: str, aliases: str | None) -> str:
+    """An entity hit's text: its name with its aliases."""
+    return f"{name} (also: {aliases})" if aliases else name
+
+
+def hits(ranked: Ranked, texts: dict, granularity: str) -> Ranked:
+    """``ranked``'s ``(row, score)`` as hits, given each row's ``(id, text)``
+    (a row without one, gone meanwhile, is left out)."""
+    from memors_core.domain.ids import address
+    from memors_core.domain.model import SearchHit
+
+    found = [
+        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], float(score))
+        for r, score in ranked.rows
+        if r in texts
+    ]
+    return Ranked(found, ranked.ceiling)

@@ -63,8 +63,6 @@ the postings table asks autovacuum to come after 2% new rows rather than
 from __future__ import annotations
 
 from memors_core.domain import search as rank
-from memors_core.domain.ids import address
-from memors_core.domain.model import SearchHit
 from memors_core.storage.sql.records import Repo
 
 K1 = 1.2
@@ -543,7 +541,7 @@ class PgSearch(Repo):
     def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         ranked = self._rank(PASSAGE, namespace, rank.as_query(query), limit)
         rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
-        return _hits(ranked, rows, "passage")
+        return rank.hits(ranked, rows, "passage")
 
     def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         query = rank.as_query(query)
@@ -551,7 +549,7 @@ class PgSearch(Repo):
         rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
         stems = self._stems(" ".join(query.words)) if rows else set()
         texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
-        return _hits(ranked, texts, "page")
+        return rank.hits(ranked, texts, "page")
 
     def facts(
         self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
@@ -571,11 +569,8 @@ class PgSearch(Repo):
             ranked,
             "f.rowid",
         )
-        texts = {}
-        for r, (i, subject, predicate, value, vf, vt) in rows.items():
-            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
-            texts[r] = (i, f"{subject} {predicate} {value}{span}")
-        return _hits(ranked, texts, "fact")
+        texts = {r: (i, rank.fact_line(*fact)) for r, (i, *fact) in rows.items()}
+        return rank.hits(ranked, texts, "fact")
 
     def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         ranked = self._rank(ENTITY, namespace, rank.as_query(query), limit)
@@ -587,8 +582,8 @@ class PgSearch(Repo):
             ranked,
             "e.rowid",
         )
-        texts = {r: (i, f"{n} (also: {a})" if a else n) for r, (i, n, a) in rows.items()}
-        return _hits(ranked, texts, "entity")
+        texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
+        return rank.hits(ranked, texts, "entity")
 
     # --- ranking ---------------------------------------------------------------------
 
@@ -654,12 +649,3 @@ class PgSearch(Repo):
         return {
             r[0] for r in self.all("SELECT lexeme FROM unnest(memors_search_vector(?))", (words,))
         }
-
-
-def _hits(ranked: rank.Ranked, texts: dict[int, tuple], granularity: str) -> rank.Ranked:
-    hits = [
-        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], float(score))
-        for r, score in ranked.rows
-        if r in texts
-    ]
-    return rank.Ranked(hits, ranked.ceiling)

@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 import apsw
 
 from memors_core.domain import search as rank
-from memors_core.domain.ids import address
-from memors_core.domain.model import SearchHit
 from memors_core.storage.sql.records import Repo
 from memors_core.storage.sqlite.indexing import (
     ENTITY,
@@ -93,7 +91,7 @@ class SqliteSearch(Repo):
         query = rank.as_query(query)
         ranked = self._rank(PASSAGE, namespace, query, limit)
         texts = self._rows("SELECT rowid, id, text FROM passages", ranked)
-        return _hits(ranked, texts, "passage")
+        return rank.hits(ranked, texts, "passage")
 
     def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         query = rank.as_query(query)
@@ -101,7 +99,7 @@ class SqliteSearch(Repo):
         rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
         stems = set(self._stems(query.words))
         texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
-        return _hits(ranked, texts, "page")
+        return rank.hits(ranked, texts, "page")
 
     def facts(
         self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
@@ -122,11 +120,8 @@ class SqliteSearch(Repo):
             ranked,
             "f.rowid",
         )
-        texts = {}
-        for r, (i, subject, predicate, value, vf, vt) in rows.items():
-            span = f" [{vf or '…'}, {vt or '…'})" if vf or vt else ""
-            texts[r] = (i, f"{subject} {predicate} {value}{span}")
-        return _hits(ranked, texts, "fact")
+        texts = {r: (i, rank.fact_line(*fact)) for r, (i, *fact) in rows.items()}
+        return rank.hits(ranked, texts, "fact")
 
     def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         query = rank.as_query(query)
@@ -138,8 +133,8 @@ class SqliteSearch(Repo):
             ranked,
             "e.rowid",
         )
-        texts = {r: (i, f"{n} (also: {a})" if a else n) for r, (i, n, a) in rows.items()}
-        return _hits(ranked, texts, "entity")
+        texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
+        return rank.hits(ranked, texts, "entity")
 
     # --- ranking ---------------------------------------------------------------------
 
@@ -251,12 +246,3 @@ class SqliteSearch(Repo):
             (json.dumps([r for r, _ in ranked.rows]),),
         )
         return {r[0]: r[1:] for r in got}
-
-
-def _hits(ranked: rank.Ranked, texts: dict[int, Sequence], granularity: str) -> rank.Ranked:
-    hits = [
-        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], score)
-        for r, score in ranked.rows
-        if r in texts
-    ]
-    return rank.Ranked(hits, ranked.ceiling)
