@@ -62,14 +62,13 @@ the postings table asks autovacuum to come after 2% new rows rather than
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from memors_core.domain import search as rank
-from memors_core.storage.sql.records import Repo
+from memors_core.storage.sql.search import SqlSearch
 
-K1 = 1.2
-B = 0.75
-
-# The kinds of indexed rows, as stored in the index's ``kind`` column.
-PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
+# The kinds of indexed rows, as stored in the index's ``kind`` column
+# (memors_core.storage.sql.search names them).
 
 MIGRATION = r"""
 CREATE TEXT SEARCH DICTIONARY memors_english_stem (TEMPLATE = snowball, Language = english);
@@ -535,55 +534,20 @@ _RANK = f"""
     ORDER BY score DESC, cand.rowid LIMIT :limit"""
 
 
-class PgSearch(Repo):
+class PgSearch(SqlSearch):
     """:class:`memors_core.storage.api.Search` on PostgreSQL."""
 
-    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        ranked = self._rank(PASSAGE, namespace, rank.as_query(query), limit)
-        rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
-        return rank.hits(ranked, rows, "passage")
+    ALIASES = (
+        "(SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key) "
+        "FROM aliases a WHERE a.entity = e.id)"
+    )
 
-    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        ranked = self._rank(PAGE, namespace, query, limit)
-        rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
-        stems = self._stems(" ".join(query.words)) if rows else set()
-        texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
-        return rank.hits(ranked, texts, "page")
-
-    def facts(
-        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
-    ) -> rank.Ranked:
-        keep = None
-        if as_of is not None:
-            keep = (
-                "AND p.rowid IN (SELECT rowid FROM facts WHERE (from_ts IS NULL OR "
-                "from_ts <= :as_of) AND (to_ts IS NULL OR :as_of < to_ts))",
-                {"as_of": as_of},
-            )
-        ranked = self._rank(FACT, namespace, rank.as_query(query), limit, keep)
-        rows = self._rows(
-            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
-               FROM facts f JOIN entities e ON e.id = f.subject
-               JOIN entities ce ON ce.id = e.canonical""",
-            ranked,
-            "f.rowid",
+    def _valid_at(self, as_of: str) -> tuple[str, dict]:
+        return (
+            "AND p.rowid IN (SELECT rowid FROM facts WHERE (from_ts IS NULL OR "
+            "from_ts <= :as_of) AND (to_ts IS NULL OR :as_of < to_ts))",
+            {"as_of": as_of},
         )
-        texts = {r: (i, rank.fact_line(*fact)) for r, (i, *fact) in rows.items()}
-        return rank.hits(ranked, texts, "fact")
-
-    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        ranked = self._rank(ENTITY, namespace, rank.as_query(query), limit)
-        rows = self._rows(
-            """SELECT e.rowid, e.id, e.name,
-                      (SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key)
-                       FROM aliases a WHERE a.entity = e.id)
-               FROM entities e""",
-            ranked,
-            "e.rowid",
-        )
-        texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
-        return rank.hits(ranked, texts, "entity")
 
     # --- ranking ---------------------------------------------------------------------
 
@@ -645,7 +609,10 @@ class PgSearch(Repo):
         )
         return {r[0]: r[1:] for r in got}
 
-    def _stems(self, words: str) -> set[str]:
+    def _stems(self, words: Iterable[str]) -> set[str]:
         return {
-            r[0] for r in self.all("SELECT lexeme FROM unnest(memors_search_vector(?))", (words,))
+            r[0]
+            for r in self.all(
+                "SELECT lexeme FROM unnest(memors_search_vector(?))", (" ".join(words),)
+            )
         }

@@ -32,15 +32,8 @@ from collections.abc import Callable, Iterable
 import apsw
 
 from memors_core.domain import search as rank
-from memors_core.storage.sql.records import Repo
-from memors_core.storage.sqlite.indexing import (
-    ENTITY,
-    FACT,
-    PAGE,
-    PASSAGE,
-    index_table,
-    register,
-)
+from memors_core.storage.sql.search import SqlSearch
+from memors_core.storage.sqlite.indexing import index_table, register
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -81,60 +74,20 @@ def _quoted(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-class SqliteSearch(Repo):
+class SqliteSearch(SqlSearch):
     """:class:`memors_core.storage.api.Search` on SQLite."""
 
     _tokenizer: Callable | None = None
     _registered = False
 
-    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        ranked = self._rank(PASSAGE, namespace, query, limit)
-        texts = self._rows("SELECT rowid, id, text FROM passages", ranked)
-        return rank.hits(ranked, texts, "passage")
+    ALIASES = "(SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = e.id)"
 
-    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        ranked = self._rank(PAGE, namespace, query, limit)
-        rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
-        stems = set(self._stems(query.words))
-        texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
-        return rank.hits(ranked, texts, "page")
-
-    def facts(
-        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
-    ) -> rank.Ranked:
-        query = rank.as_query(query)
-        keep = None
-        if as_of is not None:
-            keep = (
-                "(SELECT rowid FROM facts WHERE (from_ts IS NULL OR from_ts <= ?) "
-                "AND (to_ts IS NULL OR ? < to_ts))",
-                (as_of, as_of),
-            )
-        ranked = self._rank(FACT, namespace, query, limit, keep)
-        rows = self._rows(
-            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
-               FROM facts f JOIN entities e ON e.id = f.subject
-               JOIN entities ce ON ce.id = e.canonical""",
-            ranked,
-            "f.rowid",
+    def _valid_at(self, as_of: str) -> tuple[str, tuple]:
+        return (
+            "(SELECT rowid FROM facts WHERE (from_ts IS NULL OR from_ts <= ?) "
+            "AND (to_ts IS NULL OR ? < to_ts))",
+            (as_of, as_of),
         )
-        texts = {r: (i, rank.fact_line(*fact)) for r, (i, *fact) in rows.items()}
-        return rank.hits(ranked, texts, "fact")
-
-    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
-        query = rank.as_query(query)
-        ranked = self._rank(ENTITY, namespace, query, limit)
-        rows = self._rows(
-            """SELECT e.rowid, e.id, e.name,
-                      (SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = e.id)
-               FROM entities e""",
-            ranked,
-            "e.rowid",
-        )
-        texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
-        return rank.hits(ranked, texts, "entity")
 
     # --- ranking ---------------------------------------------------------------------
 
@@ -228,8 +181,8 @@ class SqliteSearch(Repo):
                     terms[term] = term
         return terms
 
-    def _stems(self, words: Iterable[str]) -> list[str]:
-        return [t for w in words for t in self._tokens(w)]
+    def _stems(self, words: Iterable[str]) -> set[str]:
+        return {t for w in words for t in self._tokens(w)}
 
     def _tokens(self, word: str) -> list[str]:
         tokenize = self._tokenizer

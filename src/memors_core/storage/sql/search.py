@@ -1,0 +1,78 @@
+"""The four searches as both engines answer them; each engine ranks.
+
+:class:`SqlSearch` turns an engine's ranking (``_rank``: the best rows of one
+index, by :mod:`memors_core.domain.search`) into hits of each granularity.
+An engine supplies ``_rank``, ``_rows`` (columns of the ranked rows),
+``_stems`` (a page snippet's stems), ``_valid_at`` (the facts valid at a
+time, as ``_rank``'s ``keep``) and ``ALIASES`` (SQL: an entity ``e``'s
+aliases, joined by `` ; ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from memors_core.domain import search as rank
+from memors_core.storage.sql.records import Repo
+
+# The kinds of indexed rows, as both engines' indexes name them.
+PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
+
+
+class SqlSearch(Repo):
+    """:class:`memors_core.storage.api.Search`, given an engine's ranking."""
+
+    ALIASES = ""
+
+    def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        ranked = self._rank(PASSAGE, namespace, rank.as_query(query), limit)
+        rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
+        return rank.hits(ranked, rows, "passage")
+
+    def pages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        query = rank.as_query(query)
+        ranked = self._rank(PAGE, namespace, query, limit)
+        rows = self._rows("SELECT rowid, id, title, content FROM pages", ranked)
+        stems = self._stems(query.words) if rows else set()
+        texts = {r: (i, f"{t}: {rank.snippet(c, stems)}") for r, (i, t, c) in rows.items()}
+        return rank.hits(ranked, texts, "page")
+
+    def facts(
+        self, namespace: str, query: str | rank.SearchQuery, limit: int, as_of: str | None
+    ) -> rank.Ranked:
+        keep = None if as_of is None else self._valid_at(as_of)
+        ranked = self._rank(FACT, namespace, rank.as_query(query), limit, keep)
+        rows = self._rows(
+            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
+               FROM facts f JOIN entities e ON e.id = f.subject
+               JOIN entities ce ON ce.id = e.canonical""",
+            ranked,
+            "f.rowid",
+        )
+        texts = {r: (i, rank.fact_line(*fact)) for r, (i, *fact) in rows.items()}
+        return rank.hits(ranked, texts, "fact")
+
+    def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
+        ranked = self._rank(ENTITY, namespace, rank.as_query(query), limit)
+        rows = self._rows(
+            f"SELECT e.rowid, e.id, e.name, {self.ALIASES} FROM entities e", ranked, "e.rowid"
+        )
+        texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
+        return rank.hits(ranked, texts, "entity")
+
+    # --- what an engine supplies -------------------------------------------------------
+
+    def _rank(
+        self, kind: str, namespace: str, query: rank.SearchQuery, limit: int, keep: Any = None
+    ) -> rank.Ranked:
+        raise NotImplementedError
+
+    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+        raise NotImplementedError
+
+    def _stems(self, words: Iterable[str]) -> set[str]:
+        raise NotImplementedError
+
+    def _valid_at(self, as_of: str) -> Any:
+        raise NotImplementedError
