@@ -57,8 +57,10 @@ def traces(db: Path) -> dict[str, list[str]]:
     return found
 
 
-def cli(db: Path, *args: str, ok: tuple[int, ...] = (0,)) -> CLIResult:
-    r = run_cli(*args, db=db)
+def cli(
+    db: Path, *args: str, ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None
+) -> CLIResult:
+    r = run_cli(*args, db=db, env=env)
     assert r.code in ok, r
     return r
 
@@ -255,7 +257,9 @@ def test_purge_while_another_process_reads_still_leaves_no_trace(fresh_store, tm
     release = threading.Timer(3.0, let_go)
     release.start()
     try:
-        cli(db, "purge", made["document"], "--yes")
+        # (the busy timeout it waits within: 20x the reader's three seconds, so a
+        # loaded machine's late timer cannot outlast it)
+        cli(db, "purge", made["document"], "--yes", env={"MEMORS_BUSY_TIMEOUT_MS": "60000"})
         # It waited for the reader: it ended after the reader let go, however slow the machine.
         assert released and time.monotonic() >= released[0]
         cli(db, "purge", made["fact"], "--yes")
