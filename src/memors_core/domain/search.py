@@ -35,7 +35,7 @@ passages.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -97,7 +97,12 @@ def query_words(query: str) -> list[str]:
     """The words of a user's text a search looks for: distinct, casefolded,
     stop words (and negations, quantifiers) dropped unless nothing else is
     left, at most :data:`MAX_WORDS`."""
-    ws = list(dict.fromkeys(text.words(query)))
+    return _searched(text.words(query))
+
+
+def _searched(words: list[str]) -> list[str]:
+    """:func:`query_words` of a text's words."""
+    ws = list(dict.fromkeys(words))
     stops = text.search_stop_words()
     content = [w for w in ws if w not in stops] or ws
     return content[:MAX_WORDS]
@@ -121,22 +126,26 @@ def name_spans(words: list[str]) -> list[tuple[int, int, str]]:
     return out
 
 
-def with_entities(query: str, named: dict[str, str]) -> SearchQuery:
-    """The search for ``query`` once its names are known: ``named`` maps
-    the folded names (:func:`name_spans`) that are entities to their
-    canonical ids. Names are taken longest first, never overlapping; their
-    words leave the query unless no other content word is left."""
-    all_words = text.words(query)
+def with_entities(
+    all_words: list[str], named: Callable[[list[str]], dict[str, str]]
+) -> SearchQuery:
+    """The search for a query of ``all_words`` (:func:`memors_core.domain.text.words`)
+    once its names are known: ``named`` maps folded names (every
+    :func:`name_spans` run, asked once) to the canonical ids of the entities
+    they name. Names are taken longest first, never overlapping; their words
+    leave the query unless no other content word is left."""
+    spans = name_spans(all_words)
+    found = named([name for _, _, name in spans])
     taken = [False] * len(all_words)
     entities: list[str] = []
-    for start, end, name in name_spans(all_words):
-        canonical = named.get(name)
+    for start, end, name in spans:
+        canonical = found.get(name)
         if canonical is None or any(taken[start:end]):
             continue
         taken[start:end] = [True] * (end - start)
         if canonical not in entities:
             entities.append(canonical)
-    words = query_words(query)
+    words = _searched(all_words)
     if entities:
         stops = text.search_stop_words()
         rest = [w for w, t in zip(all_words, taken, strict=True) if not t and w not in stops]

@@ -295,8 +295,7 @@ def search(
     words = text.words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
-    spans = rank.name_spans(words)
-    wanted = rank.with_entities(query, tx.entities.named(namespace, (n for _, _, n in spans)))
+    wanted = rank.with_entities(words, lambda names: tx.entities.named(namespace, names))
     if not wanted:
         return []
     searchers: dict[str, Callable[[], rank.Ranked]] = {

@@ -563,15 +563,7 @@ class PgSearch(SqlSearch):
         condition on ``p.rowid`` with its parameters), as SQLite ranks them."""
         if limit <= 0 or not query:
             return rank.Ranked([], 0.0)
-        entities = []
-        if query.entities:
-            entities = [
-                rank.entity_term(r[0])
-                for r in self.all(
-                    "SELECT rowid FROM entities WHERE id = ANY (CAST(:ids AS text[]))",
-                    {"ids": list(query.entities)},
-                )
-            ]
+        entities = self._entity_terms(query)
         found = self.all(
             _STATS,
             {"kind": kind, "ns": namespace, "words": " ".join(query.words), "entities": entities},

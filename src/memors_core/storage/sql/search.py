@@ -10,6 +10,7 @@ aliases, joined by `` ; ``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,6 +61,18 @@ class SqlSearch(Repo):
         )
         texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
         return rank.hits(ranked, texts, "entity")
+
+    def _entity_terms(self, query: rank.SearchQuery) -> list[str]:
+        """The index terms of the query's entities, in its order."""
+        if not query.entities:
+            return []
+        rowids = dict(
+            self.all(
+                "SELECT id, rowid FROM entities WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(query.entities)),),
+            )
+        )
+        return [rank.entity_term(rowids[e]) for e in query.entities if e in rowids]
 
     # --- what an engine supplies -------------------------------------------------------
 

@@ -170,15 +170,8 @@ class SqliteSearch(SqlSearch):
             tokens = self._tokens(word)
             for token in tokens:
                 terms.setdefault(token, word if len(tokens) == 1 else token)
-        if query.entities:
-            marks = ",".join("?" * len(query.entities))
-            found = dict(
-                self.all(f"SELECT id, rowid FROM entities WHERE id IN ({marks})", query.entities)
-            )
-            for e in query.entities:
-                if e in found:
-                    term = rank.entity_term(found[e])
-                    terms[term] = term
+        for term in self._entity_terms(query):
+            terms[term] = term
         return terms
 
     def _stems(self, words: Iterable[str]) -> set[str]:
