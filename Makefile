@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint contracts unit unit-postgres bench-setup bench bench-quick man clean
+.PHONY: setup demo test lint contracts unit unit-postgres bench-setup bench bench-quick man screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ bench-quick: bench-setup
 # pyproject.toml, via setup.py): build/man/memors-mcp.1; read it with `man -l`.
 man: setup
 	$(BIN)/python setup.py --quiet build_manpages
+
+# The web view's screenshots in docs/images/ (a demo store, a real server,
+# headless Chromium: Debian's `chromium` on PATH, never a downloaded one).
+screenshots: setup
+	$(BIN)/python docs/screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis .demo build *.egg-info src/*.egg-info

@@ -5,6 +5,7 @@ suite; this proves the harness itself works and stays exact.
 """
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,53 @@ def test_retrieval_benchmark_prints_every_figure(engine, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = next(x for x in proc.stdout.splitlines() if x.startswith("recall@10, memors search"))
     assert float(line[46:].split()[0]) == 1.0, proc.stdout
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_web_benchmark_prints_every_figure(engine):
+    """benchmarks/web.py --quick: a store with a page citing 50 passages, an
+    entity with its own passages and an open queue of every built-in kind is
+    built, and each view's p50 and p95 are printed beside the static-file
+    reference and the 300 ms target."""
+    extra = []
+    if engine == "postgres":
+        from memors_core.testing import postgres
+
+        postgres.require_server()
+        extra = ["--db", "postgresql"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.web", "--quick", *extra],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+
+    def row(prefix: str) -> str:
+        found = [line for line in lines if line.startswith(prefix)]
+        assert len(found) == 1, (prefix, proc.stdout)
+        return found[0]
+
+    assert "build: remember 2,150 passages" in row("build: remember")
+    compact = row("build: compact --full (every kind)")
+    for kind in ("conflict 40", "duplicate", "page"):
+        assert kind in compact, compact
+    assert "50 sentences" in row("build: submit a page citing 50 passages")
+    for view in (
+        "page view, 50 cited passages",
+        "queue view,",
+        "entity view, 100 passages",
+        "entity view, its last 50 passages",
+        "namespace home (metrics, entities)",
+        "search page, 2 words",
+    ):
+        for q in ("p50", "p95"):
+            line = next((x for x in lines if x.startswith(view) and f" {q} " in x), None)
+            assert line is not None, (view, q, proc.stdout)
+            assert re.search(r" \d+\.\d ms ", line) and line.endswith("< 300 ms"), line
+            if q == "p50":
+                assert "static file p50" in line, line
+            else:
+                assert "KiB of HTML" in line, line

@@ -23,7 +23,10 @@ import pytest
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "compaction.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)
-ADDRESS = re.compile(r"memo://(?:document|passage|entity|fact|page|item)/[0-9a-f-]+")
+# An address, or the web view's path for one (``get``'s ``url``).
+ADDRESS = re.compile(
+    r"(?:memo://|/ns/[A-Za-z0-9_.-]+/)(?:document|passage|entity|fact|page|item)/[0-9a-f-]+"
+)
 ELLIPSIS = "…"
 
 

@@ -17,9 +17,11 @@ from memors_core.domain.ids import parse_address
 from memors_core.domain.inputs import check_namespace, opt_str, req_str
 from memors_core.domain.model import (
     EntityList,
+    EntitySummary,
     EntityView,
     FactList,
     FactRecorded,
+    FactView,
     Forgotten,
     ItemList,
     LintReport,
@@ -255,6 +257,24 @@ class Memory:
             raise NotFound(f"nothing at {ids.address(kind, ident)} in namespace {namespace!r}")
         return view
 
+    def get_many(self, addresses: Iterable[str], namespace: str = "default") -> dict[str, Any]:
+        """Many things by address in one read, as :meth:`get` shows each:
+        address -> view, those that are not there (or not addresses) left out."""
+        check_namespace(namespace)
+        wanted = []
+        for address in dict.fromkeys(addresses):
+            try:
+                wanted.append((address, *parse_address(address)))
+            except BadInput:
+                continue
+        out: dict[str, Any] = {}
+        with self.store.read() as tx:
+            for address, kind, ident in wanted:
+                view = views.get(tx, kind, ident, namespace)
+                if view is not None:
+                    out[address] = view
+        return out
+
     # --- forget and purge ------------------------------------------------------------------
 
     def forget(
@@ -307,10 +327,36 @@ class Memory:
 
     # --- listings ---------------------------------------------------------------------------
 
-    def entities(self, namespace: str = "default") -> EntityList:
+    def entities(
+        self, namespace: str = "default", *, offset: int = 0, limit: int | None = None
+    ) -> EntityList:
+        """The namespace's entities by name (``offset``/``limit``: one page of them)."""
+        check_namespace(namespace)
+        offset, limit = _page_bounds(offset, limit)
+        with self.store.read() as tx:
+            return views.entities(tx, namespace, offset, limit)
+
+    def entity_count(self, namespace: str = "default") -> int:
+        """How many entities (not counting those merged into others) the namespace has."""
         check_namespace(namespace)
         with self.store.read() as tx:
-            return views.entities(tx, namespace)
+            return views.entity_count(tx, namespace)
+
+    def fact_history(self, subject: str, namespace: str = "default") -> list[FactView]:
+        """Every fact about ``subject`` (name or address), forgotten and
+        superseded ones too, oldest first: a timeline of what was held true."""
+        check_namespace(namespace)
+        subject = req_str(subject, "subject", 200)
+        with self.store.read() as tx:
+            return views.fact_history(tx, namespace, subject)
+
+    def absorbed(self, entity: str, namespace: str = "default") -> list[EntitySummary]:
+        """The entities merged into ``entity`` (a name or address, read as the
+        entity it is now: a merged one's name names its survivor), oldest first."""
+        check_namespace(namespace)
+        entity = req_str(entity, "entity name", 200)
+        with self.store.read() as tx:
+            return views.absorbed(tx, namespace, entity)
 
     def entity(self, name: str, namespace: str = "default") -> EntityView:
         check_namespace(namespace)
@@ -326,8 +372,16 @@ class Memory:
             return views.facts(tx, namespace, subject)
 
     def items(
-        self, kind: str | None = None, status: str | None = None, namespace: str = "default"
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        namespace: str = "default",
+        *,
+        after: int = 0,
+        limit: int | None = None,
     ) -> ItemList:
+        """The namespace's work items by id (``kind``, ``status`` filter them;
+        ``after`` an item id and ``limit`` page through them)."""
         from memors_core.engine.compaction import ITEM_STATUSES
 
         check_namespace(namespace)
@@ -339,8 +393,19 @@ class Memory:
             )
         if status is not None and status not in ITEM_STATUSES:
             raise BadInput(f"unknown status {status!r}: use one of {', '.join(ITEM_STATUSES)}")
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise BadInput(f"after must be an item id (an integer ≥ 0), got {after!r}")
+        _, limit = _page_bounds(0, limit)
         with self.store.read() as tx:
-            return views.items(tx, namespace, kind, status)
+            return views.items(tx, namespace, kind, status, after, limit)
+
+    def item_count(
+        self, kind: str | None = None, status: str | None = None, namespace: str = "default"
+    ) -> int:
+        """How many work items :meth:`items` lists, without paging."""
+        check_namespace(namespace)
+        with self.store.read() as tx:
+            return tx.items.count(namespace, kind, status)
 
     # --- compaction, lint, metrics -------------------------------------------------------------
 
@@ -428,6 +493,14 @@ class Memory:
         """References to passages, in the order given (missing ones left out)."""
         with self.store.read() as tx:
             return views.passage_refs(tx, ids)
+
+
+def _page_bounds(offset: object, limit: object) -> tuple[int, int | None]:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise BadInput(f"offset must be an integer ≥ 0, got {offset!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise BadInput(f"limit must be a positive integer, got {limit!r}")
+    return offset, limit
 
 
 __all__ = ["MemorsError", "Memory"]

@@ -139,3 +139,19 @@ def structure(data: Any, cls: type[T], what: str | None = None) -> T:
         return converter().structure(data, cls)
     except (ClassValidationError, ForbiddenExtraKeysError, TypeError, ValueError) as exc:
         raise BadInput(_describe(exc, what)) from None
+
+
+def with_web_url(data: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """``get``'s JSON with ``url``, where the web view shows the row (the path
+    under ``memors-mcp serve --http``), right after ``status``."""
+    from memors_core.domain.ids import web_path
+
+    if not isinstance(data, dict) or "address" not in data:
+        return data
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        out[key] = value
+        if key == "status":
+            out["url"] = web_path(data["address"], namespace)
+    out.setdefault("url", web_path(data["address"], namespace))
+    return out

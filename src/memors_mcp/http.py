@@ -31,7 +31,7 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memors_core import BadInput, Memory
@@ -45,6 +45,7 @@ from .sessions import (
     max_sessions_from_env,
 )
 from .stdio import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
+from .web.security import LOGIN_COOKIE, login_cookie_value
 
 log = get_logger("memors.mcp")
 
@@ -102,29 +103,72 @@ def security_settings(host: str) -> TransportSecuritySettings:
 
 
 class BearerTokenAuth:
-    """Refuse every HTTP request without the right bearer token (401)."""
+    """Refuse every HTTP request without the right bearer token (401).
+
+    A browser cannot send a bearer header, so the web view also takes the
+    login cookie its ``/login`` form sets (an HMAC of the token, HttpOnly,
+    SameSite=Strict); ``/login`` and the static assets need neither, and a
+    browser asking for a web page without them is sent to ``/login``.
+    ``/mcp`` and ``/metrics`` take the header only.
+    """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.expected = token.encode("utf-8")
+        self.cookie = login_cookie_value(token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        path = scope.get("path") or "/"
         given = (_header(scope, b"authorization") or "").encode("latin-1")
         scheme, _, token = given.partition(b" ")
-        if scheme.lower() != b"bearer" or not hmac.compare_digest(token.strip(), self.expected):
-            client = scope.get("client") or ("?", 0)
-            log.warning("unauthorized_request", path=scope.get("path"), client=client[0])
+        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected):
+            await self.app(scope, receive, send)
+            return
+        web = not is_agent_path(path)
+        if web and (path == "/login" or path.startswith("/static/") or self._has_cookie(scope)):
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client") or ("?", 0)
+        log.warning("unauthorized_request", path=path, client=client[0])
+        if web and scope.get("method") == "GET":
+            response: Response = RedirectResponse("/login", status_code=303)
+        else:
             response = JSONResponse(
                 {"error": {"code": "unauthorized", "message": "a valid bearer token is required"}},
                 status_code=401,
                 headers={"WWW-Authenticate": 'Bearer realm="memors"'},
             )
-            await response(scope, receive, send)
+        await response(scope, receive, send)
+
+    def _has_cookie(self, scope: Scope) -> bool:
+        raw = _header(scope, b"cookie") or ""
+        for part in raw.split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == LOGIN_COOKIE and hmac.compare_digest(value.strip(), self.cookie):
+                return True
+        return False
+
+
+def is_agent_path(path: str) -> bool:
+    """``/mcp`` and ``/metrics``: the machine routes; everything else is the web view."""
+    return path in ("/mcp", "/metrics") or path.startswith("/mcp/")
+
+
+class WebOrAgents:
+    """Send the web view's paths to its app and the rest (and lifespan) to the SDK's."""
+
+    def __init__(self, agents: ASGIApp, web: ASGIApp) -> None:
+        self.agents = agents
+        self.web = web
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not is_agent_path(scope.get("path") or "/"):
+            await self.web(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        await self.agents(scope, receive, send)
 
 
 def _jsonrpc_error(status: int, code: int, message: str) -> Response:
@@ -366,10 +410,37 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def build_http_app(
-    server: MemorsMCPServer, memory: Memory, host: str, token: str | None = None
+def _web_app(
+    memory: Memory,
+    namespace: str,
+    token: str | None,
+    max_body: int,
+    guard: TransportSecurityMiddleware,
 ) -> ASGIApp:
-    """The ASGI app: ``/mcp`` and ``/metrics``, behind the bearer check when ``token``."""
+    """The web view, behind the same Host and Origin checks as ``/mcp``."""
+    from .web import build_web_app
+
+    web = build_web_app(memory, namespace, token, max_body)
+
+    async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+        refused = await guard.validate_request(Request(scope, receive))
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        await web(scope, receive, send)
+
+    return checked
+
+
+def build_http_app(
+    server: MemorsMCPServer,
+    memory: Memory,
+    host: str,
+    token: str | None = None,
+    namespace: str = "default",
+) -> ASGIApp:
+    """The ASGI app: ``/mcp``, ``/metrics`` and the web view at ``/``, behind
+    the bearer check when ``token``."""
     security = security_settings(host)
     guard = TransportSecurityMiddleware(security)
 
@@ -394,6 +465,7 @@ def build_http_app(
         max_sessions=registry.max_sessions,
     )
     app = McpGate(app, registry, max_body, guard)
+    app = WebOrAgents(app, _web_app(memory, namespace, token, max_body, guard))
     if token is not None:
         app = BearerTokenAuth(app, token)
     return app
@@ -481,7 +553,7 @@ def serve_http(
     memory = Memory.open(db)
     try:
         server = build_server(memory, namespace, log_level=level)
-        app = build_http_app(server, memory, host, token)
+        app = build_http_app(server, memory, host, token, namespace)
         import uvicorn
 
         _configure_http_logging(level)
@@ -498,7 +570,8 @@ def serve_http(
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
         url = f"http://{shown}:{bound[1]}/mcp"
         message = (
-            f"memors-mcp: serving MCP at {url} (metrics at /metrics, namespace {namespace}"
+            f"memors-mcp: serving MCP at {url} (the web view at /, metrics at /metrics, "
+            f"namespace {namespace}"
             f"{', bearer token required' if token else ''})"
         )
         if not sys.stderr.isatty():  # off a terminal every stderr line is one JSON object

@@ -24,7 +24,7 @@ from memors_core import MemorsError, Memory
 from memors_core.domain.grounding import WRITING_RULES
 from memors_core.log import get_logger
 from memors_core.settings import limit_from_env
-from memors_core.wire import to_json
+from memors_core.wire import to_json, with_web_url
 
 from .guide import about, item_summary, kinds_guide
 
@@ -102,6 +102,8 @@ class GetOutput(TypedDict):
     address: str
     type: str
     status: str
+    #: Where the web view at ``/`` of ``serve --http`` shows it (a path).
+    url: str
     forgotten: NotRequired[TombstoneRecord]
     superseded: NotRequired[TombstoneRecord]
 
@@ -540,7 +542,11 @@ def register_tools(
         ],
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, GetOutput]:
-        return run_tool("get", lambda: memory.get(address, namespace=ns(namespace)))
+        return run_tool(
+            "get",
+            lambda: memory.get(address, namespace=ns(namespace)),
+            lambda data: with_web_url(data, ns(namespace)),
+        )
 
     tool(
         get,

@@ -138,7 +138,7 @@ def test_the_page_renders_without_warnings(page, tmp_path):
     assert "memors-mcp search" in shown
 
 
-def test_a_wheel_carries_the_man_page(tree, tmp_path):
+def test_a_wheel_carries_the_man_page_and_the_web_views_assets(tree, tmp_path):
     out = tmp_path / "wheel"
     proc = subprocess.run(
         [
@@ -158,5 +158,10 @@ def test_a_wheel_carries_the_man_page(tree, tmp_path):
             r"memors-[^/]+\.data/data/share/man/man1/memors-mcp\.1", names[0]
         )
         shipped = archive.read(names[0]).decode()
+        listed = set(archive.namelist())
+    # The web view renders from templates and assets inside the package: no build step.
+    for asset in ("templates/page.html", "templates/item.html", "static/memors.css"):
+        assert f"memors_mcp/web/{asset}" in listed, asset
+    assert "memors_mcp/web/static/memors.js" in listed
     assert ".SH ENVIRONMENT" in shipped and ".SH EXAMPLES" in shipped
     assert "memors\\-mcp submit" in shipped

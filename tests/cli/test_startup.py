@@ -14,7 +14,17 @@ import pytest
 
 from paths import ROOT
 
-HEAVY = ("mcp", "starlette", "uvicorn", "httpx", "pydantic", "anyio", "memors_mcp")
+HEAVY = (
+    "mcp",
+    "starlette",
+    "uvicorn",
+    "httpx",
+    "pydantic",
+    "anyio",
+    "memors_mcp",
+    "jinja2",
+    "markdown_it",
+)
 
 PROBE = textwrap.dedent(
     """

@@ -314,11 +314,16 @@ def test_remote_http_lets_nothing_through_without_the_token_and_never_logs_it(
     args = ("--allow-remote", "--log-level", "debug")  # debug: every log line, access log on
     with ServerProcess(db, *args, MEMORS_HTTP_TOKEN=token) as server:
         for extra in wrong:
-            for path in ("/mcp", "/mcp/", "/", "/metrics", "/nowhere"):
+            for path in ("/mcp", "/mcp/", "/", "/metrics", "/nowhere", "/ns/default/"):
                 status, _ = http_post(f"{server.base}{path}", json.dumps(call).encode(),
                                       {**headers, **extra})  # fmt: skip
                 assert status == 401, (extra, path, status)
-                assert http_get(f"{server.base}{path}", extra)[0] == 401, (extra, path)
+                status, _, body = http_get(f"{server.base}{path}", extra)
+                if path.startswith(("/mcp", "/metrics")):
+                    assert status == 401, (extra, path)
+                else:  # a browser is sent to sign in (the redirect followed): nothing else
+                    assert status == 200 and 'action="/login"' in body, (extra, path)
+                    assert "default" not in body.split("<main>", 1)[1], (extra, path)
         status, _, _body = http_get(f"{server.base}/metrics", {"Authorization": f"bearer {token}"})
         assert status == 200  # the scheme is case-insensitive, the token is not
     assert token not in server.stderr and token[:-1] not in server.stderr

@@ -61,7 +61,8 @@ MIRRORS: dict[str, Mirror] = {
     "record_fact": Mirror((model.FactRecorded,)),
     "propose_merge": Mirror((model.MergeProposed,)),
     "search": Mirror((model.SearchResults,)),
-    "get": Mirror(VIEWS),
+    # tools.get adds where the web view shows the row (wire.with_web_url).
+    "get": Mirror(VIEWS, extras={"url": True}),
     "forget": Mirror((model.Forgotten,)),
     # tools.fit_budget always counts `more` and adds `next` when there is more.
     "compact": Mirror((model.Compacted,), extras={"more": True, "next": False}),

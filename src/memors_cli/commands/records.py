@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memors_core.wire import to_json
+from memors_core.wire import to_json, with_web_url
 
 from ..output import render
 from ._common import open_memory, print_result
@@ -35,7 +35,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_get(args: argparse.Namespace) -> int:
     with open_memory(args, reading=True) as memory:
-        data = to_json(memory.get(args.address, namespace=args.ns))
+        data = with_web_url(to_json(memory.get(args.address, namespace=args.ns)), args.ns)
     print_result(args, data, page_text(data) if data.get("type") == "page" else None)
     return 0
 

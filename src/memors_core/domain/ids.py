@@ -48,6 +48,21 @@ def address(kind: str, ident: str | int) -> str:
     return f"memo://{kind}/{ident}"
 
 
+#: The types of address the web view has a page for (all of them).
+WEB_TYPES = ("document", "passage", "fact", "entity", "page", "item")
+
+
+def web_path(address: str, namespace: str) -> str:
+    """Where the web view (``memors-mcp serve --http``) shows ``address``:
+    ``memo://page/ID`` in namespace ``default`` is ``/ns/default/page/ID``."""
+    from urllib.parse import quote
+
+    m = _ADDRESS.fullmatch(address or "")
+    if not m or m.group(1) not in WEB_TYPES:
+        return f"/ns/{quote(namespace, safe='')}/"
+    return f"/ns/{quote(namespace, safe='')}/{m.group(1)}/{quote(m.group(2), safe='')}"
+
+
 def parse_address(text: object, *, expect: tuple[str, ...] | None = None) -> tuple[str, str]:
     """Split an address into (type, id), or raise :class:`BadAddress`.
 

@@ -237,21 +237,45 @@ def get(tx: Tx, kind: str, ident: str, namespace: str) -> Any:
 # --- listings -------------------------------------------------------------------------
 
 
-def entities(tx: Tx, namespace: str) -> EntityList:
+def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) -> EntityList:
+    """The canonical entities of a namespace by name; ``offset`` and ``limit``
+    take one page of them (the counts are made for that page only)."""
+    rows = tx.entities.canonical_list(namespace)
     out = []
-    for row in tx.entities.canonical_list(namespace):
+    for row in rows[offset : None if limit is None else offset + limit]:
         page = tx.pages.current(row.id)
         out.append(
             EntitySummary(
                 address=address("entity", row.id),
                 name=row.name,
                 aliases=tx.entities.aliases(row.id),
-                passages=len(tx.entities.live_passages(row.id)),
+                passages=tx.entities.live_passage_count(row.id),
                 facts=len(tx.facts.of_entity(row.id)),
                 page=address("page", page.id) if page else None,
             )
         )
     return EntityList(namespace=namespace, entities=out)
+
+
+def entity_count(tx: Tx, namespace: str) -> int:
+    """How many canonical entities the namespace has."""
+    return len(tx.entities.canonical_list(namespace))
+
+
+def fact_history(tx: Tx, namespace: str, subject: str) -> list[FactView]:
+    """Every fact about ``subject`` (a name or address; after merges), live or
+    not, oldest first, each with its state and record of change."""
+    canonical = tx.entities.resolve(subject, namespace)
+    return [fact(tx, f.id, namespace) for f in tx.facts.history(canonical)]
+
+
+def absorbed(tx: Tx, namespace: str, subject: str) -> list[EntitySummary]:
+    """The entities merged into ``subject`` (a name or address), oldest first."""
+    canonical = tx.entities.resolve(subject, namespace)
+    return [
+        EntitySummary(address("entity", e.id), e.name, [], 0, 0, None)
+        for e in tx.entities.absorbed(canonical)
+    ]
 
 
 def entity_named(tx: Tx, name: str, namespace: str) -> EntityView | None:
@@ -268,12 +292,19 @@ def facts(tx: Tx, namespace: str, subject: str | None = None) -> FactList:
     return FactList(namespace, [fact_ref(f) for f in rows])
 
 
-def items(tx: Tx, namespace: str, kind: str | None, status: str | None) -> ItemList:
+def items(
+    tx: Tx,
+    namespace: str,
+    kind: str | None,
+    status: str | None,
+    after: int = 0,
+    limit: int | None = None,
+) -> ItemList:
     return ItemList(
         namespace,
         [
             ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload)
-            for i in tx.items.list(namespace, kind, status)
+            for i in tx.items.list(namespace, kind, status, after, limit)
         ],
     )
 

@@ -221,6 +221,12 @@ class Entities(Protocol):
     def live_passages(self, canonical: str) -> list[Passage]:
         """Live passages mentioning the entity or one merged into it, by ``seq``."""
 
+    def live_passage_count(self, canonical: str) -> int:
+        """How many passages :meth:`live_passages` returns, counted in the store."""
+
+    def absorbed(self, canonical: str) -> list[Entity]:
+        """The entities merged into ``canonical`` (directly or through another), oldest first."""
+
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
     ) -> list[tuple[str, int]]:
@@ -272,6 +278,10 @@ class Facts(Protocol):
 
     def of_entity(self, canonical: str) -> list[Fact]:
         """Live facts about the entity (after merges), oldest first."""
+
+    def history(self, canonical: str) -> list[Fact]:
+        """Every fact about the entity (after merges), forgotten and superseded
+        ones too, oldest first: the record its timeline is drawn from."""
 
     def live(self, namespace: str) -> list[Fact]:
         """The live facts of ``namespace``, oldest first."""
@@ -442,9 +452,19 @@ class Items(Protocol):
         """The item ``ident`` of ``namespace``, whatever its status; None if there is none there."""
 
     def list(
-        self, namespace: str, kind: str | None = None, status: str | None = None
+        self,
+        namespace: str,
+        kind: str | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int | None = None,
     ) -> list[Item]:
-        """The items of ``namespace``, by id; ``kind`` and ``status`` keep those matching."""
+        """The items of ``namespace``, by id; ``kind`` and ``status`` keep those
+        matching; ``after`` and ``limit`` page through them (ids above ``after``,
+        at most ``limit`` of them)."""
+
+    def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
+        """How many items :meth:`list` would return without ``after`` and ``limit``."""
 
     def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
         """key -> (id, fingerprint) of the kind's open items."""

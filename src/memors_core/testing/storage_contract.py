@@ -398,6 +398,37 @@ class StorageContract(StorageFixtures):
                 {"address": address("fact", fact), "change": "purged", "text": ""}
             ]
 
+    def test_an_entitys_history_holds_its_forgotten_facts_and_those_of_merged_ones(
+        self, storage: Storage
+    ) -> None:
+        with storage.write() as tx:
+            kept = tx.facts.record(NS, "Raft", "leader", "one")
+            gone = tx.facts.record(NS, "Raft", "term", "monotonic")
+            theirs = tx.facts.record(NS, "Raft protocol", "year", "2014")
+            tx.facts.record(OTHER_NS, "Raft", "leader", "another namespace's")
+        assert forget(storage, "fact", gone)
+        with storage.write() as tx:
+            survivor = tx.entities.resolve("Raft", NS)
+            absorbed = tx.entities.resolve("Raft protocol", NS)
+            tx.entities.merge(survivor, absorbed, NS)
+        with storage.read() as tx:
+            assert [f.id for f in tx.facts.history(survivor)] == [kept, gone, theirs]
+            assert [f.id for f in tx.facts.of_entity(survivor)] == [kept, theirs]
+            assert [e.id for e in tx.entities.absorbed(survivor)] == [absorbed]
+            assert tx.entities.absorbed(absorbed) == []
+
+    def test_live_passage_count_counts_what_live_passages_lists(self, storage: Storage) -> None:
+        first = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        remember(storage, "[[Raft]] replicates a log.", about="Raft")
+        remember(storage, "[[Raft protocol]] uses terms.", about="Raft protocol")
+        assert forget(storage, "passage", first)
+        with storage.write() as tx:
+            survivor = tx.entities.resolve("Raft", NS)
+            tx.entities.merge(survivor, tx.entities.resolve("Raft protocol", NS), NS)
+        with storage.read() as tx:
+            assert tx.entities.live_passage_count(survivor) == 2
+            assert len(tx.entities.live_passages(survivor)) == 2
+
     def test_a_merge_stale_page_lists_the_merged_entity_and_its_passages(
         self, storage: Storage
     ) -> None:
@@ -550,6 +581,12 @@ class StorageContract(StorageFixtures):
             assert tx.items.open_keys(NS, "page") == {"raft": (a, "fp-a2")}
             assert [i.id for i in tx.items.list(NS)] == [a, b, c]
             assert [i.id for i in tx.items.list(NS, kind="page", status="open")] == [a]
+            assert [i.id for i in tx.items.list(NS, after=a, limit=1)] == [b]
+            assert [i.id for i in tx.items.list(NS, after=b)] == [c]
+            assert tx.items.count(NS) == 3
+            assert tx.items.count(NS, kind="page") == 2
+            assert tx.items.count(NS, status="open") == 2
+            assert tx.items.count(OTHER_NS) == 1
             assert tx.items.count_open(NS, ["page", "merge"]) == 2
             assert tx.items.count_open(NS, ["page", "merge"], after=a) == 1
             assert [i.id for i in tx.items.open_after(NS, ["page", "merge"], 0, 1)] == [a]

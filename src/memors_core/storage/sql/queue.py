@@ -38,16 +38,29 @@ class SqlItems(Repo):
         return None if row is None else _item(row)
 
     def list(
-        self, namespace: str, kind: str | None = None, status: str | None = None
+        self,
+        namespace: str,
+        kind: str | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int | None = None,
     ) -> list[Item]:
         return [
             _item(r)
             for r in self.all(
                 f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?1 "
-                "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) ORDER BY id",
-                (namespace, kind, status),
+                "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) AND id > ?4 "
+                "ORDER BY id" + ("" if limit is None else f" LIMIT {int(limit)}"),
+                (namespace, kind, status, after),
             )
         ]
+
+    def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
+        return self.scalar(
+            "SELECT COUNT(*) FROM work_items WHERE namespace = ?1 "
+            "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3)",
+            (namespace, kind, status),
+        )
 
     def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
         return {

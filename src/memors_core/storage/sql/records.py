@@ -478,6 +478,25 @@ class SqlEntities(Repo):
             )
         ]
 
+    def live_passage_count(self, canonical: str) -> int:
+        return self.scalar(
+            f"""SELECT COUNT(DISTINCT p.id)
+                FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.canonical = ? AND {live("p")}""",
+            (canonical,),
+        )
+
+    def absorbed(self, canonical: str) -> list[Entity]:
+        return [
+            Entity(*r)
+            for r in self.all(
+                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.canonical = ?1 AND e.id <> ?1 "
+                "ORDER BY e.rowid",
+                (canonical,),
+            )
+        ]
+
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
     ) -> list[tuple[str, int]]:
@@ -631,6 +650,15 @@ class SqlFacts(Repo):
             for r in self.all(
                 f"SELECT {_FACT_COLS} FROM {_FACT_FROM} "
                 f"WHERE e.canonical = ? AND {live('f')} ORDER BY f.rowid",
+                (canonical,),
+            )
+        ]
+
+    def history(self, canonical: str) -> list[Fact]:
+        return [
+            Fact(*r)
+            for r in self.all(
+                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE e.canonical = ? ORDER BY f.rowid",
                 (canonical,),
             )
         ]

@@ -1,0 +1,704 @@
+"""The web view: the knowledge base for people, at ``/`` beside ``/mcp``.
+
+Server-side rendered HTML (Jinja2, autoescaped) over the same ``Memory``
+operations every frontend uses; forms post back and get a page, so it all
+works without JavaScript (``web.js`` only adds hover previews of citations).
+Every GET only reads; every POST carries a cross-site request token.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import anyio
+import attrs
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from memors_core import BadInput, MemorsError, Memory, NotFound, Refused
+from memors_core.domain.inputs import check_namespace
+from memors_core.log import get_logger
+
+from . import render
+from .security import CSRF_COOKIE, CSRF_FIELD, LOGIN_COOKIE, SECURITY_HEADERS, Guard
+
+log = get_logger("memors.web")
+
+HERE = Path(__file__).parent
+#: Rows on one page of any list that can grow.
+PAGE_SIZE = 50
+#: What a hover preview and a source list show of a passage.
+PREVIEW_CHARS = 400
+BUILT_IN_FORMS = ("page", "stale", "conflict", "merge", "duplicate")
+
+
+def _templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        # Payloads are a kind's own JSON: a key one kind lacks renders as nothing.
+        undefined=jinja2.ChainableUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["short"] = render.short
+    env.filters["clip"] = lambda s, n=PREVIEW_CHARS: s if len(s or "") <= n else s[: n - 1] + "…"
+    env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
+    env.filters["day"] = lambda s: (s or "")[:19].replace("T", " ")
+    return env
+
+
+class WebView:
+    """The routes of the web view over one open :class:`Memory`."""
+
+    def __init__(self, memory: Memory, namespace: str, token: str | None, max_body: int) -> None:
+        self.memory = memory
+        self.namespace = namespace
+        self.guard = Guard(token)
+        self.max_body = max_body
+        self.env = _templates()
+
+    # --- plumbing ---------------------------------------------------------------
+
+    async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A ``Memory`` operation, off the event loop (the store may wait on a lock)."""
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    def page(
+        self, request: Request, template: str, code: int = 200, **context: Any
+    ) -> HTMLResponse:
+        browser = request.cookies.get(CSRF_COOKIE)
+        fresh = browser is None or len(browser) > 64
+        if fresh:
+            browser = self.guard.new_browser()
+        ns = context.get("ns", self.namespace)
+        body = self.env.get_template(template).render(
+            csrf_field=CSRF_FIELD,
+            csrf=self.guard.form_token(browser),
+            ns=ns,
+            url=lambda address: render.url_of(address, ns),
+            q=quote,
+            login=self.guard.token is not None,
+            **{k: v for k, v in context.items() if k != "ns"},
+        )
+        response = HTMLResponse(body, status_code=code)
+        _secure(response)
+        if fresh:
+            response.set_cookie(CSRF_COOKIE, browser, httponly=True, samesite="strict", path="/")
+        return response
+
+    def error(self, request: Request, status: int, message: str) -> HTMLResponse:
+        return self.page(request, "error.html", code=status, message=message)
+
+    async def form(self, request: Request) -> dict[str, Any] | Response:
+        """The posted form, or the refusal: too large, or without a valid token."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            return self.error(request, 413, f"form too large (more than {self.max_body:,} bytes)")
+        async with request.form(max_fields=10_000, max_part_size=self.max_body) as data:
+            fields: dict[str, Any] = {}
+            for key, value in data.multi_items():
+                if not isinstance(value, str):
+                    continue
+                fields.setdefault(key, []).append(value)
+        flat = {k: v[0] if len(v) == 1 else v for k, v in fields.items()}
+        flat["_lists"] = fields
+        if not self.guard.form_ok(request.cookies.get(CSRF_COOKIE), flat.get(CSRF_FIELD)):
+            log.warning("web_form_refused", path=request.url.path, reason="cross-site token")
+            return self.error(
+                request,
+                403,
+                "this form's cross-site request token is missing or old: reload the page "
+                "and send it again (nothing was changed)",
+            )
+        return flat
+
+    def ns_of(self, request: Request) -> str:
+        return check_namespace(request.path_params.get("ns", self.namespace))
+
+    # --- routes -------------------------------------------------------------------
+
+    def routes(self) -> list[Any]:
+        wrap = self._guarded
+        return [
+            Route("/", wrap(self.home)),
+            Route("/login", wrap(self.login), methods=["GET", "POST"]),
+            Route("/go", wrap(self.go)),
+            Route("/ns/{ns}/", wrap(self.namespace_home)),
+            Route("/ns/{ns}", wrap(self.namespace_redirect)),
+            Route("/ns/{ns}/search", wrap(self.search)),
+            Route("/ns/{ns}/entities", wrap(self.entities)),
+            Route("/ns/{ns}/queue", wrap(self.queue)),
+            Route("/ns/{ns}/lint", wrap(self.lint)),
+            Route("/ns/{ns}/preview/{ident}", wrap(self.preview)),
+            Route("/ns/{ns}/item/{ident}", wrap(self.item), methods=["GET", "POST"]),
+            Route("/ns/{ns}/{kind}/{ident}", wrap(self.thing)),
+            Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+
+    def _guarded(
+        self, handler: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except NotFound as exc:
+                return self.error(request, 404, str(exc))
+            except BadInput as exc:
+                return self.error(request, 400, str(exc))
+            except Refused as exc:
+                return self.error(request, 409, str(exc))
+            except MemorsError as exc:  # the store is busy, a plugin failed: said in one line
+                return self.error(request, 503, str(exc))
+            except Exception as exc:  # one line for the person, the detail in the log
+                log.error("web_error", path=request.url.path, error=f"{type(exc).__name__}: {exc}")
+                return self.error(request, 500, f"the server failed: {type(exc).__name__}")
+
+        return run
+
+    async def home(self, request: Request) -> Response:
+        names = await self.call(self.memory.namespaces)
+        if self.namespace not in names:
+            names = sorted({*names, self.namespace})
+        exposition = await self.call(self.memory.metrics)
+        rows = [(n, render.namespace_metrics(exposition, n)) for n in names]
+        return self.page(request, "home.html", namespaces=rows, served=self.namespace)
+
+    async def login(self, request: Request) -> Response:
+        if self.guard.token is None:
+            return RedirectResponse("/", status_code=303)
+        if request.method == "GET":
+            return self.page(request, "login.html", failed=False)
+        form = await self.form(request)
+        if isinstance(form, Response):
+            return form
+        if not self.guard.token_ok(form.get("token")):
+            log.warning("web_login_refused", client=(request.client or ("?",))[0])
+            return self.page(request, "login.html", code=401, failed=True)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(
+            LOGIN_COOKIE, self.guard.login_value(), httponly=True, samesite="strict", path="/"
+        )
+        return response
+
+    async def go(self, request: Request) -> Response:
+        ns = check_namespace(request.query_params.get("ns") or self.namespace)
+        address = (request.query_params.get("address") or "").strip()
+        view = await self.call(self.memory.get, address, namespace=ns)
+        return RedirectResponse(render.url_of(view.address, ns), status_code=303)
+
+    async def namespace_redirect(self, request: Request) -> Response:
+        return RedirectResponse(f"/ns/{quote(self.ns_of(request))}/", status_code=308)
+
+    async def namespace_home(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        exposition = await self.call(self.memory.metrics)
+        metrics = render.namespace_metrics(exposition, ns)
+        entities = await self.call(self.memory.entities, ns, offset=0, limit=PAGE_SIZE)
+        total = await self.call(self.memory.entity_count, ns)
+        return self.page(
+            request,
+            "namespace.html",
+            ns=ns,
+            metrics=metrics,
+            entities=entities.entities,
+            total=total,
+            kinds=self.memory.kinds.names(),
+        )
+
+    async def entities(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        offset = _int(request.query_params.get("offset"), 0)
+        listing = await self.call(self.memory.entities, ns, offset=offset, limit=PAGE_SIZE)
+        total = await self.call(self.memory.entity_count, ns)
+        return self.page(
+            request,
+            "entities.html",
+            ns=ns,
+            entities=listing.entities,
+            pager=_pager(request, offset, total),
+            total=total,
+        )
+
+    async def search(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        params = request.query_params
+        query = params.get("q", "")
+        granularity = params.get("granularity") or "passage"
+        mode = params.get("mode") or "lexical"
+        limit = _int(params.get("limit"), 20)
+        as_of = params.get("as_of") or None
+        results: list[Any] = []
+        notice = None
+        if mode != "lexical":
+            notice = (
+                f"mode {mode!r} needs the `semantic` extra, which this store does not have: "
+                "these are lexical results"
+            )
+        if query.strip():
+            found = await self.call(
+                self.memory.search,
+                query,
+                granularity=granularity,
+                limit=limit,
+                as_of=as_of,
+                namespace=ns,
+            )
+            results = found.results
+        return self.page(
+            request,
+            "search.html",
+            ns=ns,
+            query=query,
+            granularity=granularity,
+            mode="lexical",
+            limit=limit,
+            as_of=as_of or "",
+            results=results,
+            notice=notice,
+            granularities=("passage", "page", "fact", "entity", "all"),
+        )
+
+    async def queue(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        params = request.query_params
+        kind = params.get("kind") or None
+        status = params.get("status", "open") or None
+        after = _int(params.get("after"), 0)
+        listing = await self.call(
+            self.memory.items, kind, status, ns, after=after, limit=PAGE_SIZE + 1
+        )
+        items = listing.items[:PAGE_SIZE]
+        more = len(listing.items) > PAGE_SIZE
+        total = await self.call(self.memory.item_count, kind, status, ns)
+        counts = {}
+        for name in self.memory.kinds.names():
+            counts[name] = await self.call(self.memory.item_count, name, status, ns)
+        rows = [(i, self._summary(i.kind, i.payload)) for i in items]
+        base = {"kind": kind or "", "status": status or ""}
+        next_url = f"?{urlencode({**base, 'after': items[-1].id})}" if more and items else None
+        return self.page(
+            request,
+            "queue.html",
+            ns=ns,
+            rows=rows,
+            kind=kind,
+            status=status,
+            counts=counts,
+            total=total,
+            next_url=next_url,
+            first_url=f"?{urlencode(base)}" if after else None,
+            statuses=("open", "done", "skipped", "obsolete"),
+        )
+
+    async def lint(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        report = await self.call(self.memory.lint, ns)
+        offset = _int(request.query_params.get("offset"), 0)
+        findings = report.findings[offset : offset + PAGE_SIZE]
+        return self.page(
+            request,
+            "lint.html",
+            ns=ns,
+            findings=findings,
+            total=len(report.findings),
+            pager=_pager(request, offset, len(report.findings)),
+        )
+
+    async def preview(self, request: Request) -> Response:
+        """A passage (or any row) as a small fragment, for a hover preview."""
+        ns = self.ns_of(request)
+        ident = request.path_params["ident"]
+        view = await self.call(self.memory.get, f"memo://passage/{ident}", namespace=ns)
+        doc = await self.call(self.memory.get, view.document, namespace=ns)
+        response = HTMLResponse(
+            self.env.get_template("preview.html").render(
+                p=view,
+                doc=doc,
+                url=lambda a: render.url_of(a, ns),
+            )
+        )
+        return _secure(response)
+
+    async def thing(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        kind = request.path_params["kind"]
+        ident = request.path_params["ident"]
+        if kind not in render.ADDRESS_KINDS:
+            return self.error(request, 404, f"no such view: /{kind}/")
+        view = await self.call(self.memory.get, f"memo://{kind}/{ident}", namespace=ns)
+        show = getattr(self, f"_show_{kind}")
+        return await show(request, ns, view)
+
+    # --- one row of each type ------------------------------------------------------
+
+    async def _show_document(self, request: Request, ns: str, view: Any) -> Response:
+        offset = _int(request.query_params.get("offset"), 0)
+        refs = await self.call(
+            self.memory.passage_refs,
+            [a.rsplit("/", 1)[1] for a in view.passages[offset : offset + PAGE_SIZE]],
+        )
+        return self.page(
+            request,
+            "document.html",
+            ns=ns,
+            d=view,
+            passages=refs,
+            pager=_pager(request, offset, len(view.passages)),
+            first=offset,
+        )
+
+    async def _show_passage(self, request: Request, ns: str, view: Any) -> Response:
+        doc = await self.call(self.memory.get, view.document, namespace=ns)
+        found = await self.call(self.memory.get_many, view.entities[:PAGE_SIZE], namespace=ns)
+        names = [(a, e.name) for a, e in found.items()]
+        return self.page(request, "passage.html", ns=ns, p=view, doc=doc, entities=names)
+
+    async def _show_fact(self, request: Request, ns: str, view: Any) -> Response:
+        return self.page(request, "fact.html", ns=ns, f=view)
+
+    async def _show_entity(self, request: Request, ns: str, view: Any) -> Response:
+        offset = _int(request.query_params.get("offset"), 0)
+        history = await self.call(self.memory.fact_history, view.address, namespace=ns)
+        absorbed = await self.call(self.memory.absorbed, view.address, namespace=ns)
+        versions: list[Any] = []
+        if view.page:
+            versions = await self._versions(ns, view.page)
+        return self.page(
+            request,
+            "entity.html",
+            ns=ns,
+            e=view,
+            passages=view.passages[offset : offset + PAGE_SIZE],
+            pager=_pager(request, offset, len(view.passages)),
+            total=len(view.passages),
+            timeline=render.timeline(history),
+            history=history,
+            absorbed=absorbed,
+            versions=versions,
+        )
+
+    async def _versions(self, ns: str, address: str) -> list[Any]:
+        """Every version of the page at ``address``, newest first."""
+        newest = await self.call(self.memory.get, address, namespace=ns)
+        while newest.superseded and newest.superseded.get("by"):
+            newest = await self.call(self.memory.get, newest.superseded["by"], namespace=ns)
+        out = [newest]
+        while out[-1].previous and len(out) < 500:
+            out.append(await self.call(self.memory.get, out[-1].previous, namespace=ns))
+        return out
+
+    async def _show_page(self, request: Request, ns: str, view: Any) -> Response:
+        numbers = {a: n for n, a in enumerate(view.sources, 1)}
+        wanted = list(
+            dict.fromkeys(
+                [*view.sources, *(a for s in view.sentences for a in s.sources), *view.facts]
+            )
+        )
+        sources = await self.call(self.memory.get_many, wanted, namespace=ns)
+        documents = await self.call(
+            self.memory.get_many,
+            [getattr(row, "document", None) or "" for row in sources.values()],
+            namespace=ns,
+        )
+
+        def title_of(address: str) -> str:
+            row = sources.get(address)
+            if row is None:
+                return address
+            if row.type == "fact":
+                return f"fact: {row.subject_name} {row.predicate} {row.value} ({row.status})"
+            doc = documents.get(row.document)
+            where = (doc.title or doc.uri or doc.address) if doc else row.document
+            text = row.text if len(row.text) <= PREVIEW_CHARS else row.text[:PREVIEW_CHARS] + "…"
+            return f"{text}\n— {where} ({row.status})"
+
+        pairs = [(s.text, s.sources) for s in view.sentences]
+        body = render.page_html(
+            render.without_title(view.content, view.title),
+            pairs,
+            numbers,
+            lambda a: render.url_of(a, ns),
+            title_of,
+        )
+        unplaced = render.page_sentences_unplaced(view.content, [s for s, _ in pairs])
+        versions = await self._versions(ns, view.address)
+        diff = ""
+        if view.previous:
+            older = await self.call(self.memory.get, view.previous, namespace=ns)
+            diff = render.unified(
+                older.content, view.content, f"version {older.version}", f"version {view.version}"
+            )
+        entity = await self.call(self.memory.get, view.entity, namespace=ns)
+        return self.page(
+            request,
+            "page.html",
+            ns=ns,
+            p=view,
+            body=body,
+            entity=entity,
+            sources=sources,
+            documents=documents,
+            numbers=numbers,
+            unplaced=[view.sentences[i] for i in unplaced],
+            versions=versions,
+            diff=render.diff_lines(diff),
+        )
+
+    # --- work items ------------------------------------------------------------------
+
+    def _summary(self, kind: str, payload: Any) -> str:
+        plugin = self.memory.kinds.get(kind)
+        try:
+            return plugin.summary(payload) if plugin else ""
+        except Exception:  # a plugin's summary failing must not take the queue down
+            return ""
+
+    async def item(self, request: Request) -> Response:
+        ns = self.ns_of(request)
+        ident = request.path_params["ident"]
+        view = await self.call(self.memory.get, f"memo://item/{ident}", namespace=ns)
+        if request.method == "GET":
+            return await self._show_item(request, ns, view)
+        form = await self.form(request)
+        if isinstance(form, Response):
+            return form
+        try:
+            resolution = _resolution(view.kind, form)
+        except BadInput as exc:
+            return await self._show_item(request, ns, view, problem=str(exc), form=form)
+        dry_run = form.get("action") == "dry-run"
+        try:
+            report = await self.call(
+                self.memory.submit,
+                view.id,
+                resolution,
+                dry_run=dry_run,
+                force=form.get("force") == "on",
+                fingerprint=form.get("fingerprint") or None,
+                namespace=ns,
+            )
+        except MemorsError as exc:  # refused (changed, already done), bad input, busy
+            log.info("web_submit_refused", item=view.id, error=str(exc)[:200])
+            view = await self.call(self.memory.get, f"memo://item/{ident}", namespace=ns)
+            return await self._show_item(
+                request,
+                ns,
+                view,
+                problem=str(exc),
+                form=form,
+                code=409 if isinstance(exc, Refused) else 400,
+            )
+        log.info(
+            "web_submit",
+            item=view.id,
+            kind=view.kind,
+            dry_run=dry_run,
+            stored=getattr(report, "stored", None),
+        )
+        if report.stored and not dry_run:
+            view = await self.call(self.memory.get, f"memo://item/{ident}", namespace=ns)
+        return await self._show_item(request, ns, view, report=report, form=form, dry_run=dry_run)
+
+    async def _show_item(
+        self,
+        request: Request,
+        ns: str,
+        view: Any,
+        *,
+        report: Any = None,
+        problem: str | None = None,
+        form: dict[str, Any] | None = None,
+        dry_run: bool = False,
+        code: int | None = None,
+    ) -> Response:
+        kind = self.memory.kinds.get(view.kind)
+        payload = view.payload if isinstance(view.payload, dict) else {"payload": view.payload}
+        fields: list[dict[str, Any]] = []
+        if kind is not None and view.kind not in BUILT_IN_FORMS:
+            fields = _resolution_fields(kind.resolution)
+        similarity = _similarity(payload) if view.kind == "duplicate" else {}
+        content, title = "", ""
+        if view.kind in ("page", "stale"):
+            previous = payload.get("page") or {}
+            content = previous.get("content", "") if isinstance(previous, dict) else ""
+            entity = payload.get("entity") or {}
+            title = (previous.get("title") if isinstance(previous, dict) else None) or (
+                entity.get("name", "") if isinstance(entity, dict) else ""
+            )
+        if form:
+            content = form.get("content", content)
+            title = form.get("title", title)
+        checks = []
+        if report is not None:
+            for name, result in (report.checks or {}).items():
+                flagged = getattr(result, "flagged", [])
+                checks.append((name, getattr(result, "passed", True), flagged))
+        return self.page(
+            request,
+            "item.html",
+            code=code or (400 if problem else 200),
+            ns=ns,
+            i=view,
+            payload=payload,
+            summary=self._summary(view.kind, payload),
+            known=kind is not None,
+            fields=fields,
+            similarity=similarity,
+            facts_by={
+                f["address"]: f
+                for f in payload.get("facts") or []
+                if isinstance(f, dict) and "address" in f
+            },
+            content=content,
+            title=title,
+            form=form or {},
+            report=report,
+            dry_run=dry_run,
+            checks=checks,
+            diff=render.diff_lines(getattr(report, "diff", "") or "") if report else [],
+            problem=problem,
+        )
+
+    def build(self) -> Starlette:
+        return Starlette(routes=self.routes())
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _secure(response: Response) -> Response:
+    for key, value in SECURITY_HEADERS.items():
+        response.headers[key] = value
+    response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def _int(value: str | None, default: int) -> int:
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise BadInput(f"expected a whole number, got {value[:40]!r}") from None
+    if number < 0:
+        raise BadInput(f"expected a whole number ≥ 0, got {number}")
+    return number
+
+
+def _pager(request: Request, offset: int, total: int) -> dict[str, Any]:
+    """Links to the previous and next :data:`PAGE_SIZE` rows of a list."""
+
+    def at(n: int) -> str:
+        params = dict(request.query_params)
+        params["offset"] = str(n)
+        return f"?{urlencode(params)}"
+
+    return {
+        "first": offset + 1 if total else 0,
+        "last": min(offset + PAGE_SIZE, total),
+        "total": total,
+        "prev": at(max(offset - PAGE_SIZE, 0)) if offset > 0 else None,
+        "next": at(offset + PAGE_SIZE) if offset + PAGE_SIZE < total else None,
+    }
+
+
+def _similarity(payload: dict[str, Any]) -> dict[str, float]:
+    """Each duplicate member's highest Jaccard with another member."""
+    best: dict[str, float] = {}
+    for pair in payload.get("pairs") or []:
+        if not isinstance(pair, dict):
+            continue
+        value = float(pair.get("jaccard") or 0)
+        for side in ("a", "b"):
+            address = pair.get(side)
+            if isinstance(address, str):
+                best[address] = max(best.get(address, 0.0), value)
+    for p in payload.get("passages") or []:
+        if isinstance(p, dict) and isinstance(p.get("best_jaccard"), int | float):
+            best[p["address"]] = max(best.get(p["address"], 0.0), float(p["best_jaccard"]))
+    return best
+
+
+def _resolution_fields(cls: type) -> list[dict[str, Any]]:
+    """A third-party kind's declared resolution fields, for a generic form."""
+    if not attrs.has(cls):
+        return []
+    out = []
+    for field in attrs.fields(cls):
+        required = field.default is attrs.NOTHING
+        out.append(
+            {
+                "name": field.name,
+                "type": getattr(field.type, "__name__", str(field.type or "")),
+                "required": required,
+            }
+        )
+    return out
+
+
+def _resolution(kind: str, form: dict[str, Any]) -> dict[str, Any]:
+    """The resolution a form describes, in the shape ``submit`` takes."""
+    lists: dict[str, list[str]] = form.get("_lists", {})
+    action = form.get("resolve", "")
+    if action == "skip":
+        return {"skip": True, "reason": (form.get("reason") or "").strip()}
+    if action == "json" or (kind not in BUILT_IN_FORMS and form.get("resolution_json")):
+        raw = form.get("resolution_json") or ""
+        try:
+            value = json.loads(raw)
+        except ValueError as exc:
+            raise BadInput(f"the resolution is not valid JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise BadInput("the resolution must be a JSON object")
+        return value
+    if action in ("accept", "reject"):
+        return {action: True}
+    if action == "keep":
+        keep = [k for k in lists.get("keep", []) if k]
+        if not keep:
+            raise BadInput("choose at least one to keep")
+        return {"keep": keep if kind == "duplicate" else keep[0]}
+    if action == "bound":
+        fact = form.get("bound_fact") or ""
+        bound: dict[str, Any] = {"fact": fact}
+        for key in ("valid_from", "valid_to"):
+            value = (form.get(key) or "").strip()
+            if value:
+                bound[key] = value
+        if len(bound) == 1:
+            raise BadInput("a bound needs a new valid_from or valid_to")
+        return {"bound": bound}
+    if action == "page":
+        # A browser sends a text area's lines ending in CRLF; the store keeps LF,
+        # as every other frontend writes it, so diffs compare lines, not endings.
+        content = (form.get("content") or "").replace("\r\n", "\n")
+        return {"content": content, "title": (form.get("title") or "").strip()}
+    if action == "fields":
+        out: dict[str, Any] = {}
+        for key, value in form.items():
+            if key.startswith("field_") and value != "":
+                name = key[len("field_") :]
+                try:
+                    out[name] = json.loads(value)
+                except ValueError:
+                    out[name] = value
+        return out
+    raise BadInput("choose what to do with this item")
+
+
+def build_web_app(memory: Memory, namespace: str, token: str | None, max_body: int) -> Starlette:
+    """The web view's ASGI app (its auth for remote use sits in front of it)."""
+    return WebView(memory, namespace, token, max_body).build()
+
+
+__all__ = ["PAGE_SIZE", "WebView", "build_web_app"]

@@ -1,0 +1,289 @@
+"""What the web view computes from the store's views before a template shows
+them: URLs of addresses, a page's Markdown with each sentence linked to its
+sources, diffs as lines, a fact timeline, the five metrics of a namespace.
+
+Nothing here writes HTML by hand except :func:`page_html`, which renders
+Markdown with raw HTML turned off (so a page's ``<script>`` is text) and
+escapes every value it adds itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memors_core.domain.ids import WEB_TYPES, web_path
+from memors_core.domain.text import CITATION_MARKERS, read_page
+
+#: The kinds of address the web view has a page for.
+ADDRESS_KINDS = WEB_TYPES
+_ADDRESS = re.compile(r"memo://([a-z]+)/([^\s\"'<>]+)")
+_WORD = re.compile(r"[^\W_]+")
+# After a sentence's last word: closing emphasis, quotes, brackets and its stop.
+_TAIL = re.compile(r"[*_`\"'’”)\]]*[.!?:;,]?[*_`\"'’”)]*")
+_SLOT = re.compile("\ue010(\\d+)\ue011")
+# A run of citation markers with the white space before it ("in 2014 [1]." -> "in 2014.").
+_MARKERS = re.compile(r"[ \t]*(?:" + CITATION_MARKERS.pattern + ")")
+
+
+def url_of(address: str, namespace: str) -> str:
+    """The web view's path for ``address`` (``memo://page/ID`` -> ``/ns/NS/page/ID``)."""
+    return web_path(address, namespace)
+
+
+def short(address: str) -> str:
+    """``memo://passage/01a2…c09d8`` -> ``passage …c09d8``: a label a person can scan."""
+    m = _ADDRESS.fullmatch(address or "")
+    if not m:
+        return address or ""
+    ident = m.group(2)
+    return f"{m.group(1)} {ident if len(ident) <= 8 else '…' + ident[-6:]}"
+
+
+# --- a page's Markdown, each sentence linked to what it cites ---------------------
+
+
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    # "commonmark" with raw HTML off: a page's <script> or <img onerror> is shown
+    # as text. Tables are on; links keep markdown-it's own URL check
+    # (javascript:, vbscript:, data: other than images are refused).
+    return MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+_MD: Any = None
+
+
+def markdown_html(text: str) -> str:
+    """Markdown rendered to HTML, raw HTML escaped."""
+    global _MD
+    if _MD is None:
+        _MD = _markdown()
+    return _MD.render(text)
+
+
+def _sentence_ends(content: str, sentences: Sequence[str]) -> list[int | None]:
+    """Where each sentence ends in ``content`` (an offset), found by its words
+    in order; None for one that cannot be placed."""
+    tokens = [(m.group(0).casefold(), m.end()) for m in _WORD.finditer(content)]
+    ends: list[int | None] = []
+    at = 0
+    for sentence in sentences:
+        wanted = [w.casefold() for w in _WORD.findall(sentence)]
+        i, end = at, None
+        for word in wanted:
+            while i < len(tokens) and tokens[i][0] != word:
+                i += 1
+            if i == len(tokens):
+                end = None
+                break
+            end = tokens[i][1]
+            i += 1
+        if end is None or not wanted:
+            ends.append(None)
+            continue
+        tail = _TAIL.match(content, end)
+        ends.append(tail.end() if tail else end)
+        at = i
+    return ends
+
+
+def page_html(
+    content: str,
+    sentences: Sequence[tuple[str, Sequence[str]]],
+    numbers: dict[str, int],
+    link: Any,
+    title_of: Any,
+) -> str:
+    """A page's Markdown as HTML, each recorded sentence followed by links to
+    the passages it cites, numbered as in ``numbers`` (address -> n).
+
+    ``sentences`` are the page's recorded sentences with their sources, in
+    order; ``link(address)`` is a source's URL and ``title_of(address)`` the
+    text shown when it is hovered. The citation markers the author wrote are
+    replaced by these links (they numbered the payload, not the page).
+    """
+    marked = _MARKERS.sub("", content)
+    ends = _sentence_ends(marked, [s for s, _ in sentences])
+    pieces: list[str] = []
+    last = 0
+    placed: list[int] = []
+    for i, end in sorted(((i, e) for i, e in enumerate(ends) if e is not None), key=lambda x: x[1]):
+        pieces.append(marked[last:end])
+        pieces.append(f"\ue010{i}\ue011")
+        placed.append(i)
+        last = end
+    pieces.append(marked[last:])
+    rendered = markdown_html("".join(pieces))
+
+    def cites(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        links = []
+        for source in sentences[i][1]:
+            n = numbers.get(source)
+            label = str(n) if n is not None else short(source)
+            links.append(
+                f'<a class="cite" href="{html.escape(link(source))}" '
+                f'title="{html.escape(title_of(source))}" data-source="{html.escape(source)}">'
+                f"{html.escape(label)}</a>"
+            )
+        if not links:
+            return '<sup class="cites uncited" title="no source shares its words">?</sup>'
+        return f'<sup class="cites" data-sentence="{i}">{"".join(links)}</sup>'
+
+    return _SLOT.sub(cites, rendered)
+
+
+def without_title(content: str, title: str) -> str:
+    """The page's Markdown without a first ``# Title`` line that repeats its
+    title (the view shows the title as its heading already)."""
+    head, _, rest = content.lstrip("\n").partition("\n")
+    if head.startswith("# ") and head[2:].strip().casefold() == (title or "").strip().casefold():
+        return rest
+    return content
+
+
+def page_sentences_unplaced(content: str, sentences: Sequence[str]) -> list[int]:
+    """Indices of recorded sentences :func:`page_html` could not place."""
+    ends = _sentence_ends(_MARKERS.sub("", content), sentences)
+    return [i for i, e in enumerate(ends) if e is None]
+
+
+def headings_only(content: str) -> bool:
+    """Whether the page has no prose sentence at all (only headings)."""
+    return not any(s.role == "prose" for s in read_page(content))
+
+
+# --- diffs -------------------------------------------------------------------------
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff as ``(class, line)`` pairs: ``add``, ``del``, ``hunk``, ``meta``, ``same``."""
+    out = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            cls = "meta"
+        elif line.startswith("@@"):
+            cls = "hunk"
+        elif line.startswith("+"):
+            cls = "add"
+        elif line.startswith("-"):
+            cls = "del"
+        else:
+            cls = "same"
+        out.append((cls, line))
+    return out
+
+
+def unified(old: str, new: str, old_name: str, new_name: str) -> str:
+    """A unified line diff of two texts ("" when they are the same)."""
+    return "".join(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=old_name,
+            tofile=new_name,
+        )
+    )
+
+
+# --- a fact timeline -------------------------------------------------------------------
+
+
+def timeline(facts: Iterable[Any], today: str | None = None) -> dict[str, Any]:
+    """Facts grouped by predicate, each drawn as a bar over the span of all
+    the dated bounds (and today, when a fact is still open): ``left`` and
+    ``width`` in whole percent, open ends running to the edge; superseded,
+    forgotten and expired facts are marked; facts whose times overlap get
+    lanes of their own. Returns ``{"lo", "hi", "rows": [{"predicate",
+    "lanes": [[bar…]…]}…]}``."""
+    from datetime import UTC, datetime
+
+    facts = list(facts)
+    bounds = {b[:10] for f in facts for b in (f.valid_from, f.valid_to) if b and len(b) >= 4}
+    if bounds and any(f.valid_to is None for f in facts):
+        bounds.add(today or datetime.now(UTC).date().isoformat())
+    ordered = sorted(bounds)
+    lo, hi = (ordered[0], ordered[-1]) if ordered else (None, None)
+    span = max(_days(lo, hi), 1) if lo and hi else 1
+
+    def position(bound: str | None, default: int) -> int:
+        if bound is None or lo is None or lo == hi:
+            return default
+        return round(100 * _days(lo, bound[:10]) / span)
+
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for f in facts:
+        left = min(max(position(f.valid_from, 0), 0), 98)
+        right = min(max(position(f.valid_to, 100), left + 2), 100)
+        state = f.status if f.status != "live" else ("expired" if f.expired else "live")
+        groups.setdefault(f.predicate, []).append(
+            {"fact": f, "state": state, "left": left, "width": right - left}
+        )
+    rows = [{"predicate": p, "lanes": _lanes(bars)} for p, bars in groups.items()]
+    return {"lo": lo, "hi": hi, "rows": rows}
+
+
+def _lanes(bars: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Bars that overlap in time go on lanes of their own, so none hides another."""
+    lanes: list[list[dict[str, Any]]] = []
+    for bar in sorted(bars, key=lambda b: (b["left"], b["width"])):
+        for lane in lanes:
+            last = lane[-1]
+            if last["left"] + last["width"] <= bar["left"]:
+                lane.append(bar)
+                break
+        else:
+            lanes.append([bar])
+    return lanes
+
+
+def _days(a: str, b: str) -> int:
+    from datetime import date
+
+    def parse(s: str) -> date:
+        parts = [int(p) for p in re.findall(r"\d+", s)[:3]]
+        while len(parts) < 3:
+            parts.append(1)
+        try:
+            return date(*parts)
+        except ValueError:
+            return date(parts[0], 1, 1)
+
+    return (parse(b) - parse(a)).days
+
+
+# --- metrics ------------------------------------------------------------------------------
+
+
+def namespace_metrics(exposition: str, namespace: str) -> dict[str, Any]:
+    """The five metrics of SPEC §7 for one namespace (the counters are store-wide)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, Any] = {
+        "open": {},
+        "pages": 0,
+        "stale": 0,
+        "events": {},
+        "marked_stale": 0,
+    }
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            labels = sample.labels
+            value = int(sample.value)
+            if sample.name == "memors_kb_work_items_open" and labels.get("namespace") == namespace:
+                out["open"][labels.get("kind", "")] = value
+            elif sample.name == "memors_kb_pages" and labels.get("namespace") == namespace:
+                out["pages"] = value
+            elif sample.name == "memors_kb_pages_stale" and labels.get("namespace") == namespace:
+                out["stale"] = value
+            elif sample.name == "memors_store_work_items_total":
+                key = (labels.get("kind", ""), labels.get("event", ""))
+                out["events"][key] = out["events"].get(key, 0) + value
+            elif sample.name == "memors_store_pages_marked_stale_total":
+                out["marked_stale"] += value
+    return out
