@@ -1,7 +1,5 @@
 """``python -m memors_cli``: the same as ``memors-mcp``."""
 
-import sys
+from .main import entrypoint
 
-from .main import main
-
-sys.exit(main())
+entrypoint()

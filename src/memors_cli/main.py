@@ -84,9 +84,38 @@ def Parser(**kwargs) -> argparse.ArgumentParser:  # a factory, used as parser_cl
                     exit_code=EXIT_USAGE,
                 )
 
+            def __init__(self, **kw) -> None:
+                kw.setdefault("formatter_class", _Formatter)
+                super().__init__(**kw)
+
+        class _Formatter(argparse.HelpFormatter):
+            """argparse's help layout, sized to the terminal as argparse sizes
+            it but without importing shutil, which costs more than the rest of
+            reading a command line (every ``add_argument`` makes a formatter)."""
+
+            def __init__(self, prog: str, *args, width: int | None = None, **kw) -> None:
+                super().__init__(
+                    prog, *args, width=_columns() - 2 if width is None else width, **kw
+                )
+
         _Parser.__name__ = _Parser.__qualname__ = "Parser"
         _PARSER_CLASS = _Parser
     return _PARSER_CLASS(**kwargs)
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` reads it (``$COLUMNS``,
+    else standard output's terminal, else 80)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _common(nested: bool = False) -> argparse.ArgumentParser:
@@ -95,7 +124,7 @@ def _common(nested: bool = False) -> argparse.ArgumentParser:
     instead of the sub-parser's default silently overwriting it."""
     import argparse
 
-    p = argparse.ArgumentParser(add_help=False)
+    p = Parser(add_help=False)
     g = p.add_argument_group("store options")
     store, store_true = _marking_actions()
     for flag, spec in _STORE_OPTIONS:
@@ -215,10 +244,23 @@ def apply_global_options(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Skipped:
+    """Stands in for the parser of a subcommand that was not asked for, so
+    ``build_parser(only=...)`` runs the same definitions and builds one."""
+
+    def __getattr__(self, name: str):
+        return lambda *args, **kwargs: self
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``only`` the parser of that one subcommand
+    (and the options before it): what ``memors-mcp only …`` needs to read its
+    arguments, and no more."""
     import argparse  # here, not at module level (see the module docstring)
 
-    common, nested = _common(), _common(nested=True)
+    common = _common()
+    # The options of the commands under a command (``fact add``, ``entity show``…).
+    nested = _common(nested=True) if only in (None, "fact", "entity", "items") else None
     parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     _add_global_options(parser)
@@ -226,6 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     def add(name: str, help_: str, **kw) -> argparse.ArgumentParser:
+        if only is not None and name != only:
+            return _Skipped()  # type: ignore[return-value]
         return sub.add_parser(name, help=help_, description=help_, parents=[common], **kw)
 
     p = add("serve", "serve MCP over stdio (default) or streamable HTTP")
@@ -422,13 +466,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to erase")
     p.add_argument("--yes", action="store_true", help="confirm: the content cannot be recovered")
 
-    whole = _common()  # export without --ns writes every namespace
-    whole.set_defaults(ns=None)  # (its own copy of the options: the others keep 'default')
-    for action in whole._actions:
-        if action.dest == "ns":
-            action.help = "only this namespace (default: the whole store, counters included)"
-    help_ = "write every row of the store (or of one namespace) as JSON lines to stdout"
-    sub.add_parser("export", help=help_, description=help_, parents=[whole])
+    if only in (None, "export"):
+        whole = _common()  # export without --ns writes every namespace
+        whole.set_defaults(ns=None)  # (its own copy of the options: the others keep 'default')
+        for action in whole._actions:
+            if action.dest == "ns":
+                action.help = "only this namespace (default: the whole store, counters included)"
+        help_ = "write every row of the store (or of one namespace) as JSON lines to stdout"
+        sub.add_parser("export", help=help_, description=help_, parents=[whole])
     p = add("import", "restore JSON lines written by export into an empty store")
     p.add_argument("file", metavar="FILE", help="a file written by export (JSON lines)")
     p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
@@ -444,6 +489,27 @@ def _version() -> str:
     return __version__
 
 
+#: Subcommands that parse with their own parser only (:func:`build_parser`).
+QUICK = ("search",)
+
+
+def subcommand(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names when it is one of :data:`QUICK`, read
+    past the store options before it; None otherwise (the whole parser)."""
+    valued = {f for f, spec in _STORE_OPTIONS if not spec.get("flag")}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word in valued:
+            i += 2
+            continue
+        if word.startswith("--") and word.split("=", 1)[0] in valued | {"--json"}:
+            i += 1
+            continue
+        return word if word in QUICK else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # the quick path: no parser, no logging
@@ -452,7 +518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from . import output
 
     output.JSON_MODE = "--json" in argv
-    args = apply_global_options(build_parser().parse_args(argv))
+    # A command builds the parser of its own subcommand only (``--help`` and
+    # errors about the subcommand's name still see them all).
+    command = subcommand(argv)
+    args = apply_global_options(build_parser(only=command).parse_args(argv))
     output.JSON_MODE = bool(getattr(args, "json", False))
     output.configure_logging(args.log_level, every_logger=args.command == "serve")
     from .commands import dispatch
@@ -460,8 +529,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     return dispatch(args)
 
 
-def entrypoint() -> None:  # pragma: no cover - thin
-    sys.exit(main())
+def entrypoint() -> None:
+    """``memors-mcp`` itself (and ``python -m memors_cli``): :func:`main`, then
+    the exit. A quick command (:data:`QUICK`) leaves at once when it is done,
+    its output flushed: it holds no thread, file or helper that needs closing,
+    and tearing the interpreter down would cost more than the search did."""
+    argv = sys.argv[1:]
+    code = main(argv)
+    if subcommand(argv) in QUICK:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, ValueError):  # a reader that left early: not an error
+            pass
+        os._exit(code)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any, NoReturn
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``search`` runs without typing
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any, NoReturn
 
 JSON_MODE = False
 
@@ -21,6 +23,8 @@ def fail(message: str, *, code: str = "error", exit_code: int = 2) -> NoReturn:
     """Print one line on stderr (and the JSON error on stdout) and exit."""
     line = " ".join(str(message).split()) or "error"
     if JSON_MODE:
+        import json
+
         print(json.dumps({"error": {"code": code, "message": line}}, ensure_ascii=False))
         sys.stdout.flush()
     if not line.startswith("memors-mcp"):
@@ -30,6 +34,8 @@ def fail(message: str, *, code: str = "error", exit_code: int = 2) -> NoReturn:
 
 
 def emit_json(data: Any) -> None:
+    import json
+
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 

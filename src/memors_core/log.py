@@ -12,9 +12,12 @@ addresses or item ids involved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import cache
-from typing import Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``memors-mcp search`` runs without typing
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+    from typing import Any
 
 # The standard-library levels (logging.DEBUG …), without importing logging.
 _LEVELS = {

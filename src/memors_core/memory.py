@@ -32,6 +32,7 @@ from memors_core.domain.model import (
     RememberedMany,
     SearchResults,
 )
+from memors_core.domain.search import check_request as check_search
 from memors_core.engine import edits, views
 from memors_core.engine.ingest import Ingest
 from memors_core.engine.progress import Progress
@@ -226,19 +227,7 @@ class Memory:
     ) -> SearchResults:
         """Full-text search (BM25, words OR-ed) over live rows."""
         check_namespace(namespace)
-        if not isinstance(query, str):
-            raise BadInput(f"query must be a string, got {type(query).__name__}")
-        if len(query) > self.limits.query_chars:
-            raise BadInput(
-                f"query too long ({len(query)} characters; at most {self.limits.query_chars}, "
-                "MEMORS_MAX_QUERY_CHARS)"
-            )
-        if granularity not in GRANULARITIES:
-            raise BadInput(
-                f"unknown granularity {granularity!r}: use one of {', '.join(GRANULARITIES)}"
-            )
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise BadInput(f"limit must be an integer from 1 to 1000, got {limit!r}")
+        check_search(query, granularity, limit, self.limits.query_chars)
         as_of_ts = dates.normalise(as_of, "as_of") if as_of is not None else None
         with self.store.read() as tx:
             hits = views.search(tx, namespace, query, granularity, limit, as_of_ts)

@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from memors_core.wire import to_json
 from paths import ROOT
 
 HEAVY = (
@@ -135,7 +136,7 @@ def test_version_is_written_once_and_is_what_pip_installed(cli):
 
 
 @pytest.mark.parametrize(
-    "args", [("search", "x"), ("lint",), ("compact",), ("entity", "list")], ids=" ".join
+    "args", [("items",), ("lint",), ("compact",), ("entity", "list")], ids=" ".join
 )
 @pytest.mark.sqlite_only("psycopg itself imports importlib.metadata")
 def test_plugins_are_found_without_importlib_metadata(cli, args):
@@ -194,3 +195,57 @@ def test_the_startup_benchmark_prints_each_figure_beside_its_reference():
     for figure in ("python -c pass", "memors-mcp --version", "memors-mcp search"):
         assert figure in proc.stdout, proc.stdout
     assert "<= 1.5x" in proc.stdout and "<= 3.0x" in proc.stdout
+
+
+#: What the Memory path loads and ``search`` on a SQLite file does without:
+#: the attrs model, its converter, the plugin host, typing, the storage engine.
+LEAN_SEARCH_SKIPS = (
+    "attr",
+    "attrs",
+    "cattrs",
+    "pluggy",
+    "typing",
+    "pathlib",
+    "shutil",
+    "memors_core.memory",
+    "memors_core.domain.model",
+    "memors_core.plugins.manager",
+    "memors_core.plugins.kinds",
+    "memors_core.plugins.hookspecs",
+    "memors_core.storage.sqlite.connection",
+    "memors_kinds",
+)
+
+
+@pytest.mark.sqlite_only("the lean read is of a SQLite file; PostgreSQL opens a Memory")
+@pytest.mark.parametrize(
+    "args",
+    [("search", "leader"), ("search", "Raft leader", "--granularity", "all", "--json")],
+    ids=" ".join,
+)
+def test_search_on_a_sqlite_file_reads_it_without_the_memory(cli, args):
+    cli("remember", "-", "--entity", "Raft", input="Raft elects a leader.\n\nPaxos is older.")
+    code, modules = _modules(cli, *args)
+    assert code == 0
+    loaded = sorted(
+        m for m in modules if m in LEAN_SEARCH_SKIPS or m.split(".")[0] in LEAN_SEARCH_SKIPS
+    )
+    assert loaded == [], loaded
+    assert "memors_core.quick" in modules
+
+
+@pytest.mark.parametrize("granularity", ["passage", "page", "fact", "entity", "all"])
+def test_the_quick_search_answers_as_the_library_does(cli, granularity):
+    from memors_core import Memory
+
+    cli(
+        "remember", "-", "--entity", "Raft", input="Raft elects a leader.\n\nRaft replicates a log."
+    )
+    cli("remember", "-", "--entity", "Paxos", input="Paxos is older than Raft.")
+    cli("fact", "add", "Raft", "leader", "n1", "--from", "2024-01-01")
+    query = "Raft leader log"
+    shown = cli("search", query, "--granularity", granularity, "--json").json
+    with Memory.open(cli.db) as memory:
+        expected = to_json(memory.search(query, granularity=granularity))
+    assert shown == expected
+    assert shown["results"] or granularity == "page"  # (no page was written)

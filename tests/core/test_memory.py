@@ -28,7 +28,7 @@ def test_one_distribution_four_packages_a_console_script_and_the_kinds_entry_poi
     for package in ("memors_core", "memors_kinds", "memors_cli", "memors_mcp"):
         assert importlib.util.find_spec(package) is not None
     scripts = {ep.name: ep.value for ep in dist.entry_points if ep.group == "console_scripts"}
-    assert scripts == {"memors-mcp": "memors_cli.main:main"}
+    assert scripts == {"memors-mcp": "memors_cli.main:entrypoint"}
     kinds = {ep.name: ep.value for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP}
     # A kind's entry-point name is its kind name; each is a module of memors_kinds.
     assert kinds == {name: f"memors_kinds.{name}" for name in BUILT_IN_KINDS}

@@ -3,24 +3,49 @@ exit status; :func:`dispatch` runs one and turns every error into one line."""
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from memors_core import MemorsError, Refused
 
 from ..output import fail
-from .admin import cmd_backup, cmd_export, cmd_import, cmd_lint, cmd_metrics, cmd_purge
-from .compaction import cmd_compact, cmd_items
-from .records import cmd_entity, cmd_fact, cmd_forget, cmd_get, cmd_search
-from .remember import cmd_remember
-from .serve import cmd_serve
-from .submit import cmd_submit
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``search`` runs without typing
+if TYPE_CHECKING:  # pragma: no cover
+    import argparse
+
+#: Each subcommand's handler, ``module:function`` under this package,
+#: imported when it runs (a command pays only for its own imports).
+HANDLERS = {
+    "serve": "serve:cmd_serve",
+    "remember": "remember:cmd_remember",
+    "search": "search:cmd_search",
+    "get": "records:cmd_get",
+    "forget": "records:cmd_forget",
+    "fact": "records:cmd_fact",
+    "entity": "records:cmd_entity",
+    "compact": "compaction:cmd_compact",
+    "items": "compaction:cmd_items",
+    "submit": "submit:cmd_submit",
+    "lint": "admin:cmd_lint",
+    "metrics": "admin:cmd_metrics",
+    "purge": "admin:cmd_purge",
+    "export": "admin:cmd_export",
+    "import": "admin:cmd_import",
+    "backup": "admin:cmd_backup",
+}
+
+
+def handler_of(command: str):
+    """The handler function of ``command``."""
+    import importlib
+
+    module, _, function = HANDLERS[command].partition(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    handler = HANDLERS[args.command]
     try:
-        return handler(args)
+        return handler_of(args.command)(args)
     except Refused as exc:
         fail(exc.message, code=exc.code, exit_code=1)
     except MemorsError as exc:
@@ -46,23 +71,3 @@ def dispatch(args: argparse.Namespace) -> int:
             code="internal",
         )
     return 2  # pragma: no cover
-
-
-HANDLERS = {
-    "serve": cmd_serve,
-    "remember": cmd_remember,
-    "search": cmd_search,
-    "get": cmd_get,
-    "forget": cmd_forget,
-    "fact": cmd_fact,
-    "entity": cmd_entity,
-    "compact": cmd_compact,
-    "items": cmd_items,
-    "submit": cmd_submit,
-    "lint": cmd_lint,
-    "metrics": cmd_metrics,
-    "purge": cmd_purge,
-    "export": cmd_export,
-    "import": cmd_import,
-    "backup": cmd_backup,
-}

@@ -1,5 +1,5 @@
-"""The commands on what is stored: ``search``, ``get``, ``forget``, ``fact``
-and ``entity``."""
+"""The commands on what is stored: ``get``, ``forget``, ``fact`` and
+``entity`` (``search`` has a module of its own, kept light)."""
 
 from __future__ import annotations
 
@@ -10,27 +10,6 @@ from memors_core.wire import to_json, with_web_url
 
 from ..output import render
 from ._common import open_memory, print_result
-
-
-def cmd_search(args: argparse.Namespace) -> int:
-    with open_memory(args, reading=True) as memory:
-        result = to_json(
-            memory.search(
-                args.query,
-                granularity=args.granularity,
-                limit=args.limit,
-                as_of=args.as_of,
-                namespace=args.ns,
-            )
-        )
-    lines = []
-    for hit in result["results"]:
-        snippet = " ".join(hit["text"].split())
-        if len(snippet) > 240:
-            snippet = snippet[:237] + "..."
-        lines.append(f"{hit['score']:.4g}  {hit['address']}\n       {snippet}")
-    print_result(args, result, "\n".join(lines) if lines else "no results")
-    return 0
 
 
 def cmd_get(args: argparse.Namespace) -> int:

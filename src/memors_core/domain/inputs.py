@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
-from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import text
 from memors_core.errors import BadInput
 from memors_core.settings import FIELD_SETTING
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``memors-mcp search`` runs without typing
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from memors_core.settings import Limits
 
 NAMESPACE_RE = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -106,6 +107,8 @@ def check_document(
         # Deeper would be stored, then fail every read (recursion limits).
         raise BadInput(f"metadata is nested too deeply (at most {METADATA_DEPTH} levels)")
     try:
+        import json
+
         json.dumps(metadata, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise BadInput(f"metadata must be plain JSON: {exc}") from None

@@ -35,11 +35,14 @@ passages.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-
-import attrs
 
 from memors_core.domain import text
+
+# Not typing.TYPE_CHECKING: ``memors-mcp search`` runs this module without
+# importing typing (or attrs) at all, so it starts about as fast as Python.
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable, Iterable
 
 K1 = 1.2
 B = 0.75
@@ -61,26 +64,80 @@ SNIPPET_WORDS = 40
 ENTITY_MARK = "\ue000"
 
 
-@attrs.frozen
 class SearchQuery:
     """What a search looks for: its words (distinct, casefolded, stop words
     dropped unless nothing else was left) and the canonical entities it
-    names (their ids)."""
+    names (their ids). Frozen, compared by value."""
 
-    words: tuple[str, ...]
-    entities: tuple[str, ...] = ()
+    __slots__ = ("entities", "words")
+
+    def __init__(self, words: tuple[str, ...], entities: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "words", tuple(words))
+        object.__setattr__(self, "entities", tuple(entities))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"SearchQuery is frozen: cannot set {name}")
 
     def __bool__(self) -> bool:
         return bool(self.words or self.entities)
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SearchQuery):
+            return NotImplemented
+        return (self.words, self.entities) == (other.words, other.entities)
 
-@attrs.frozen
+    def __hash__(self) -> int:
+        return hash((self.words, self.entities))
+
+    def __repr__(self) -> str:
+        return f"SearchQuery(words={self.words!r}, entities={self.entities!r})"
+
+
+class Hit:
+    """One search hit: an address, its granularity, the text shown and the
+    score (:class:`memors_core.domain.model.SearchHit` is its wire form)."""
+
+    __slots__ = ("address", "granularity", "score", "text")
+
+    def __init__(self, address: str, granularity: str, text: str, score: float) -> None:
+        self.address = address
+        self.granularity = granularity
+        self.text = text
+        self.score = score
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Hit):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def fields(self) -> tuple[str, str, str, float]:
+        return (self.address, self.granularity, self.text, self.score)
+
+    def __repr__(self) -> str:
+        return f"Hit({self.address!r}, {self.granularity!r}, score={self.score!r})"
+
+
 class Ranked:
-    """One index's answer: ``(row, score)`` best first, and the most the
-    query could score there (the denominator of :func:`share`)."""
+    """One index's answer: ``(row, score)`` (or :class:`Hit`) best first, and
+    the most the query could score there (the denominator of :func:`share`)."""
 
-    rows: list
-    ceiling: float
+    __slots__ = ("ceiling", "rows")
+
+    def __init__(self, rows: list, ceiling: float) -> None:
+        self.rows = rows
+        self.ceiling = ceiling
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ranked):
+            return NotImplemented
+        return (self.rows, self.ceiling) == (other.rows, other.ceiling)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Ranked(rows={self.rows!r}, ceiling={self.ceiling!r})"
 
     # A sequence of its rows, as the search methods' answers were lists.
     def __iter__(self):
@@ -233,14 +290,64 @@ def entity_line(name: str, aliases: str | None) -> str:
 
 
 def hits(ranked: Ranked, texts: dict, granularity: str) -> Ranked:
-    """``ranked``'s ``(row, score)`` as hits, given each row's ``(id, text)``
-    (a row without one, gone meanwhile, is left out)."""
-    from memors_core.domain.ids import address
-    from memors_core.domain.model import SearchHit
-
+    """``ranked``'s ``(row, score)`` as :class:`Hit` values, given each row's
+    ``(id, text)`` (a row without one, gone meanwhile, is left out)."""
     found = [
-        SearchHit(address(granularity, texts[r][0]), granularity, texts[r][1], float(score))
+        Hit(f"memo://{granularity}/{texts[r][0]}", granularity, texts[r][1], float(score))
         for r, score in ranked.rows
         if r in texts
     ]
     return Ranked(found, ranked.ceiling)
+
+
+#: What ``search`` searches, in the order ``all`` asks them.
+GRANULARITIES = ("passage", "page", "fact", "entity", "all")
+
+
+def check_request(query: object, granularity: object, limit: object, query_chars: int) -> None:
+    """Refuse a search request that cannot be run, in one line (the same
+    words whichever frontend asked)."""
+    from memors_core.errors import BadInput
+
+    if not isinstance(query, str):
+        raise BadInput(f"query must be a string, got {type(query).__name__}")
+    if len(query) > query_chars:
+        raise BadInput(
+            f"query too long ({len(query)} characters; at most {query_chars}, "
+            "MEMORS_MAX_QUERY_CHARS)"
+        )
+    if granularity not in GRANULARITIES:
+        raise BadInput(
+            f"unknown granularity {granularity!r}: use one of {', '.join(GRANULARITIES)}"
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+        raise BadInput(f"limit must be an integer from 1 to 1000, got {limit!r}")
+
+
+def run(
+    query: str,
+    granularity: str,
+    limit: int,
+    named: Callable[[list[str]], dict[str, str]],
+    searchers: dict[str, Callable[[SearchQuery], Ranked]],
+) -> list[Hit]:
+    """A search from a user's text to its hits, on any engine: the query's
+    words, the entities it names (``named``: folded names -> canonical ids),
+    then one granularity's :class:`Ranked` hits (``searchers[g](query)``), or
+    every granularity's merged by their :func:`share` of what the query could
+    score in their own index."""
+    words = text.words(query)
+    if not words:
+        return []  # no words: nothing can match, whatever the engine's syntax
+    wanted = with_entities(words, named)
+    if not wanted:
+        return []
+    if granularity != "all":
+        return searchers[granularity](wanted).rows
+    merged = [
+        Hit(hit.address, hit.granularity, hit.text, share(hit.score, ran.ceiling))
+        for ran in (searchers[g](wanted) for g in GRANULARITIES if g != "all")
+        for hit in ran.rows
+    ]
+    merged.sort(key=lambda h: -h.score)
+    return merged[:limit]

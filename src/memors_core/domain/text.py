@@ -6,21 +6,41 @@ on its own (and is, with hypothesis).
 
 from __future__ import annotations
 
-import hashlib
+import os
 import re
 from array import array
-from collections.abc import Iterable, Iterator
+from collections import namedtuple
 from functools import cache
-from importlib import resources
 from itertools import chain
 from operator import xor
-from typing import NamedTuple
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: ``memors-mcp search`` runs without typing
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterable, Iterator
+
 
 # Runs of letters and digits (\w without the underscore).
+class _lazy:
+    """A regular expression compiled the first time it is used: this module
+    holds some thirty, and ``memors-mcp search`` needs one of them."""
+
+    __slots__ = ("_args", "_compiled")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern[str] | None = None
+
+    def __getattr__(self, name: str):
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(*self._args)
+        return getattr(compiled, name)
+
+
 _WORD = re.compile(r"[^\W_]+")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_WIKI_LINK = re.compile(r"\[\[([^\[\]|\n]+?)(?:\|[^\[\]\n]*)?\]\]")
+_HEADING = _lazy(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_SENTENCE_END = _lazy(r"(?<=[.!?])\s+")
+_WIKI_LINK = _lazy(r"\[\[([^\[\]|\n]+?)(?:\|[^\[\]\n]*)?\]\]")
 
 MAX_PASSAGE_WORDS = 400
 
@@ -39,7 +59,16 @@ def words(text: str) -> list[str]:
 def stop_words() -> frozenset[str]:
     """The shipped English stop-word list (function words only: negations
     and quantifiers are content words, see :data:`NEGATIONS`)."""
-    data = resources.files("memors_core").joinpath("data/stopwords.txt").read_text("utf-8")
+    # Read as a plain file (importlib.resources costs more than Python's own
+    # start, and search reads this list); a zipped install falls back to it.
+    here = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "stopwords.txt")
+    try:
+        with open(here, encoding="utf-8") as f:
+            data = f.read()
+    except OSError:  # pragma: no cover - a zipped install
+        from importlib import resources
+
+        data = resources.files("memors_core").joinpath("data/stopwords.txt").read_text("utf-8")
     return frozenset(
         line.strip() for line in data.splitlines() if line.strip() and not line.startswith("#")
     )
@@ -58,7 +87,7 @@ def search_stop_words() -> frozenset[str]:
     return stop_words() | NEGATIONS | QUANTIFIERS
 
 
-_NOT = re.compile(r"n['’]t\b", re.I)
+_NOT = _lazy(r"n['’]t\b", re.I)
 _STEMMER = None
 _STEMS: dict[str, str] = {}
 
@@ -125,8 +154,8 @@ def _fold_numbers(ws: list[str]) -> list[str]:
     return out
 
 
-_DIGIT_GROUP = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_DIGITS_OR_NOT = re.compile(r"\d+|\D+")
+_DIGIT_GROUP = _lazy(r"(?<=\d),(?=\d{3}(?!\d))")
+_DIGITS_OR_NOT = _lazy(r"\d+|\D+")
 
 
 def _number_words(ws: list[str]) -> list[str]:
@@ -180,6 +209,8 @@ def fold_value(value: str) -> str:
 
 
 def content_hash(text: str) -> str:
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -204,6 +235,8 @@ _CACHE_LIMIT = 2_000_000  # a vocabulary, not a corpus
 
 
 def _learn(words_: Iterable[str]) -> None:
+    import hashlib
+
     stops = stop_words()
     for word in words_:
         h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
@@ -375,16 +408,16 @@ def wiki_links(text: str) -> list[str]:
 
 # --- pages into sentences ------------------------------------------------------
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
-_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
-_HRULE = re.compile(r"^ {0,3}([-*_])(\s*\1){2,}\s*$")
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)\s*$")
+_FENCE = _lazy(r"^ {0,3}(`{3,}|~{3,})")
+_LIST_ITEM = _lazy(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+")
+_TABLE_SEP = _lazy(r"^\s*\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
+_HRULE = _lazy(r"^ {0,3}([-*_])(\s*\1){2,}\s*$")
+_SETEXT = _lazy(r"^ {0,3}(=+|-+)\s*$")
 # A true link reference definition: ``[label]: URL`` and an optional title,
 # nothing else on the line. The URL must look like one (angle brackets, a
 # scheme, a path, an anchor or a host name), so ``[note]: Raft was invented``
 # is visible text, not a definition. A footnote label (``[^1]``) never is.
-_REF_DEF = re.compile(
+_REF_DEF = _lazy(
     r"""^\ {0,3}\[(?!\^)[^\]]+\]:[ \t]*
         (?:<[^>\n]*>|[^\s<>]*(?:[/#:@][^\s<>]*|\.[A-Za-z]{2,}[^\s<>]*))
         (?:[ \t]+(?:"[^"]*"|'[^']*'|\([^)]*\)))?[ \t]*$""",
@@ -392,13 +425,13 @@ _REF_DEF = re.compile(
 )
 # Any other ``[x]: text`` line (a footnote, a note): its label is dropped and
 # its text read as prose.
-_LABELLED = re.compile(r"^\ {0,3}\[[^\]]+\]:\s*")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
-_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_ATX_TEXT = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
+_LABELLED = _lazy(r"^\ {0,3}\[[^\]]+\]:\s*")
+_IMAGE = _lazy(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = _lazy(r"\[([^\]]*)\]\([^)]*\)")
+_REF_LINK = _lazy(r"\[([^\]]+)\]\[[^\]]*\]")
+_AUTOLINK = _lazy(r"<((?:https?|mailto):[^>\s]+)>")
+_HTML_COMMENT = _lazy(r"<!--.*?-->", re.S)
+_ATX_TEXT = _lazy(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 
 # Citation markers: ``[1]``, ``[1, 3]``, ``[1][3]``, ``[memo://passage/ID]``.
 # A run of bracket groups each holding refs; not one that closes a reference
@@ -406,12 +439,12 @@ _ATX_TEXT = re.compile(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _REF = r"(?:\d{1,6}|memo://passage/[^\s,\[\]]+)"
 _MARKER_GROUP = rf"\[[ \t]*{_REF}(?:[ \t]*,[ \t]*{_REF})*[ \t]*\]"
 #: A run of citation markers (public: the executor takes them out of an old page).
-CITATION_MARKERS = re.compile(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
-_ONE_REF = re.compile(_REF)
+CITATION_MARKERS = _lazy(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
+_ONE_REF = _lazy(_REF)
 # Where a sentence's markers were, while the rest of the line is read.
-_SLOT = re.compile("\ue000(\\d+)\ue001")
-_AFTER_STOP = re.compile("([.!?])[ \t]*((?:\ue000\\d+\ue001[ \t]*)+)")
-_ONLY_PUNCT = re.compile(r"^[\s.,;:!?)\]\"'’”*_-]*$")
+_SLOT = _lazy("\ue000(\\d+)\ue001")
+_AFTER_STOP = _lazy("([.!?])[ \t]*((?:\ue000\\d+\ue001[ \t]*)+)")
+_ONLY_PUNCT = _lazy(r"^[\s.,;:!?)\]\"'’”*_-]*$")
 
 #: What a page sentence is, for the checks: ``prose`` (paragraphs, list
 #: items, table body cells, footnotes: every check reads it), ``heading``
@@ -420,14 +453,12 @@ _ONLY_PUNCT = re.compile(r"^[\s.,;:!?)\]\"'’”*_-]*$")
 ROLES = ("prose", "heading", "header")
 
 
-class PageSentence(NamedTuple):
-    """One sentence of a page: its visible text (citation markers taken
-    out), the refs its markers name, in order (``int`` for ``[n]``, the
-    address for ``[memo://passage/ID]``), and its role."""
+class PageSentence(namedtuple("PageSentence", "text refs role", defaults=((), "prose"))):
+    """One sentence of a page: its visible ``text`` (citation markers taken
+    out), the ``refs`` its markers name, in order (``int`` for ``[n]``, the
+    address for ``[memo://passage/ID]``), and its ``role``."""
 
-    text: str
-    refs: tuple[int | str, ...] = ()
-    role: str = "prose"
+    __slots__ = ()
 
 
 def citation_refs(marker: str) -> list[int | str]:
@@ -594,8 +625,8 @@ def page_sentences(markdown: str) -> list[str]:
     return [s.text for s in read_page(markdown) if s.role == "prose"]
 
 
-_TITLE_HEADING = re.compile(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_TITLE_HEADING = _lazy(r"^ {0,3}#[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE_OPEN = _lazy(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def first_heading(body: str, limit: int = 500) -> str | None:

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from memors_core.domain import dates, text
+from memors_core.domain import dates
 from memors_core.domain import search as rank
 from memors_core.domain.ids import address
 from memors_core.domain.model import (
@@ -37,7 +35,7 @@ from memors_core.domain.rows import Tombstone
 if TYPE_CHECKING:
     from memors_core.storage.api import Tx
 
-GRANULARITIES = ("passage", "page", "fact", "entity", "all")
+GRANULARITIES = rank.GRANULARITIES
 
 
 # --- the record of change ------------------------------------------------------
@@ -322,25 +320,15 @@ def search(
 ) -> list[SearchHit]:
     """Ranked hits of one granularity, or of all of them merged by their
     share of what the query could score in their own index
-    (:func:`memors_core.domain.search.share`)."""
-    words = text.words(query)
-    if not words:
-        return []  # no words: nothing can match, whatever the engine's syntax
-    wanted = rank.with_entities(words, lambda names: tx.entities.named(namespace, names))
-    if not wanted:
-        return []
-    searchers: dict[str, Callable[[], rank.Ranked]] = {
-        "passage": lambda: tx.search.passages(namespace, wanted, limit),
-        "page": lambda: tx.search.pages(namespace, wanted, limit),
-        "fact": lambda: tx.search.facts(namespace, wanted, limit, as_of),
-        "entity": lambda: tx.search.entities(namespace, wanted, limit),
+    (:func:`memors_core.domain.search.run`, which every engine's search
+    shares: ``memors-mcp search`` runs it on a lean read of a SQLite file)."""
+    searchers: dict[str, Callable[[rank.SearchQuery], rank.Ranked]] = {
+        "passage": lambda q: tx.search.passages(namespace, q, limit),
+        "page": lambda q: tx.search.pages(namespace, q, limit),
+        "fact": lambda q: tx.search.facts(namespace, q, limit, as_of),
+        "entity": lambda q: tx.search.entities(namespace, q, limit),
     }
-    if granularity != "all":
-        return searchers[granularity]().rows
-    hits = [
-        attrs.evolve(hit, score=rank.share(hit.score, run.ceiling))
-        for run in (searcher() for searcher in searchers.values())
-        for hit in run.rows
-    ]
-    hits.sort(key=lambda h: -h.score)
-    return hits[:limit]
+    found = rank.run(
+        query, granularity, limit, lambda names: tx.entities.named(namespace, names), searchers
+    )
+    return [SearchHit(*hit.fields()) for hit in found]

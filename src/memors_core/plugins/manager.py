@@ -9,7 +9,6 @@ place, as :mod:`memors_core.plugins.hookspecs` documents it.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -19,109 +18,13 @@ from memors_core.domain.model import CheckResult, Finding
 from memors_core.errors import PluginError
 from memors_core.log import get_logger
 from memors_core.plugins import hookspecs
+from memors_core.plugins.entrypoints import ENTRY_POINT_GROUP, entry_points
 from memors_core.plugins.kinds import KindConflict, KindRegistry, MalformedKind
 
 if TYPE_CHECKING:
     from memors_core.plugins.kinds import CheckContext, Item, LintContext
 
 log = get_logger("memors.plugins")
-
-ENTRY_POINT_GROUP = "memors.kinds"
-
-
-class _EntryPoint:
-    """What :func:`entry_points` yields: ``name``, ``value``, ``group``, ``load()``."""
-
-    __slots__ = ("group", "name", "value")
-
-    def __init__(self, name: str, value: str, group: str) -> None:
-        self.name, self.value, self.group = name, value, group
-
-    def load(self) -> Any:
-        from importlib import import_module
-
-        module, _, attrs = self.value.split("[", 1)[0].partition(":")
-        target: Any = import_module(module.strip())
-        for attr in filter(None, attrs.strip().split(".")):
-            target = getattr(target, attr)
-        return target
-
-    def __repr__(self) -> str:
-        return f"EntryPoint(name={self.name!r}, value={self.value!r}, group={self.group!r})"
-
-
-def _normalized(name: str) -> str:
-    out: list[str] = []
-    for ch in name.lower():
-        ch = "_" if ch in "-_." else ch
-        if not (ch == "_" and out and out[-1] == "_"):
-            out.append(ch)
-    return "".join(out)
-
-
-def entry_points(*, group: str) -> list[Any]:
-    """The entry points of ``group``, found as ``importlib.metadata.entry_points``
-    finds them (each ``*.dist-info`` or ``*.egg-info`` directory on
-    ``sys.path``, in order, the first distribution of a name winning) but
-    without importing importlib.metadata, which costs a small command more
-    than everything else it does. Anything unusual on the path (a zip, a
-    finder that provides distributions of its own) goes to importlib.metadata.
-    """
-    from importlib.machinery import PathFinder
-
-    unusual = any(
-        hasattr(finder, "find_distributions") and finder is not PathFinder
-        for finder in sys.meta_path
-    )
-    found: list[Any] = []
-    seen: set[str] = set()
-    for entry in sys.path:
-        if unusual:
-            break
-        try:
-            listed = os.listdir(entry or ".")
-        except NotADirectoryError:
-            unusual = True  # a zip file on the path
-            break
-        except OSError:
-            continue
-        # As importlib.metadata orders them: a path entry's dist-info
-        # directories, then its egg-info ones, each in directory order.
-        children = [c for c in listed if c.lower().endswith(".dist-info")]
-        children += [c for c in listed if c.lower().endswith(".egg-info")]
-        for child in children:
-            name = _normalized(child.rsplit(".", 1)[0].partition("-")[0])
-            if name in seen:
-                continue
-            base = os.path.join(entry or ".", child)
-            if not os.path.isdir(base):
-                continue
-            seen.add(name)
-            found.extend(_group(os.path.join(base, "entry_points.txt"), group))
-    if unusual:
-        from importlib.metadata import entry_points as scan
-
-        return list(scan(group=group))
-    return found
-
-
-def _group(path: str, group: str) -> list[_EntryPoint]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return []
-    section, out = None, []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section = line[1:-1].strip()
-        elif section == group and "=" in line:
-            name, _, value = line.partition("=")
-            out.append(_EntryPoint(name.strip(), value.strip(), group))
-    return out
 
 
 def disabled_plugins() -> set[str]:

@@ -4,10 +4,9 @@ does; :func:`open_storage` opens one with the engine its address names."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+TYPE_CHECKING = False  # (not typing's: ``memors-mcp search`` imports this package lean)
+if TYPE_CHECKING:  # pragma: no cover
     from memors_core.storage.api import Storage
 
 
@@ -47,6 +46,8 @@ def open_storage(
             return PgStore.open(location, readonly=readonly)
         except NoStoreYet:
             # Read-only, a store not created yet reads as an empty one, as on SQLite.
+            from pathlib import Path
+
             from memors_core.storage.sqlite.readonly import empty_store
 
             empty = empty_store(Path("empty"))

@@ -28,6 +28,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from memors_core.domain.dates import now
 from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
+from memors_core.settings import busy_timeout_ms
 from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
@@ -50,7 +51,6 @@ LOCK_SPACE = 0x6D656D6F
 WRITE_LOCK = 1
 MIGRATE_LOCK = 2
 
-DEFAULT_BUSY_TIMEOUT_MS = 15_000
 #: Connections a store's pool holds at most (``MEMORS_PG_POOL_SIZE``).
 DEFAULT_POOL_SIZE = 4
 #: Seconds between two checks of the tables' statistics by one process.
@@ -63,16 +63,6 @@ class NoStoreYet(BadInput):
 
 def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
-
-
-def _busy_timeout_ms() -> int:
-    raw = os.environ.get("MEMORS_BUSY_TIMEOUT_MS")
-    if raw is None:
-        return DEFAULT_BUSY_TIMEOUT_MS
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        raise BadInput(f"MEMORS_BUSY_TIMEOUT_MS must be an integer, got {raw!r}") from None
 
 
 class _Session:
@@ -126,7 +116,7 @@ class PgStore:
     @classmethod
     def open(cls, url: str, *, readonly: bool = False) -> PgStore:
         secret = _password(url)
-        timeout_ms = _busy_timeout_ms()
+        timeout_ms = busy_timeout_ms()
 
         def configure(conn: psycopg.Connection) -> None:
             # Waiting for another writer's lock is bounded like SQLite's busy timeout.

@@ -22,9 +22,10 @@ from memors_core.domain.rows import (
 )
 from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
+from memors_core.storage.sql.repo import Repo, named_entities
 
 if TYPE_CHECKING:
-    from memors_core.storage.sql.engine import SqlTx
+    pass
 
 log = get_logger("memors")
 
@@ -43,22 +44,6 @@ def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple]:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-class Repo:
-    """A repository: the transaction's connection and its sibling repositories."""
-
-    def __init__(self, tx: SqlTx) -> None:
-        self.tx = tx
-        self.db = tx.db
-        # The connection's own query helpers (Store.one, .all, .scalar), bound once.
-        self.one = self.db.one
-        self.all = self.db.all
-        self.scalar = self.db.scalar
-
-    def run(self, sql: str, params: tuple | dict = ()) -> int:
-        """Execute a statement; returns how many rows it changed."""
-        return self.db.run(sql, params)
 
 
 class SqlNamespaces(Repo):
@@ -351,23 +336,7 @@ class SqlEntities(Repo):
         return None if row is None else row[0]
 
     def named(self, namespace: str, folded: Iterable[str]) -> dict[str, str]:
-        names = sorted(set(folded))
-        if not names:
-            return {}
-        found: dict[str, str] = {}
-        for name, canonical in self.all(
-            """SELECT n.folded, n.canonical FROM (
-                   SELECT folded, canonical, rowid AS age, 0 AS alias FROM entities
-                   WHERE namespace = ? AND folded IN (SELECT value FROM json_each(?))
-                   UNION ALL
-                   SELECT a.folded, e.canonical, e.rowid, 1 FROM aliases a
-                   JOIN entities e ON e.id = a.entity
-                   WHERE a.namespace = ? AND a.folded IN (SELECT value FROM json_each(?))
-               ) n ORDER BY n.alias DESC, n.age DESC""",
-            (namespace, json.dumps(names), namespace, json.dumps(names)),
-        ):
-            found[name] = canonical  # the last written wins: a name before an alias, oldest first
-        return found
+        return named_entities(self.all, namespace, folded)
 
     def resolve(self, name_or_address: str, namespace: str) -> str:
         if name_or_address.startswith("memo://"):

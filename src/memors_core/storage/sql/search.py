@@ -10,12 +10,13 @@ aliases, joined by `` ; ``).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
-from typing import Any
-
 from memors_core.domain import search as rank
-from memors_core.storage.sql.records import Repo
+from memors_core.storage.sql.repo import Repo, json_list
+
+TYPE_CHECKING = False  # (not typing's: this module is on ``memors-mcp search``'s lean path)
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Iterable
+    from typing import Any
 
 # The kinds of indexed rows, as both engines' indexes name them.
 PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
@@ -69,7 +70,7 @@ class SqlSearch(Repo):
         rowids = dict(
             self.all(
                 "SELECT id, rowid FROM entities WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(query.entities)),),
+                (json_list(query.entities),),
             )
         )
         return [rank.entity_term(rowids[e]) for e in query.entities if e in rowids]

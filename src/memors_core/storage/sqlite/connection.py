@@ -14,7 +14,7 @@ import apsw
 
 from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
-from memors_core.settings import default_path
+from memors_core.settings import busy_timeout_ms, default_path
 
 if TYPE_CHECKING:
     from memors_core.storage.api import Capabilities
@@ -22,19 +22,7 @@ if TYPE_CHECKING:
 from memors_core.storage.sqlite.indexing import flush as flush_search
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
-DEFAULT_BUSY_TIMEOUT_MS = 15_000
-
 log = get_logger("memors.store")
-
-
-def _busy_timeout_ms() -> int:
-    raw = os.environ.get("MEMORS_BUSY_TIMEOUT_MS")
-    if raw is None:
-        return DEFAULT_BUSY_TIMEOUT_MS
-    try:
-        return max(0, int(raw))
-    except ValueError:
-        raise BadInput(f"MEMORS_BUSY_TIMEOUT_MS must be an integer, got {raw!r}") from None
 
 
 class Store:
@@ -88,7 +76,7 @@ class Store:
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
         try:
             conn = apsw.Connection(str(p), flags=flags)
-            conn.setbusytimeout(_busy_timeout_ms())
+            conn.setbusytimeout(busy_timeout_ms())
             store = cls(conn, p, readonly)
             store._configure()
         except apsw.NotADBError:

@@ -9,9 +9,9 @@ Kept apart from the search itself so opening a store stays light.
 
 from __future__ import annotations
 
-import json
-
 import apsw
+
+from memors_core.storage.sql.repo import json_list
 
 # SQL: the row ``alias`` has no tombstone (as memors_core.storage.sql.records.live).
 _LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {}.id)"
@@ -105,9 +105,9 @@ def flush(conn: apsw.Connection) -> None:
         if old:
             conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))",
-                (json.dumps(old),),
+                (json_list(old),),
             )
-        conn.execute(f"INSERT INTO {table}(rowid, body) {BODIES[kind]}", (json.dumps(new + old),))
+        conn.execute(f"INSERT INTO {table}(rowid, body) {BODIES[kind]}", (json_list(new + old),))
     conn.execute("DELETE FROM search_queue")
 
 

@@ -25,13 +25,13 @@ candidates only, read by a small auxiliary function (``memors_terms``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
 
 import apsw
 
 from memors_core.domain import search as rank
+from memors_core.storage.sql.repo import json_list
 from memors_core.storage.sql.search import SqlSearch
 from memors_core.storage.sqlite.indexing import index_table, register
 
@@ -149,7 +149,7 @@ class SqliteSearch(SqlSearch):
             for row, counts in self.all(
                 f"""SELECT rowid, memors_terms({table}) FROM {table}
                     WHERE {table} MATCH ? AND rowid IN (SELECT value FROM json_each(?))""",
-                (match, json.dumps(list(scores))),
+                (match, json_list(scores)),
             ):
                 size, *tfs = map(int, counts.split())
                 scores[row] += sum(
@@ -189,6 +189,6 @@ class SqliteSearch(SqlSearch):
             return {}
         got = self.all(
             f"{select} WHERE {rowid} IN (SELECT value FROM json_each(?))",
-            (json.dumps([r for r, _ in ranked.rows]),),
+            (json_list(r for r, _ in ranked.rows),),
         )
         return {r[0]: r[1:] for r in got}

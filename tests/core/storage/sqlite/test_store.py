@@ -16,7 +16,8 @@ import apsw
 import pytest
 
 from memors_core import MemorsError, Memory
-from memors_core.storage.sqlite.connection import DEFAULT_BUSY_TIMEOUT_MS, Store
+from memors_core.settings import DEFAULT_BUSY_TIMEOUT_MS
+from memors_core.storage.sqlite.connection import Store
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from store_checks import store_problems
 
@@ -472,3 +473,16 @@ def test_purge_is_cli_only_and_refuses_what_cannot_be_purged(cli):
     assert r.code == 2 and "nothing at" in r.err, r
     r = cli("purge", "nonsense", "--yes", "--json")
     assert r.code == 2 and r.json["error"]["code"] == "bad-address", r
+
+
+def test_the_lean_reader_reads_the_current_schema() -> None:
+    from memors_core.storage.sqlite import reader
+
+    assert SCHEMA_VERSION == reader.SCHEMA_VERSION
+
+
+def test_the_lean_reader_expects_the_built_in_kinds_state() -> None:
+    from memors_core.storage.sqlite import reader
+    from memors_kinds.duplicate import sqlite_index
+
+    assert {"duplicate": len(sqlite_index.MIGRATIONS)} == reader.BUILT_IN_KIND_STATE

@@ -1,0 +1,87 @@
+"""A lean read of a SQLite store, for ``memors-mcp search``: one apsw
+connection, the same :class:`~memors_core.storage.sqlite.search.SqliteSearch`
+every SQLite transaction uses, and nothing else of the storage layer.
+
+It opens an existing file at the current schema only (anything else is left
+to the full :class:`~memors_core.storage.sqlite.connection.Store`, which
+migrates, reports and finishes purges), never creates one, and writes
+nothing: ``PRAGMA query_only``. Searching needs no write: every write
+transaction indexes its rows before it commits.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from memors_core.settings import busy_timeout_ms
+from memors_core.storage.sql.repo import named_entities
+from memors_core.storage.sqlite.search import SqliteSearch
+
+#: The schema a lean reader reads (``len(schema.MIGRATIONS)``, written out so
+#: that ``search`` need not build the schema's text; a test keeps them equal).
+SCHEMA_VERSION = 6
+#: The state of the built-in kinds a lean reader expects (``kind_schema``: the
+#: duplicate kind's index at the version of its migrations; a test keeps them
+#: equal). A store with other kinds' state, or older or newer, is the full
+#: path's to open: it migrates it, or refuses it in one line.
+BUILT_IN_KIND_STATE = {"duplicate": 1}
+
+
+class _Db:
+    """What :class:`~memors_core.storage.sql.repo.Repo` asks of a store."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+
+    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def scalar(self, sql: str, params: tuple | dict = ()):
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    def run(self, sql: str, params: tuple | dict = ()) -> int:  # pragma: no cover - never called
+        raise apsw.ReadOnlyError("a lean reader does not write")
+
+
+class Reader:
+    """Searches of one store file, in one read transaction."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self.db = _Db(conn)
+        self.search = SqliteSearch(self)
+
+    def named(self, namespace: str, folded: list[str]) -> dict[str, str]:
+        return named_entities(self.db.all, namespace, folded)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def open_reader(path: str) -> Reader | None:
+    """A :class:`Reader` of the store file at ``path``, in a read
+    transaction; None when it is not a plain case (no such file, another
+    schema or kinds' state, not a database): the caller takes the full path,
+    which says why."""
+    try:
+        conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.Error:
+        return None
+    try:
+        conn.setbusytimeout(busy_timeout_ms())
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            conn.close()
+            return None
+        if dict(conn.execute("SELECT kind, version FROM kind_schema")) != BUILT_IN_KIND_STATE:
+            conn.close()
+            return None
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("BEGIN")  # one snapshot for the whole search
+    except apsw.Error:
+        conn.close()
+        return None
+    return Reader(conn)
