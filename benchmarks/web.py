@@ -24,12 +24,9 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
-import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +34,7 @@ from typing import Any
 from urllib.parse import quote
 
 from benchmarks.corpus import generate
+from memors_core.testing.server import ServerProcess
 
 TARGET_MS = 300.0
 ROWS: list[tuple[str, str, str, str]] = []
@@ -152,49 +150,6 @@ def build(memory: Any, size: int, entity_passages: int, seed: int) -> dict[str, 
 # --- the server -----------------------------------------------------------------------
 
 
-class Server:
-    """``memors-mcp serve --http --port 0`` as a process; its port read from stderr."""
-
-    def __init__(self, db: str) -> None:
-        env = {**os.environ, "MEMORS_DB": db}
-        env.pop("MEMORS_HTTP_TOKEN", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memors_cli", "serve", "--http", "--port", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.lines: list[str] = []
-        found = threading.Event()
-        self.port = 0
-
-        def drain() -> None:
-            assert self.proc.stderr is not None
-            for line in self.proc.stderr:
-                self.lines.append(line)
-                m = re.search(r"serving MCP at http://127\.0\.0\.1:(\d+)/mcp", line)
-                if m:
-                    self.port = int(m.group(1))
-                    found.set()
-            found.set()
-
-        threading.Thread(target=drain, daemon=True).start()
-        if not found.wait(120) or not self.port:
-            self.stop()
-            raise SystemExit("the server did not start:\n" + "".join(self.lines))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
 def get(conn: http.client.HTTPConnection, path: str) -> tuple[int, bytes]:
     conn.request("GET", path)
     resp = conn.getresponse()
@@ -270,7 +225,7 @@ def main() -> None:
     memory, address, done = open_store(args.db, work)
     try:
         built = build(memory, args.size, args.entity_passages, args.seed)
-        server = Server(address)
+        server = ServerProcess(address)
         try:
             ns = "/ns/default"
             page_id = built["page"].rsplit("/", 1)[1]

@@ -14,19 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
-import subprocess
-import sys
 import tempfile
-import threading
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from memors_core import Memory
+from memors_core.testing.server import ServerProcess
 from memors_core.wire import to_json
 
 HERE = Path(__file__).resolve().parent
@@ -187,58 +181,6 @@ def _refs(item: dict[str, Any], *phrases: str) -> dict[str, int]:
     return out
 
 
-class Server:
-    """``memors-mcp serve --http --port 0`` on the demo store, until stopped."""
-
-    def __init__(self, db: Path) -> None:
-        env = {**os.environ, "MEMORS_DB": str(db)}
-        env.pop("MEMORS_HTTP_TOKEN", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memors_cli", "serve", "--http", "--port", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        self.base = ""
-        self.log: list[str] = []
-        ready = threading.Event()
-
-        def read() -> None:
-            assert self.proc.stderr is not None
-            for line in self.proc.stderr:
-                self.log.append(line)
-                m = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+)/mcp", line)
-                if m:
-                    self.base = m.group(1)
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        if not ready.wait(60) or not self.base:
-            self.stop()
-            raise SystemExit("the server did not start:\n" + "".join(self.log))
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(self.base + "/", timeout=2).close()
-                return
-            except urllib.error.HTTPError:
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise SystemExit("the server never answered")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-
 def shoot(base: str, found: dict[str, Any], out: Path) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
@@ -303,7 +245,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memors-screenshots-") as tmp:
         db = Path(tmp) / "memors.db"
         found = build(db)
-        server = Server(db)
+        server = ServerProcess(db)
         try:
             for path in shoot(server.base, found, options.out):
                 print(path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memors_core.domain.text import CITATION_MARKERS, citation_refs
+from memors_core.domain.text import SPACED_MARKERS, citation_refs
 
 #: Passage text put into one prompt, at most (about 8k tokens); a larger
 #: item's page cites only the passages its prompt showed.
@@ -54,7 +54,6 @@ their ref. Answer with the complete new page, not with a list of changes."""
 # A run of citation markers, as memors reads them (``[1]``, ``[1, 3]``,
 # ``[1][3]``, ``[memo://passage/ID]``), with the blanks before it: taken out
 # of a previous page, whose numbers named the passages of an older payload.
-_MARKERS = re.compile(r"[ \t]*" + CITATION_MARKERS.pattern)
 
 
 def _one_line(text: Any) -> str:
@@ -84,7 +83,7 @@ def _renumbered(previous: str, refs: dict[str, int]) -> str:
         kept = [refs[r] for r in citation_refs(m.group(0)) if r in refs]
         return f" [{', '.join(map(str, dict.fromkeys(kept)))}]" if kept else ""
 
-    return _MARKERS.sub(marker, previous)
+    return SPACED_MARKERS.sub(marker, previous)
 
 
 def build_prompt(item: dict[str, Any]) -> tuple[list[dict[str, str]], list[str] | None, int]:

@@ -439,7 +439,11 @@ _ATX_TEXT = _lazy(r"^ {0,3}#{1,6}(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
 _REF = r"(?:\d{1,6}|memo://passage/[^\s,\[\]]+)"
 _MARKER_GROUP = rf"\[[ \t]*{_REF}(?:[ \t]*,[ \t]*{_REF})*[ \t]*\]"
 #: A run of citation markers (public: the executor takes them out of an old page).
-CITATION_MARKERS = _lazy(rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])")
+_CITATION = rf"(?<![\]\[])(?:{_MARKER_GROUP})+(?![(:\[\]])"
+CITATION_MARKERS = _lazy(_CITATION)
+#: A run of citation markers with the white space before it, as a page's text
+#: is read without them ("in 2014 [1]." -> "in 2014.").
+SPACED_MARKERS = _lazy(rf"[ \t]*(?:{_CITATION})")
 _ONE_REF = _lazy(_REF)
 # Where a sentence's markers were, while the rest of the line is read.
 _SLOT = _lazy("\ue000(\\d+)\ue001")

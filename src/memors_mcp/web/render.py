@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memors_core.domain.ids import WEB_TYPES, web_path
-from memors_core.domain.text import CITATION_MARKERS, read_page
+from memors_core.domain.text import SPACED_MARKERS, read_page
 
 #: The kinds of address the web view has a page for.
 ADDRESS_KINDS = WEB_TYPES
@@ -25,8 +25,6 @@ _WORD = re.compile(r"[^\W_]+")
 # After a sentence's last word: closing emphasis, quotes, brackets and its stop.
 _TAIL = re.compile(r"[*_`\"'’”)\]]*[.!?:;,]?[*_`\"'’”)]*")
 _SLOT = re.compile("\ue010(\\d+)\ue011")
-# A run of citation markers with the white space before it ("in 2014 [1]." -> "in 2014.").
-_MARKERS = re.compile(r"[ \t]*(?:" + CITATION_MARKERS.pattern + ")")
 
 
 def url_of(address: str, namespace: str) -> str:
@@ -107,7 +105,7 @@ def page_html(
     text shown when it is hovered. The citation markers the author wrote are
     replaced by these links (they numbered the payload, not the page).
     """
-    marked = _MARKERS.sub("", content)
+    marked = SPACED_MARKERS.sub("", content)
     ends = _sentence_ends(marked, [s for s, _ in sentences])
     pieces: list[str] = []
     last = 0
@@ -149,7 +147,7 @@ def without_title(content: str, title: str) -> str:
 
 def page_sentences_unplaced(content: str, sentences: Sequence[str]) -> list[int]:
     """Indices of recorded sentences :func:`page_html` could not place."""
-    ends = _sentence_ends(_MARKERS.sub("", content), sentences)
+    ends = _sentence_ends(SPACED_MARKERS.sub("", content), sentences)
     return [i for i, e in enumerate(ends) if e is None]
 
 
