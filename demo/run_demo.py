@@ -152,7 +152,9 @@ def main() -> None:
             print(line)
     print(
         f"\nThe store is at {STORE / 'memors.db'}; try: "
-        f"MEMORS_DB={STORE / 'memors.db'} .venv/bin/memors-mcp entity list"
+        f"MEMORS_DB={STORE / 'memors.db'} .venv/bin/memors-mcp entity list\n"
+        f"or browse it: MEMORS_DB={STORE / 'memors.db'} .venv/bin/memors-mcp serve --http, "
+        "then open http://127.0.0.1:8765/"
     )
 
 

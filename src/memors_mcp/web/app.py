@@ -281,7 +281,8 @@ class WebView:
         more = len(listing.items) > PAGE_SIZE
         total = await self.call(self.memory.item_count, kind, status, ns)
         counts = {}
-        for name in self.memory.kinds.names():
+        # (a kind whose plugin failed to load still has its stored items listed)
+        for name in sorted({*self.memory.kinds.names(), *self.memory.plugin_errors}):
             counts[name] = await self.call(self.memory.item_count, name, status, ns)
         rows = [(i, self._summary(i.kind, i.payload)) for i in items]
         base = {"kind": kind or "", "status": status or ""}
