@@ -38,7 +38,13 @@ NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "kind_schema", "du
                "dup_recent", "dup_folded", "dup_members", "dup_indexed",
                "passage_profiles"}  # fmt: skip
 #: And on PostgreSQL: its migrations' record and its search index (rebuilt on import).
-PG_NOT_CARRIED = {"schema_migrations", "search_docs", "search_postings", "search_stats"}
+PG_NOT_CARRIED = {
+    "schema_migrations",
+    "search_docs",
+    "search_postings",
+    "search_stats",
+    "search_df",
+}
 QUERIES = ["raft leader", "fox river", "paxos ballot", "n1", "replication round", "nothing-here"]
 
 

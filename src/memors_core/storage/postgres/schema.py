@@ -443,8 +443,21 @@ CREATE TABLE passage_profiles(
     + erasure_extended_sql(ERASABLE, PAGE_RECORDS)
 )
 
+
 #: Step ``n`` takes the schema from version ``n`` to ``n + 1``.
-MIGRATIONS: list[str] = [BASE, _search(), PAGE_RECORDS_MIGRATION, _entity_terms()]
+def _doc_frequency() -> str:
+    from memors_core.storage.postgres.search import DOC_FREQUENCY_MIGRATION
+
+    return DOC_FREQUENCY_MIGRATION
+
+
+MIGRATIONS: list[str] = [
+    BASE,
+    _search(),
+    PAGE_RECORDS_MIGRATION,
+    _entity_terms(),
+    _doc_frequency(),
+]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

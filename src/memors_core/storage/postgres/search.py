@@ -485,10 +485,147 @@ SELECT memors_search_rebuild();
 """
 
 
-_STATS = f"""
+# Document frequencies (issue 17): how many rows of its index hold each term,
+# kept by the functions that add and remove postings, so a search reads a
+# query term's ``n`` (BM25's IDF) in one index lookup instead of counting the
+# term's postings, a count that grew with the namespace for a common word.
+# Writes are serialized by the store's write lock, so the counts never race.
+DOC_FREQUENCY_MIGRATION = r"""
+CREATE TABLE search_df(
+    term BIGINT PRIMARY KEY,
+    n INTEGER NOT NULL
+);
+INSERT INTO search_df(term, n) SELECT term, count(*) FROM search_postings GROUP BY term;
+
+CREATE OR REPLACE FUNCTION memors_search_remove(k "char", rid bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    d search_docs;
+BEGIN
+    DELETE FROM search_docs WHERE kind = k AND rowid = rid RETURNING * INTO d;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    WITH gone AS (
+        DELETE FROM search_postings WHERE term = ANY (d.terms) AND rowid = rid RETURNING term
+    ),
+    counted AS (SELECT term, count(*) AS n FROM gone GROUP BY term)
+    UPDATE search_df f SET n = f.n - c.n FROM counted c WHERE f.term = c.term;
+    DELETE FROM search_df WHERE term = ANY (d.terms) AND n <= 0;  -- (as a rebuild leaves it)
+    UPDATE search_stats SET docs = docs - 1, length = length - d.length WHERE id = d.ix;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_add(
+    k "char", ns text, rid bigint, body text, extra tsvector
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v tsvector := memors_search_vector(coalesce(body, '')) || extra;
+    n integer;
+    ix integer;
+    hashes bigint[];
+BEGIN
+    SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) INTO n FROM unnest(v);
+    INSERT INTO search_stats(kind, namespace, docs, length) VALUES (k, ns, 1, n)
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + 1, length = search_stats.length + excluded.length
+        RETURNING id INTO ix;
+    WITH added AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, ix), rid, coalesce(array_length(u.positions, 1), 1), n
+        FROM unnest(v) u
+        RETURNING term
+    )
+    SELECT coalesce(array_agg(term), '{}') INTO hashes FROM added;
+    INSERT INTO search_df(term, n) SELECT t, count(*) FROM unnest(hashes) t GROUP BY t
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n;
+    INSERT INTO search_docs(kind, rowid, ix, length, terms) VALUES (k, rid, ix, n, hashes);
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    FOR r IN SELECT DISTINCT d.rowid FROM search_queue q
+             JOIN search_docs d ON d.kind = 'p' AND d.rowid = q.rowid LOOP
+        PERFORM memors_search_remove('p', r.rowid);
+    END LOOP;
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT hashtextextended(u.lexeme, st.id), count(*)
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        GROUP BY 1
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    DELETE FROM search_postings;
+    DELETE FROM search_docs;
+    DELETE FROM search_stats;
+    DELETE FROM search_df;
+    FOR r IN SELECT id FROM passages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('p', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM pages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('g', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM facts ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('f', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM entities ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('e', r.id);
+    END LOOP;
+END $$;
+"""
+
+
+# A query's statistics: its index's rows and length, and each of its terms
+# with the number of rows that hold it (0 for a term no row holds).
+_STATS = """
     WITH stats AS (
-        SELECT id, docs, length, greatest({rank.COMMON_FLOOR}, {rank.COMMON_SHARE} * docs) AS cut
-        FROM search_stats WHERE kind = :kind AND namespace = :ns
+        SELECT id, docs, length FROM search_stats WHERE kind = :kind AND namespace = :ns
     ),
     terms AS (
         SELECT DISTINCT hashtextextended(q.t, stats.id) AS term
@@ -496,18 +633,9 @@ _STATS = f"""
             SELECT lexeme AS t FROM unnest(memors_search_vector(:words))
             UNION SELECT unnest(CAST(:entities AS text[]))
         ) q
-    ),
-    capped AS (
-        SELECT terms.term, stats.cut,
-               (SELECT count(*) FROM (SELECT 1 FROM search_postings p WHERE p.term = terms.term
-                                      LIMIT stats.cut::bigint + 1) x) AS n
-        FROM terms CROSS JOIN stats
     )
-    SELECT stats.docs, stats.length, capped.term,
-           CASE WHEN capped.n > capped.cut
-                THEN (SELECT count(*) FROM search_postings p WHERE p.term = capped.term)
-                ELSE capped.n END
-    FROM stats CROSS JOIN capped"""
+    SELECT stats.docs, stats.length, terms.term, coalesce(df.n, 0)
+    FROM stats CROSS JOIN terms LEFT JOIN search_df df ON df.term = terms.term"""
 
 # The rare terms' BM25 over their postings gives the candidates; the common
 # terms' parts are looked up for the candidates only (by the postings index).

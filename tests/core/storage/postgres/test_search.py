@@ -149,3 +149,37 @@ class TestPostgresSearch(PostgresStorage):
             address("passage", first),
             address("passage", second),
         }
+
+    def test_document_frequencies_count_the_postings_through_every_change(
+        self, storage: Storage
+    ) -> None:
+        def frequencies() -> tuple[list[tuple], list[tuple]]:
+            with storage.read() as tx:
+                conn = tx.native("postgres")
+                kept = conn.execute("SELECT term, n FROM search_df ORDER BY term").fetchall()
+                counted = conn.execute(
+                    "SELECT term, count(*) FROM search_postings GROUP BY term ORDER BY term"
+                ).fetchall()
+            return kept, counted
+
+        first = remember(storage, "Raft elects a leader.", about="Raft")
+        remember(storage, "Raft replicates a log.", about="Raft protocol")
+        remember(storage, "A leader of Paxos.", namespace=OTHER_NS)
+        gone = remember(storage, "The secret leader rotation.")
+        kept, counted = frequencies()
+        assert kept == counted and kept
+        assert forget(storage, "passage", gone)
+        with storage.write() as tx:  # a merge moves the entity terms
+            tx.entities.merge(
+                tx.entities.resolve("Raft", NS), tx.entities.resolve("Raft protocol", NS), NS
+            )
+        with storage.write() as tx:  # an erasure (purge's route)
+            conn = tx.native("postgres")
+            conn.execute("SET LOCAL memors.purge_gate = 'open'")
+            conn.execute("DELETE FROM passages WHERE id = %s", (first,))
+        kept, counted = frequencies()
+        assert kept == counted
+        with storage.write() as tx:
+            tx.native("postgres").execute("SELECT memors_search_rebuild()")
+        rebuilt, counted = frequencies()  # (a rebuild numbers the indexes, and so the terms, anew)
+        assert rebuilt == counted and len(rebuilt) == len(kept)
