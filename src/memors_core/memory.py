@@ -17,7 +17,7 @@ from memors_core.domain.ids import parse_address
 from memors_core.domain.inputs import check_namespace, opt_str, req_str
 from memors_core.domain.model import (
     EntityList,
-    EntitySummary,
+    EntityRef,
     EntityView,
     FactList,
     FactRecorded,
@@ -339,7 +339,7 @@ class Memory:
         with self.store.read() as tx:
             return views.fact_history(tx, namespace, subject)
 
-    def absorbed(self, entity: str, namespace: str = "default") -> list[EntitySummary]:
+    def absorbed(self, entity: str, namespace: str = "default") -> list[EntityRef]:
         """The entities merged into ``entity`` (a name or address, read as the
         entity it is now: a merged one's name names its survivor), oldest first."""
         check_namespace(namespace)

@@ -65,15 +65,14 @@ def search(
     if reader is None:
         return None
     try:
-        search_ = reader.search
-        searchers = {
-            "passage": lambda q: search_.passages(namespace, q, limit),
-            "page": lambda q: search_.pages(namespace, q, limit),
-            "fact": lambda q: search_.facts(namespace, q, limit, as_of_ts),
-            "entity": lambda q: search_.entities(namespace, q, limit),
-        }
         hits = rank.run(
-            query, granularity, limit, lambda names: reader.named(namespace, names), searchers
+            reader.search,
+            namespace,
+            query,
+            granularity,
+            limit,
+            as_of_ts,
+            lambda names: reader.named(namespace, names),
         )
     finally:
         reader.close()

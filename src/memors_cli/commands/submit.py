@@ -4,11 +4,11 @@ the store, and the report (exit 1 when it is refused or flagged)."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from memors_core import BadInput, MemorsError, Memory
+from memors_core.domain.inputs import field_value, resolution_object
 from memors_core.settings import Limits
 from memors_core.wire import to_json
 
@@ -23,23 +23,14 @@ def _parse_set(pairs: list[str]) -> dict[str, Any]:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             fail(f"--set takes KEY=VALUE, got {pair!r}", code="usage")
-        try:
-            parsed: Any = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = value  # a bare word is a string
-        out[key.strip()] = parsed
+        out[key.strip()] = field_value(value)
     return out
 
 
 def build_resolution(args: argparse.Namespace) -> dict[str, Any]:
     res: dict[str, Any] = {}
     if args.resolution_json is not None:
-        try:
-            res = json.loads(args.resolution_json)
-        except json.JSONDecodeError as exc:
-            fail(f"--resolution-json is not valid JSON ({exc.msg})", code="bad-input")
-        if not isinstance(res, dict):
-            fail("--resolution-json must be a JSON object", code="bad-input")
+        res = resolution_object(args.resolution_json, "--resolution-json")
     if args.set:
         res.update(_parse_set(args.set))
     if args.content_file is not None:

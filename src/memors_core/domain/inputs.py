@@ -25,6 +25,31 @@ def check_namespace(namespace: object) -> str:
     return namespace
 
 
+def field_value(text: str) -> Any:
+    """A resolution field given as text (``submit --set KEY=VALUE``, the web
+    view's form for any kind): its JSON value when it parses, else the text."""
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # a bare word is a string
+
+
+def resolution_object(text: str, name: str) -> dict[str, Any]:
+    """A whole resolution given as JSON text (``name`` says where, in errors):
+    a JSON object, or :class:`BadInput` in one line."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise BadInput(f"{name} is not valid JSON ({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(value, dict):
+        raise BadInput(f"{name} must be a JSON object")
+    return value
+
+
 def nested_deeper_than(value: Any, limit: int) -> bool:
     """Whether lists and objects in ``value`` nest more than ``limit`` levels
     (counted without recursion, so any depth can be asked about)."""

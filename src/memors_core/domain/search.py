@@ -43,6 +43,7 @@ from memors_core.domain import text
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterable
+    from typing import Any
 
 K1 = 1.2
 B = 0.75
@@ -325,17 +326,25 @@ def check_request(query: object, granularity: object, limit: object, query_chars
 
 
 def run(
+    search: Any,
+    namespace: str,
     query: str,
     granularity: str,
     limit: int,
+    as_of: str | None,
     named: Callable[[list[str]], dict[str, str]],
-    searchers: dict[str, Callable[[SearchQuery], Ranked]],
 ) -> list[Hit]:
     """A search from a user's text to its hits, on any engine: the query's
     words, the entities it names (``named``: folded names -> canonical ids),
-    then one granularity's :class:`Ranked` hits (``searchers[g](query)``), or
-    every granularity's merged by their :func:`share` of what the query could
-    score in their own index."""
+    then one granularity's :class:`Ranked` hits from ``search`` (a
+    :class:`memors_core.storage.api.Search`), or every granularity's merged
+    by their :func:`share` of what the query could score in their own index."""
+    searchers: dict[str, Callable[[SearchQuery], Ranked]] = {
+        "passage": lambda q: search.passages(namespace, q, limit),
+        "page": lambda q: search.pages(namespace, q, limit),
+        "fact": lambda q: search.facts(namespace, q, limit, as_of),
+        "entity": lambda q: search.entities(namespace, q, limit),
+    }
     words = text.words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax

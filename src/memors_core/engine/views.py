@@ -16,6 +16,7 @@ from memors_core.domain.ids import address
 from memors_core.domain.model import (
     DocumentView,
     EntityList,
+    EntityRef,
     EntitySummary,
     EntityView,
     FactList,
@@ -267,13 +268,10 @@ def fact_history(tx: Tx, namespace: str, subject: str) -> list[FactView]:
     return [fact(tx, f.id, namespace) for f in tx.facts.history(canonical)]
 
 
-def absorbed(tx: Tx, namespace: str, subject: str) -> list[EntitySummary]:
+def absorbed(tx: Tx, namespace: str, subject: str) -> list[EntityRef]:
     """The entities merged into ``subject`` (a name or address), oldest first."""
     canonical = tx.entities.resolve(subject, namespace)
-    return [
-        EntitySummary(address("entity", e.id), e.name, [], 0, 0, None)
-        for e in tx.entities.absorbed(canonical)
-    ]
+    return [EntityRef(address("entity", e.id), e.name) for e in tx.entities.absorbed(canonical)]
 
 
 def entity_named(tx: Tx, name: str, namespace: str) -> EntityView | None:
@@ -322,13 +320,13 @@ def search(
     share of what the query could score in their own index
     (:func:`memors_core.domain.search.run`, which every engine's search
     shares: ``memors-mcp search`` runs it on a lean read of a SQLite file)."""
-    searchers: dict[str, Callable[[rank.SearchQuery], rank.Ranked]] = {
-        "passage": lambda q: tx.search.passages(namespace, q, limit),
-        "page": lambda q: tx.search.pages(namespace, q, limit),
-        "fact": lambda q: tx.search.facts(namespace, q, limit, as_of),
-        "entity": lambda q: tx.search.entities(namespace, q, limit),
-    }
     found = rank.run(
-        query, granularity, limit, lambda names: tx.entities.named(namespace, names), searchers
+        tx.search,
+        namespace,
+        query,
+        granularity,
+        limit,
+        as_of,
+        lambda names: tx.entities.named(namespace, names),
     )
     return [SearchHit(*hit.fields()) for hit in found]

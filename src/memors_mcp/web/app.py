@@ -23,7 +23,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from memors_core import BadInput, MemorsError, Memory, NotFound, Refused
-from memors_core.domain.inputs import check_namespace
+from memors_core.domain.ids import WEB_TYPES, web_path
+from memors_core.domain.inputs import check_namespace, field_value, resolution_object
+from memors_core.domain.search import GRANULARITIES
 from memors_core.log import get_logger
 
 from . import render
@@ -51,7 +53,7 @@ def _templates() -> Any:
         lstrip_blocks=True,
     )
     env.filters["short"] = render.short
-    env.filters["clip"] = lambda s, n=PREVIEW_CHARS: s if len(s or "") <= n else s[: n - 1] + "…"
+    env.filters["clip"] = lambda s, n=PREVIEW_CHARS: render.clip(s, n)
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     env.filters["day"] = lambda s: (s or "")[:19].replace("T", " ")
     return env
@@ -85,7 +87,7 @@ class WebView:
             csrf_field=CSRF_FIELD,
             csrf=self.guard.form_token(browser),
             ns=ns,
-            url=lambda address: render.url_of(address, ns),
+            url=lambda address: web_path(address, ns),
             q=quote,
             login=self.guard.token is not None,
             **{k: v for k, v in context.items() if k != "ns"},
@@ -194,7 +196,7 @@ class WebView:
         ns = check_namespace(request.query_params.get("ns") or self.namespace)
         address = (request.query_params.get("address") or "").strip()
         view = await self.call(self.memory.get, address, namespace=ns)
-        return RedirectResponse(render.url_of(view.address, ns), status_code=303)
+        return RedirectResponse(web_path(view.address, ns), status_code=303)
 
     async def namespace_redirect(self, request: Request) -> Response:
         return RedirectResponse(f"/ns/{quote(self.ns_of(request))}/", status_code=308)
@@ -212,7 +214,6 @@ class WebView:
             metrics=metrics,
             entities=entities.entities,
             total=total,
-            kinds=self.memory.kinds.names(),
         )
 
     async def entities(self, request: Request) -> Response:
@@ -265,7 +266,7 @@ class WebView:
             as_of=as_of or "",
             results=results,
             notice=notice,
-            granularities=("passage", "page", "fact", "entity", "all"),
+            granularities=GRANULARITIES,
         )
 
     async def queue(self, request: Request) -> Response:
@@ -325,7 +326,7 @@ class WebView:
             self.env.get_template("preview.html").render(
                 p=view,
                 doc=doc,
-                url=lambda a: render.url_of(a, ns),
+                url=lambda a: web_path(a, ns),
             )
         )
         return _secure(response)
@@ -334,7 +335,7 @@ class WebView:
         ns = self.ns_of(request)
         kind = request.path_params["kind"]
         ident = request.path_params["ident"]
-        if kind not in render.ADDRESS_KINDS:
+        if kind not in WEB_TYPES:
             return self.error(request, 404, f"no such view: /{kind}/")
         view = await self.call(self.memory.get, f"memo://{kind}/{ident}", namespace=ns)
         show = getattr(self, f"_show_{kind}")
@@ -420,18 +421,16 @@ class WebView:
                 return f"fact: {row.subject_name} {row.predicate} {row.value} ({row.status})"
             doc = documents.get(row.document)
             where = (doc.title or doc.uri or doc.address) if doc else row.document
-            text = row.text if len(row.text) <= PREVIEW_CHARS else row.text[:PREVIEW_CHARS] + "…"
-            return f"{text}\n— {where} ({row.status})"
+            return f"{render.clip(row.text, PREVIEW_CHARS)}\n— {where} ({row.status})"
 
         pairs = [(s.text, s.sources) for s in view.sentences]
-        body = render.page_html(
+        body, unplaced = render.page_html(
             render.without_title(view.content, view.title),
             pairs,
             numbers,
-            lambda a: render.url_of(a, ns),
+            lambda a: web_path(a, ns),
             title_of,
         )
-        unplaced = render.page_sentences_unplaced(view.content, [s for s, _ in pairs])
         versions = await self._versions(ns, view.address)
         diff = ""
         if view.previous:
@@ -527,7 +526,6 @@ class WebView:
         fields: list[dict[str, Any]] = []
         if kind is not None and view.kind not in BUILT_IN_FORMS:
             fields = _resolution_fields(kind.resolution)
-        similarity = _similarity(payload) if view.kind == "duplicate" else {}
         content, title = "", ""
         if view.kind in ("page", "stale"):
             previous = payload.get("page") or {}
@@ -554,7 +552,6 @@ class WebView:
             summary=self._summary(view.kind, payload),
             known=kind is not None,
             fields=fields,
-            similarity=similarity,
             facts_by={
                 f["address"]: f
                 for f in payload.get("facts") or []
@@ -613,23 +610,6 @@ def _pager(request: Request, offset: int, total: int) -> dict[str, Any]:
     }
 
 
-def _similarity(payload: dict[str, Any]) -> dict[str, float]:
-    """Each duplicate member's highest Jaccard with another member."""
-    best: dict[str, float] = {}
-    for pair in payload.get("pairs") or []:
-        if not isinstance(pair, dict):
-            continue
-        value = float(pair.get("jaccard") or 0)
-        for side in ("a", "b"):
-            address = pair.get(side)
-            if isinstance(address, str):
-                best[address] = max(best.get(address, 0.0), value)
-    for p in payload.get("passages") or []:
-        if isinstance(p, dict) and isinstance(p.get("best_jaccard"), int | float):
-            best[p["address"]] = max(best.get(p["address"], 0.0), float(p["best_jaccard"]))
-    return best
-
-
 def _resolution_fields(cls: type) -> list[dict[str, Any]]:
     """A third-party kind's declared resolution fields, for a generic form."""
     if not attrs.has(cls):
@@ -654,14 +634,7 @@ def _resolution(kind: str, form: dict[str, Any]) -> dict[str, Any]:
     if action == "skip":
         return {"skip": True, "reason": (form.get("reason") or "").strip()}
     if action == "json" or (kind not in BUILT_IN_FORMS and form.get("resolution_json")):
-        raw = form.get("resolution_json") or ""
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:
-            raise BadInput(f"the resolution is not valid JSON ({exc})") from None
-        if not isinstance(value, dict):
-            raise BadInput("the resolution must be a JSON object")
-        return value
+        return resolution_object(form.get("resolution_json") or "", "the resolution")
     if action in ("accept", "reject"):
         return {action: True}
     if action == "keep":
@@ -688,11 +661,7 @@ def _resolution(kind: str, form: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in form.items():
             if key.startswith("field_") and value != "":
-                name = key[len("field_") :]
-                try:
-                    out[name] = json.loads(value)
-                except ValueError:
-                    out[name] = value
+                out[key[len("field_") :]] = field_value(value)
         return out
     raise BadInput("choose what to do with this item")
 

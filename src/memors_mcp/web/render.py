@@ -15,11 +15,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memors_core.domain.ids import WEB_TYPES, web_path
-from memors_core.domain.text import SPACED_MARKERS, read_page
+from memors_core.domain.text import SPACED_MARKERS
 
-#: The kinds of address the web view has a page for.
-ADDRESS_KINDS = WEB_TYPES
 _ADDRESS = re.compile(r"memo://([a-z]+)/([^\s\"'<>]+)")
 _WORD = re.compile(r"[^\W_]+")
 # After a sentence's last word: closing emphasis, quotes, brackets and its stop.
@@ -27,9 +24,10 @@ _TAIL = re.compile(r"[*_`\"'’”)\]]*[.!?:;,]?[*_`\"'’”)]*")
 _SLOT = re.compile("\ue010(\\d+)\ue011")
 
 
-def url_of(address: str, namespace: str) -> str:
-    """The web view's path for ``address`` (``memo://page/ID`` -> ``/ns/NS/page/ID``)."""
-    return web_path(address, namespace)
+def clip(text: str | None, n: int) -> str:
+    """``text`` cut to at most ``n`` characters, ``…`` marking the cut."""
+    text = text or ""
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def short(address: str) -> str:
@@ -96,9 +94,10 @@ def page_html(
     numbers: dict[str, int],
     link: Any,
     title_of: Any,
-) -> str:
+) -> tuple[str, list[int]]:
     """A page's Markdown as HTML, each recorded sentence followed by links to
-    the passages it cites, numbered as in ``numbers`` (address -> n).
+    the passages it cites, numbered as in ``numbers`` (address -> n); and the
+    indices of the sentences it could not place in the text.
 
     ``sentences`` are the page's recorded sentences with their sources, in
     order; ``link(address)`` is a source's URL and ``title_of(address)`` the
@@ -109,11 +108,9 @@ def page_html(
     ends = _sentence_ends(marked, [s for s, _ in sentences])
     pieces: list[str] = []
     last = 0
-    placed: list[int] = []
     for i, end in sorted(((i, e) for i, e in enumerate(ends) if e is not None), key=lambda x: x[1]):
         pieces.append(marked[last:end])
         pieces.append(f"\ue010{i}\ue011")
-        placed.append(i)
         last = end
     pieces.append(marked[last:])
     rendered = markdown_html("".join(pieces))
@@ -133,7 +130,7 @@ def page_html(
             return '<sup class="cites uncited" title="no source shares its words">?</sup>'
         return f'<sup class="cites" data-sentence="{i}">{"".join(links)}</sup>'
 
-    return _SLOT.sub(cites, rendered)
+    return _SLOT.sub(cites, rendered), [i for i, e in enumerate(ends) if e is None]
 
 
 def without_title(content: str, title: str) -> str:
@@ -143,17 +140,6 @@ def without_title(content: str, title: str) -> str:
     if head.startswith("# ") and head[2:].strip().casefold() == (title or "").strip().casefold():
         return rest
     return content
-
-
-def page_sentences_unplaced(content: str, sentences: Sequence[str]) -> list[int]:
-    """Indices of recorded sentences :func:`page_html` could not place."""
-    ends = _sentence_ends(SPACED_MARKERS.sub("", content), sentences)
-    return [i for i, e in enumerate(ends) if e is None]
-
-
-def headings_only(content: str) -> bool:
-    """Whether the page has no prose sentence at all (only headings)."""
-    return not any(s.role == "prose" for s in read_page(content))
 
 
 # --- diffs -------------------------------------------------------------------------

@@ -57,7 +57,7 @@ class Guard:
     def login_value(self) -> str:
         """What the login cookie holds once the bearer token was given."""
         assert self.token is not None
-        return hmac.new(self.token.encode(), b"memors web login", hashlib.sha256).hexdigest()
+        return login_cookie_value(self.token)
 
     def token_ok(self, given: object) -> bool:
         if self.token is None or not isinstance(given, str):
