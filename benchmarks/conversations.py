@@ -230,6 +230,7 @@ class Question:
     text: str
     namespace: str
     evidence: set[str] = field(default_factory=set)  # document uris
+    paraphrased: bool = False  # asks in other words than the turn said it
 
     @property
     def words(self) -> int:
@@ -304,7 +305,8 @@ def generate(
         form = rng.choice(list(ASK))
         obj = event[3] if rng.random() < 0.3 else event[2]  # some asked in other words
         text = ASK[form].format(who=who, base=event[1], obj=obj, when=when)
-        made.append(Question(text.replace("  ", " "), ns, {uri}))
+        other = obj == event[3] and "{obj}" in ASK[form]
+        made.append(Question(text.replace("  ", " "), ns, {uri}, other))
     return Corpus(documents, made)
 
 

@@ -9,6 +9,23 @@ import pytest
 pytest_plugins = ["memors_core.testing"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The suite's stores rank by words unless a test is marked `semantic`:
+    # with the extra installed (the dev extra has it) every remember would
+    # embed its passages and every search default to hybrid. The tests of
+    # search by meaning (marked) turn vectors back on, in this process and
+    # in the servers and CLI runs they start.
+    import os
+
+    os.environ.setdefault("MEMORS_VECTORS", "off")
+
+
+@pytest.fixture(autouse=True)
+def _vectors_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    if request.node.get_closest_marker("semantic") is not None:
+        monkeypatch.setenv("MEMORS_VECTORS", "on")
+
+
 @pytest.fixture
 def cli(tmp_path: Path, store_address: str | Path):
     """Run the real ``memors-mcp`` (as ``python -m memors_cli``) against a
@@ -30,3 +47,36 @@ def cli(tmp_path: Path, store_address: str | Path):
     run.db = db  # type: ignore[attr-defined]
     run.tmp = tmp_path  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture
+def vector_store(tmp_path: Path):
+    """A fresh store that keeps vectors, for the tests marked ``semantic``: a
+    SQLite file, or under ``--engine=postgres`` a database on the tests' own
+    PostgreSQL with pgvector (:mod:`memors_core.testing.pgvector`; Debian's
+    PostgreSQL has none). Without that server the test skips, or under
+    ``CI`` fails."""
+    import os
+
+    from memors_core.testing import pgvector, test_engine
+
+    if test_engine() == "sqlite":
+        yield tmp_path / "vectors.db"
+        return
+    why = pgvector.available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"no PostgreSQL with pgvector: {why}")
+        pytest.skip(f"no PostgreSQL with pgvector: {why}")
+    url = pgvector.new_database()
+    yield url
+    pgvector.drop_database(url)
+
+
+@pytest.fixture
+def vector_memory(vector_store):
+    """A Memory on :func:`vector_store`."""
+    from memors_core import Memory
+
+    with Memory.open(vector_store) as memory:
+        yield memory

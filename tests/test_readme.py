@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -17,7 +19,7 @@ def sh_blocks() -> list[str]:
     return re.findall(r"```sh\n(.*?)```", text, re.S)
 
 
-def run_block(block: str, cwd: Path, db: Path | str) -> str:
+def run_block(block: str, cwd: Path, db: Path | str, env: dict[str, str] | None = None) -> str:
     script = block.replace("/tmp/memors-tour.db", str(db))
     script = script.replace('"$PWD/.venv/bin', f'"{Path(sys.executable).parent}')
     proc = subprocess.run(
@@ -30,6 +32,7 @@ def run_block(block: str, cwd: Path, db: Path | str) -> str:
             **os.environ,
             "MEMORS_DB": str(db),
             "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            **(env or {}),
         },
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -85,3 +88,19 @@ def test_readme_tour_runs(tmp_path: Path, fresh_store):
     merged = search("Raft", "--granularity", "all")
     assert merged[0]["granularity"] == "page", merged
     assert {h["granularity"] for h in merged} >= {"page", "passage", "entity"}
+
+
+@pytest.mark.semantic
+def test_readme_search_by_meaning_runs(tmp_path: Path, vector_store):
+    # The tour's store made without vectors (as before the extra was installed),
+    # then the "Search by meaning" block, with the extra.
+    tour = sh_blocks()[0]
+    block = next(b for b in sh_blocks() if "reindex --vectors" in b)
+    (tmp_path / "demo").symlink_to(ROOT / "demo")
+    run_block(tour, tmp_path, vector_store, {"MEMORS_VECTORS": "off"})
+    out = run_block(block, tmp_path, vector_store)
+    made, hit, text, lexical = out.splitlines()
+    assert made.startswith("namespace default: ") and "vector(s) made" in made
+    assert hit.split()[1].startswith("memo://passage/")
+    assert "becomes the leader" in text
+    assert lexical == "no results"

@@ -302,7 +302,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _progress_option(p)
 
-    p = add("search", "full-text search over live rows (BM25; words are OR-ed)")
+    p = add(
+        "search",
+        "search live rows by their words (BM25; words are OR-ed) and passages by meaning "
+        "(with the semantic extra)",
+    )
     p.add_argument(
         "query",
         metavar="QUERY",
@@ -315,6 +319,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--limit", type=int, default=10, metavar="N", help="at most N results (default 10)"
     )
     p.add_argument("--as-of", metavar="T", help="facts valid at time T (ISO 8601)")
+    p.add_argument(
+        "--mode",
+        choices=["lexical", "semantic", "hybrid"],
+        help="rank passages by their words, by meaning, or both fused (default: hybrid "
+        "where the namespace's passages have vectors, else lexical)",
+    )
 
     p = add("get", "show one thing by address, with its links")
     p.add_argument(
@@ -478,6 +488,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE", help="a file written by export (JSON lines)")
     p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
     p.add_argument("path", metavar="PATH", help="a new file for the copy (refused if it exists)")
+
+    p = add(
+        "reindex",
+        "make what search needs that a store lacks: --vectors gives passages without a "
+        "vector one (the semantic extra)",
+    )
+    p.add_argument(
+        "--vectors",
+        action="store_true",
+        help="embed every live passage that has no vector (safe to stop and run again)",
+    )
+    p.add_argument(
+        "--all-namespaces",
+        action="store_true",
+        help="every namespace of the store, not only --ns",
+    )
+    _progress_option(p)
     return parser
 
 

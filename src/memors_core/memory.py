@@ -28,12 +28,13 @@ from memors_core.domain.model import (
     MergeProposed,
     PassageRef,
     Purged,
+    Reindexed,
     Remembered,
     RememberedMany,
     SearchResults,
 )
 from memors_core.domain.search import check_request as check_search
-from memors_core.engine import edits, views
+from memors_core.engine import edits, vectors, views
 from memors_core.engine.ingest import Ingest
 from memors_core.engine.progress import Progress
 from memors_core.engine.services import Services
@@ -224,14 +225,40 @@ class Memory:
         limit: int = 10,
         as_of: str | None = None,
         namespace: str = "default",
+        mode: str | None = None,
     ) -> SearchResults:
-        """Full-text search (BM25, words OR-ed) over live rows."""
+        """Search live rows: by their words (BM25, words OR-ed, entity-aware)
+        and, for passages with vectors (the ``semantic`` extra), by meaning.
+        ``mode``: ``lexical``, ``semantic`` or ``hybrid`` (both, fused); by
+        default ``hybrid`` where the namespace's passages have vectors, else
+        ``lexical``. A mode that cannot be used falls back to the words, and
+        the result's ``notice`` says why (docs/search.md)."""
         check_namespace(namespace)
-        check_search(query, granularity, limit, self.limits.query_chars)
+        check_search(query, granularity, limit, self.limits.query_chars, mode)
         as_of_ts = dates.normalise(as_of, "as_of") if as_of is not None else None
         with self.store.read() as tx:
-            hits = views.search(tx, namespace, query, granularity, limit, as_of_ts)
-        return SearchResults(results=hits)
+            used, notice = views.search_mode(
+                tx, namespace, granularity, mode, vectors.unwanted(self.store)
+            )
+        # The question is embedded with no transaction open (about 10 ms).
+        vector = None if used == "lexical" else vectors.embed_question(query)
+        with self.store.read() as tx:
+            hits = views.search(tx, namespace, query, granularity, limit, as_of_ts, used, vector)
+        return SearchResults(results=hits, mode=used, notice=notice)
+
+    def reindex_vectors(
+        self,
+        namespace: str = "default",
+        *,
+        progress: Callable[[Progress], None] | None = None,
+    ) -> Reindexed:
+        """Give every live passage of ``namespace`` without a vector one (the
+        ``semantic`` extra): for a store written before the extra was
+        installed, after an import, or after a load that was stopped before
+        its vectors were stored. BadInput, saying why, where this process
+        cannot make vectors. ``progress`` hears how many are done."""
+        check_namespace(namespace)
+        return vectors.reindex(self.store, namespace, progress)
 
     # --- get -----------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ def search(
     limit: int = 10,
     as_of: str | None = None,
     namespace: str = "default",
+    mode: str | None = None,
 ) -> dict[str, Any] | None:
     """``{"results": [{"address", "granularity", "text", "score"}…]}`` for
     ``query`` in the store file at ``location`` (None: ``$MEMORS_DB`` or the
@@ -34,13 +35,17 @@ def search(
     exist answers no results and is not created. None when the store is not
     a SQLite file at the current schema, or other plugins than memors' own
     kinds are installed (a ``Memory`` loads them and names a broken one, which
-    every command must): then open a ``Memory``."""
+    every command must), or when the search would rank by meaning (``mode``
+    ``semantic`` or ``hybrid``, or none given where the namespace's passages
+    have vectors): then open a ``Memory``."""
     from memors_core.domain import search as rank
     from memors_core.domain.inputs import check_namespace
     from memors_core.settings import default_file, query_chars_limit
 
     check_namespace(namespace)
-    rank.check_request(query, granularity, limit, query_chars_limit())
+    rank.check_request(query, granularity, limit, query_chars_limit(), mode)
+    if mode not in (None, "lexical"):
+        return None  # by meaning: the model and the vectors are the full path's
     as_of_ts = None
     if as_of is not None:
         from memors_core.domain import dates
@@ -56,7 +61,7 @@ def search(
         return None  # a plugin of a third party may be broken: a Memory names it
     path = os.path.expanduser(location) if location else default_file()
     if not os.path.lexists(path):
-        return {"results": []}  # read commands never create a store
+        return {"results": [], "mode": "lexical"}  # read commands never create a store
     if os.path.isdir(path):
         return None  # the full path says what is wrong, in one line
     from memors_core.storage.sqlite.reader import open_reader
@@ -65,6 +70,11 @@ def search(
     if reader is None:
         return None
     try:
+        if mode is None and granularity in ("passage", "all") and reader.has_vectors(namespace):
+            from memors_core import semantic
+
+            if semantic.unavailable() is None:
+                return None  # hybrid by default: the full path's
         hits = rank.run(
             reader.search,
             namespace,
@@ -80,7 +90,8 @@ def search(
         "results": [
             {"address": h.address, "granularity": h.granularity, "text": h.text, "score": h.score}
             for h in hits
-        ]
+        ],
+        "mode": "lexical",
     }
 
 

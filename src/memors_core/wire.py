@@ -70,6 +70,18 @@ def make_converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook(Compacted, unstructure_compacted)
 
+    from memors_core.domain.model import SearchResults
+
+    base_search = conv.get_unstructure_hook(SearchResults)
+
+    def unstructure_search(value: SearchResults) -> dict[str, Any]:
+        out = base_search(value)
+        if out.get("notice") is None:
+            out.pop("notice", None)  # only when the mode asked for was not used
+        return out
+
+    conv.register_unstructure_hook(SearchResults, unstructure_search)
+
     from memors_core.domain.model import (
         TOMBSTONE_FIELDS,
         DocumentView,

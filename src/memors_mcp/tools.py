@@ -82,9 +82,12 @@ class SearchHit(TypedDict):
 
 
 class SearchOutput(TypedDict):
-    """Hits ranked best first (BM25; a higher score is a better match)."""
+    """Hits ranked best first (a higher score is a better match), and how
+    passages were ranked."""
 
     results: list[SearchHit]
+    mode: Literal["lexical", "semantic", "hybrid"]
+    notice: NotRequired[str]
 
 
 class TombstoneRecord(TypedDict):
@@ -509,21 +512,34 @@ def register_tools(
             ),
         ] = None,
         namespace: Namespace = None,
+        mode: Annotated[
+            Literal["lexical", "semantic", "hybrid"] | None,
+            Field(
+                description=(
+                    "How passages are ranked: by their words (lexical), by meaning (semantic), "
+                    "or both fused (hybrid). Default: hybrid where passages have vectors, else "
+                    "lexical. Pages, facts and entities are ranked by their words."
+                )
+            ),
+        ] = None,
     ) -> Annotated[CallToolResult, SearchOutput]:
         return run_tool(
             "search",
-            lambda: memory.search(query, granularity, limit, as_of, namespace=ns(namespace)),
+            lambda: memory.search(
+                query, granularity, limit, as_of, namespace=ns(namespace), mode=mode
+            ),
         )
 
     tool(
         search,
-        "Full-text search of long-term memory (BM25 ranking over live rows only: forgotten and "
-        "superseded text never comes back). Use it before answering from memory; name the "
-        "people or things the question is about, as they were remembered: a known entity's name "
-        "finds what is about it. Returns up to `limit` results, best first, each with an "
-        "address, its granularity, its text (or a snippet) and a score (with `all`: its share, "
-        "0-1, of what the query could score there); call `get` on an address for the whole "
-        "thing and its links.",
+        "Search long-term memory over live rows only (forgotten and superseded text never comes "
+        "back): by words (BM25) and, where passages have vectors, by meaning too. Use it before "
+        "answering from memory; name the people or things the question is about, as they were "
+        "remembered: a known entity's name finds what is about it. Returns up to `limit` "
+        "results, best first, each with an address, its granularity, its text (or a snippet) "
+        "and a score (BM25; in hybrid mode the fused rank score; with `all`: a share, 0-1), "
+        "and the `mode` used (a `notice` says why when it is not the one asked for); call "
+        "`get` on an address for the whole thing and its links.",
         _annotations("Search memory", read_only=True),
     )
 

@@ -165,7 +165,7 @@ def test_json_shapes_of_remember_fact_search_get_forget(cli):
     assert set(f.json) == {"fact"}
 
     s = cli("search", "leader", "--json")
-    assert set(s.json) == {"results"}
+    assert set(s.json) == {"results", "mode"}
     assert [set(h) for h in s.json["results"]] == [{"address", "granularity", "text", "score"}]
 
     g = cli("get", passage, "--json").json
@@ -194,7 +194,7 @@ def test_json_shapes_of_remember_fact_search_get_forget(cli):
     out = cli("forget", r.json["document"], "--reason", "test", "--json").json
     assert out["status"] == "forgotten" and passage in out["forgotten"]
     assert cli("get", passage, "--json").json["status"] == "forgotten"
-    assert cli("search", "leader", "--json").json == {"results": []}
+    assert cli("search", "leader", "--json").json == {"results": [], "mode": "lexical"}
 
 
 def test_entity_commands_and_merge_proposals(cli):

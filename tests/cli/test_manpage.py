@@ -138,7 +138,7 @@ def test_the_page_renders_without_warnings(page, tmp_path):
     assert "memors-mcp search" in shown
 
 
-def test_a_wheel_carries_the_man_page_and_the_web_views_assets(tree, tmp_path):
+def test_a_wheel_carries_the_man_page_the_web_assets_and_the_vocabulary(tree, tmp_path):
     out = tmp_path / "wheel"
     proc = subprocess.run(
         [
@@ -163,5 +163,8 @@ def test_a_wheel_carries_the_man_page_and_the_web_views_assets(tree, tmp_path):
     for asset in ("templates/page.html", "templates/item.html", "static/memors.css"):
         assert f"memors_mcp/web/{asset}" in listed, asset
     assert "memors_mcp/web/static/memors.js" in listed
+    # The embedding model's vocabulary and its licence travel with the code.
+    for data in ("vocab.txt", "NOTICE.txt", "LICENSE-all-MiniLM-L6-v2.txt"):
+        assert f"memors_core/semantic/data/{data}" in listed, data
     assert ".SH ENVIRONMENT" in shipped and ".SH EXAMPLES" in shipped
     assert "memors\\-mcp submit" in shipped

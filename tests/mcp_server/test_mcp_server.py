@@ -92,7 +92,7 @@ def test_tool_inputs_are_spec_names(store: Memory) -> None:
         "remember": {"text", "uri", "title", "entities", "metadata"},
         "record_fact": {"subject", "predicate", "value", "valid_from", "valid_to", "source"},
         "propose_merge": {"entities"},
-        "search": {"query", "granularity", "limit", "as_of"},
+        "search": {"query", "granularity", "limit", "as_of", "mode"},  # mode: SPEC §4
         "get": {"address"},
         "forget": {"address", "reason"},
         # no executor, no --full: nothing over MCP can reach the Ollama executor

@@ -814,3 +814,23 @@ def test_every_kind_of_address_has_a_page_and_a_missing_one_a_one_line_404(memor
     assert other.status == 404 and "elsewhere" in other.problem()
     unknown = client.get(f"/ns/default/nope/{MISSING_UUID}")
     assert unknown.status == 404 and unknown.problem() == "no such view: /nope/"
+
+
+@pytest.mark.semantic
+def test_search_by_meaning_shows_how_it_ranked_and_why_not(vector_memory, vector_store) -> None:
+    vector_memory.remember("Melanie adopted a young rescue dog from the shelter.")
+    vector_memory.record_fact("Melanie", "adopted", "a dog")
+    with ServerProcess(vector_store) as server:  # type: ignore[arg-type]
+        client = Client(server)
+        query = urllib.parse.urlencode({"q": "who got a new puppy?"})
+        found = client.get(f"/ns/default/search?{query}")
+        assert found.status == 200
+        assert "Melanie adopted a young rescue dog" in found.text
+        assert "passages ranked by words and meaning, fused by rank" in found.text
+        assert '<option value="" selected>default</option>' in found.text
+        lexical = client.get(f"/ns/default/search?{query}&mode=lexical")
+        assert "Nothing matches" in lexical.text
+        assert "<option selected>lexical</option>" in lexical.text
+        facts = client.get("/ns/default/search?q=dog&granularity=fact&mode=semantic")
+        assert '<p class="notice">searched by words only: only passages have vectors' in facts.text
+        assert "Melanie adopted a dog" in facts.text

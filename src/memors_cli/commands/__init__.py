@@ -32,6 +32,7 @@ HANDLERS = {
     "export": "admin:cmd_export",
     "import": "admin:cmd_import",
     "backup": "admin:cmd_backup",
+    "reindex": "admin:cmd_reindex",
 }
 
 

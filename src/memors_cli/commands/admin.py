@@ -12,8 +12,8 @@ from memors_core import Memory
 from memors_core.wire import to_json
 
 from .. import files
-from ..output import fail, size
-from ._common import DOCUMENT_SETTING, open_memory, print_result
+from ..output import Progress, Shown, fail, size
+from ._common import DOCUMENT_SETTING, force_progress, open_memory, print_result
 
 
 def cmd_lint(args: argparse.Namespace) -> int:
@@ -83,3 +83,30 @@ def cmd_backup(args: argparse.Namespace) -> int:
         args, data, f"backed up to {data['path']}: copied {copied} ({data['pages']} SQLite pages)"
     )
     return 0
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    if not args.vectors:
+        fail("say what to make: reindex --vectors (passages' vectors)", code="usage")
+    force_progress(args)
+    with open_memory(args) as memory:
+        namespaces = memory.namespaces() if args.all_namespaces else [args.ns]
+        done = []
+        for ns in namespaces:
+            with Progress(f"vectors of {ns}", _embedding_line) as progress:
+                done.append(to_json(memory.reindex_vectors(ns, progress=progress.update)))
+    data: object = {"namespaces": done} if args.all_namespaces else done[0]
+    lines = [
+        f"namespace {r['namespace']}: {r['added']:,} vector(s) made, "
+        f"{r['vectors']:,} passage(s) have one ({r['model']})"
+        for r in done
+    ]
+    print_result(args, data, "\n".join(lines) if lines else "no namespaces")
+    return 0
+
+
+def _embedding_line(state: object) -> Shown:
+    total = getattr(state, "total", None)
+    done = getattr(state, "done", 0)
+    shown = f"{done:,}/{total:,}" if total is not None else f"{done:,}"
+    return Shown(f"embedded {shown} passages", done, total, "passages")

@@ -15,12 +15,18 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     from ..output import emit_json
 
-    result = search(args.db, args.query, args.granularity, args.limit, args.as_of, args.ns)
-    if result is None:  # not a plain SQLite file at the current schema: the full path
+    result = search(
+        args.db, args.query, args.granularity, args.limit, args.as_of, args.ns, args.mode
+    )
+    if result is None:  # not a plain lexical search of a SQLite file: the full path
         result = _with_memory(args)
     if args.json:
         emit_json(result)
     else:
+        if result.get("notice"):
+            import sys
+
+            print(f"memors-mcp: {result['notice']}", file=sys.stderr)
         print(search_text(result))
     return 0
 
@@ -38,6 +44,7 @@ def _with_memory(args: argparse.Namespace) -> dict[str, Any]:
                 limit=args.limit,
                 as_of=args.as_of,
                 namespace=args.ns,
+                mode=args.mode,
             )
         )
 

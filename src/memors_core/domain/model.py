@@ -95,6 +95,23 @@ class SearchHit:
 @attrs.frozen
 class SearchResults:
     results: list[SearchHit]
+    #: How passages were ranked: ``lexical``, ``semantic`` or ``hybrid``.
+    mode: str = "lexical"
+    #: Why the mode asked for could not be used (then the words ranked), if so.
+    notice: str | None = None
+
+
+@attrs.frozen
+class Reindexed:
+    """What ``reindex --vectors`` did in one namespace."""
+
+    namespace: str
+    #: Vectors made by this run.
+    added: int
+    #: Passages of the namespace with a vector now.
+    vectors: int
+    #: The model they come from.
+    model: str
 
 
 @attrs.frozen

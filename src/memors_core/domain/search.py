@@ -30,6 +30,15 @@ recall).
 the query could score in its index (every term, saturated), a number in
 [0, 1) that means the same in a small index of pages as in a large one of
 passages.
+
+With vectors (the ``semantic`` extra), passages are also ranked by meaning:
+``semantic`` by the cosine of each passage's vector with the question's,
+``hybrid`` by :func:`fuse`, reciprocal-rank fusion of the lexical ranking
+and the vector ranking, where the vector side ranks only the passages of
+the entities the question names when it names any (the lexical side
+already favours them; among all passages, a question's topic words pull in
+other people's turns on the same topic). Pages, facts and entities have no
+vectors: they are ranked by their words in every mode.
 """
 
 from __future__ import annotations
@@ -59,6 +68,17 @@ RERANK_DEPTH = 100
 MAX_NAME_WORDS = 6
 #: About how many words of a page a hit shows.
 SNIPPET_WORDS = 40
+#: How passages are ranked: by their words, by meaning, or both fused.
+MODES = ("lexical", "semantic", "hybrid")
+#: Reciprocal-rank fusion's constant: a hit at rank r of a ranking adds 1 / (RRF_K + r).
+RRF_K = 60
+#: How deep each ranking is read before fusion (at least; 4 x the limit when larger).
+FUSION_DEPTH = 50
+#: A passage whose cosine with the question is below this is not found by
+#: meaning: unrelated texts score about 0 to 0.15 with this model, so a
+#: question about nothing the store holds finds nothing instead of the
+#: least unlike passages.
+MIN_COSINE = 0.2
 
 #: Entity terms start with a private-use character: no word of any text
 #: (:func:`memors_core.domain.text.words`) can contain it.
@@ -260,6 +280,26 @@ def share(score: float, top: float) -> float:
     return score / top if top > 0 else 0.0
 
 
+def fusion_depth(limit: int) -> int:
+    """How many hits of each ranking :func:`fuse` reads for ``limit`` results."""
+    return max(FUSION_DEPTH, 4 * limit)
+
+
+def fuse(*rankings: list[Hit]) -> list[Hit]:
+    """Reciprocal-rank fusion: each hit scores the sum, over the rankings
+    that hold it, of ``1 / (RRF_K + rank)`` (rank 1 the best), best first;
+    ties go to the hit the earlier ranking placed first. A hit keeps the
+    text of the first ranking that has it."""
+    scores: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for ranking in rankings:
+        for rank, hit in enumerate(ranking, 1):
+            scores[hit.address] = scores.get(hit.address, 0.0) + 1.0 / (RRF_K + rank)
+            first.setdefault(hit.address, hit)
+    order = sorted(scores, key=lambda a: -scores[a])  # stable: first seen wins ties
+    return [Hit(a, first[a].granularity, first[a].text, scores[a]) for a in order]
+
+
 def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
     """About ``width`` words of ``content`` around its first word whose start
     is one of the query's stems (the whole text when it is short), marked
@@ -305,10 +345,15 @@ def hits(ranked: Ranked, texts: dict, granularity: str) -> Ranked:
 GRANULARITIES = ("passage", "page", "fact", "entity", "all")
 
 
-def check_request(query: object, granularity: object, limit: object, query_chars: int) -> None:
+def check_request(
+    query: object, granularity: object, limit: object, query_chars: int, mode: object = None
+) -> None:
     """Refuse a search request that cannot be run, in one line (the same
     words whichever frontend asked)."""
     from memors_core.errors import BadInput
+
+    if mode is not None and mode not in MODES:
+        raise BadInput(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
 
     if not isinstance(query, str):
         raise BadInput(f"query must be a string, got {type(query).__name__}")
@@ -333,30 +378,68 @@ def run(
     limit: int,
     as_of: str | None,
     named: Callable[[list[str]], dict[str, str]],
+    mode: str = "lexical",
+    vector: Callable[[], bytes] | None = None,
 ) -> list[Hit]:
     """A search from a user's text to its hits, on any engine: the query's
     words, the entities it names (``named``: folded names -> canonical ids),
     then one granularity's :class:`Ranked` hits from ``search`` (a
     :class:`memors_core.storage.api.Search`), or every granularity's merged
-    by their :func:`share` of what the query could score in their own index."""
-    searchers: dict[str, Callable[[SearchQuery], Ranked]] = {
-        "passage": lambda q: search.passages(namespace, q, limit),
-        "page": lambda q: search.pages(namespace, q, limit),
-        "fact": lambda q: search.facts(namespace, q, limit, as_of),
-        "entity": lambda q: search.entities(namespace, q, limit),
-    }
+    by their :func:`share` of what the query could score in their own index.
+
+    With ``mode`` ``semantic`` or ``hybrid`` (``vector()`` gives the
+    question's vector), passages are ranked by meaning, or by both fused
+    (:func:`fuse`); under ``all`` a passage's share is then the larger of
+    its lexical share and its cosine with the question."""
     words = text.words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
     wanted = with_entities(words, named)
     if not wanted:
         return []
+    searchers: dict[str, Callable[[SearchQuery, int], Ranked]] = {
+        "passage": lambda q, n: search.passages(namespace, q, n),
+        "page": lambda q, n: search.pages(namespace, q, n),
+        "fact": lambda q, n: search.facts(namespace, q, n, as_of),
+        "entity": lambda q, n: search.entities(namespace, q, n),
+    }
+    if mode != "lexical" and vector is not None:
+        searchers["passage"] = _by_meaning(search, namespace, mode, vector, granularity == "all")
     if granularity != "all":
-        return searchers[granularity](wanted).rows
+        return searchers[granularity](wanted, limit).rows[:limit]
     merged = [
         Hit(hit.address, hit.granularity, hit.text, share(hit.score, ran.ceiling))
-        for ran in (searchers[g](wanted) for g in GRANULARITIES if g != "all")
+        for ran in (searchers[g](wanted, limit) for g in GRANULARITIES if g != "all")
         for hit in ran.rows
     ]
     merged.sort(key=lambda h: -h.score)
     return merged[:limit]
+
+
+def _by_meaning(
+    search: Any, namespace: str, mode: str, vector: Callable[[], bytes], shares: bool
+) -> Callable[[SearchQuery, int], Ranked]:
+    """The passage searcher of ``semantic`` or ``hybrid`` mode. With
+    ``shares`` (for ``all``) its :class:`Ranked` has a ceiling of 1 and
+    each hit's score is already its share."""
+
+    def near(limit: int, entities: tuple[str, ...] = ()) -> list[Hit]:
+        found = search.passages_like(namespace, vector(), limit, entities).rows
+        return [h for h in found if h.score >= MIN_COSINE]
+
+    def semantic(wanted: SearchQuery, limit: int) -> Ranked:
+        return Ranked(near(limit), 1.0)
+
+    def hybrid(wanted: SearchQuery, limit: int) -> Ranked:
+        depth = fusion_depth(limit)
+        lexical = search.passages(namespace, wanted, depth)
+        meaning = near(depth, wanted.entities)
+        fused = fuse(lexical.rows, meaning)[:limit]
+        if shares:
+            best = {h.address: share(h.score, lexical.ceiling) for h in lexical.rows}
+            for h in meaning:
+                best[h.address] = max(best.get(h.address, 0.0), h.score)
+            fused = [Hit(h.address, h.granularity, h.text, best[h.address]) for h in fused]
+        return Ranked(fused, 1.0)
+
+    return semantic if mode == "semantic" else hybrid

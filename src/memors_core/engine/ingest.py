@@ -8,17 +8,20 @@ transaction per batch while a helper process splits and shingles the next.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from memors_core import semantic
 from memors_core.domain import specifics, text
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, uuid7
 from memors_core.domain.inputs import check_document
 from memors_core.domain.model import Remembered, RememberedMany
 from memors_core.domain.rows import Document, DocumentVersion, NewPassage
+from memors_core.engine import vectors
 from memors_core.engine.prepare import Prepared, prepare_passages
 from memors_core.engine.progress import Progress, Reporter
 from memors_core.errors import BadInput, MemorsError
@@ -79,8 +82,45 @@ class Ingest:
         doc = check_document(self.limits, body, uri, title, entities, metadata)
         report = Reporter(progress)
         prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
+        created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
         with self.storage.write() as tx:
-            return self._one(tx, namespace, *doc, prepared=prepared, report=report)
+            out = self._one(tx, namespace, *doc, prepared=prepared, report=report, created=created)
+        self._store_vectors(namespace, created, report)
+        return out
+
+    @functools.cached_property
+    def makes_vectors(self) -> bool:
+        """Whether remembering gives new passages vectors (the ``semantic``
+        extra is installed and on, and the store can keep them). Where the
+        extra is installed but the store cannot keep vectors, one warning
+        says so."""
+        reason = vectors.unwanted(self.storage)
+        if reason is not None and semantic.unavailable() is None:
+            log.warning("vectors_unavailable", store=self.storage.location, reason=reason)
+        return reason is None
+
+    def _store_vectors(
+        self,
+        namespace: str,
+        created: list[tuple[str, str]] | None,
+        report: Reporter,
+        documents: int = 0,
+    ) -> None:
+        """The vectors of the passages a committed write created. Their
+        text is stored whatever happens here: a failure leaves them without
+        vectors (found by their words) and says how to make them."""
+        if not created:
+            return
+        try:
+            vectors.store(self.storage, namespace, created, report, documents=documents)
+        except MemorsError as exc:
+            log.warning(
+                "vectors_not_made",
+                namespace=namespace,
+                passages=len(created),
+                reason=exc.message,
+                fix="memors-mcp reindex --vectors",
+            )
 
     def _entity_count(self, namespace: str) -> int:
         with self.storage.read() as tx:
@@ -109,6 +149,7 @@ class Ingest:
 
         def store_batch(docs: list[tuple], prepared: list[Any]) -> None:
             passages, fared = 0, Counter()
+            created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
             try:
                 with self.storage.write() as tx:
                     tx.namespaces.touch(namespace)
@@ -130,6 +171,7 @@ class Ingest:
                             touch=False,
                             report=report,
                             documents=stored,
+                            created=created,
                         )
                         passages += pieces
                         fared[outcome] += 1
@@ -141,6 +183,7 @@ class Ingest:
             totals["documents"] += len(docs)
             totals.update(fared)
             stored = totals["documents"]
+            self._store_vectors(namespace, created, report, documents=stored)
             report(
                 True,
                 task="remember",
@@ -250,12 +293,14 @@ class Ingest:
         touch: bool = True,
         report: Reporter | None = None,
         documents: int = 0,
+        created: list[tuple[str, str]] | None = None,
     ) -> Remembered | tuple[int, str]:
         """Store one document; with ``counts_only`` return just how many
         passages it has and how it fared (``new``, ``new_versions`` or
         ``unchanged``: bulk loads need no addresses back). ``prepared``
         carries the passages, their shingles, hashes and links when a bulk load computed
-        them ahead (see :func:`prepare_passages`)."""
+        them ahead (see :func:`prepare_passages`). ``created`` gets the
+        ``(id, text)`` of each passage stored new (to embed once committed)."""
         if touch:
             tx.namespaces.touch(namespace)
         doc_hash = text.content_hash(body)
@@ -344,6 +389,8 @@ class Ingest:
             else:
                 passage = uuid7()
                 new.append(NewPassage(passage, doc_id, version, position, piece, phash, shingles))
+                if created is not None:
+                    created.append((passage, piece))
                 linked = list(doc_entities)
                 extracted = self.plugins.extract_entities(piece, namespace) if extract else []
                 for name in [*named, *extracted]:

@@ -313,13 +313,50 @@ def passage_refs(tx: Tx, ids: Iterable[str]) -> list[PassageRef]:
 # --- search -------------------------------------------------------------------------
 
 
+def search_mode(
+    tx: Tx, namespace: str, granularity: str, asked: str | None, unwanted: str | None
+) -> tuple[str, str | None]:
+    """The mode a search runs in, and why not the one ``asked`` when so.
+
+    Asked nothing, a search ranks by both words and meaning (``hybrid``)
+    wherever the namespace's passages have vectors and this process can
+    embed the question (``unwanted``: why it cannot, else None), and by
+    words otherwise, saying nothing. A mode asked for that cannot be used
+    falls back to the words, with a notice saying why."""
+    if asked == "lexical":
+        return "lexical", None
+    reason = None
+    if granularity not in ("passage", "all"):
+        plural = {"page": "pages", "fact": "facts", "entity": "entities"}[granularity]
+        reason = f"only passages have vectors: {plural} are ranked by their words"
+    elif unwanted is not None:
+        reason = unwanted
+    elif tx.vectors.count(namespace) == 0:
+        reason = (
+            f"no passage of namespace {namespace!r} has a vector yet "
+            "(memors-mcp reindex --vectors makes them)"
+        )
+    if reason is None:
+        return asked or "hybrid", None
+    return "lexical", None if asked is None else f"searched by words only: {reason}"
+
+
 def search(
-    tx: Tx, namespace: str, query: str, granularity: str, limit: int, as_of: str | None
+    tx: Tx,
+    namespace: str,
+    query: str,
+    granularity: str,
+    limit: int,
+    as_of: str | None,
+    mode: str = "lexical",
+    vector: bytes | None = None,
 ) -> list[SearchHit]:
     """Ranked hits of one granularity, or of all of them merged by their
     share of what the query could score in their own index
     (:func:`memors_core.domain.search.run`, which every engine's search
-    shares: ``memors-mcp search`` runs it on a lean read of a SQLite file)."""
+    shares: ``memors-mcp search`` runs it on a lean read of a SQLite file);
+    passages by meaning too in ``semantic`` and ``hybrid`` mode, given the
+    question's ``vector``."""
     found = rank.run(
         tx.search,
         namespace,
@@ -328,5 +365,7 @@ def search(
         limit,
         as_of,
         lambda names: tx.entities.named(namespace, names),
+        mode if vector is not None else "lexical",
+        None if vector is None else (lambda: vector),
     )
     return [SearchHit(*hit.fields()) for hit in found]

@@ -60,6 +60,12 @@ class Capabilities:
     immutable_read: bool = False
     #: Many processes on many hosts share the store.
     shared: bool = False
+    #: Passages' vectors are kept and searched (:class:`Vectors`,
+    #: :meth:`Search.passages_like`); SQLite always, PostgreSQL where the
+    #: server has pgvector.
+    vectors: bool = False
+    #: Why not, when :attr:`vectors` is False: one line a user can act on.
+    vectors_missing: str = ""
 
 
 class Namespaces(Protocol):
@@ -567,6 +573,37 @@ class Search(Protocol):
         """Canonical entities of ``namespace`` whose name or an alias matches ``query``; a
         hit's text is the name with the aliases."""
 
+    def passages_like(
+        self, namespace: str, vector: bytes, limit: int, entities: Sequence[str] = ()
+    ) -> Ranked:
+        """Live passages of ``namespace`` that have a vector, by the cosine of
+        their vector with ``vector`` (a unit vector of float32 bytes, see
+        :mod:`memors_core.semantic`), best first; a hit's score is the cosine.
+        With ``entities`` (canonical entity ids), only the passages that
+        mention one of them. Empty on an engine without
+        :attr:`Capabilities.vectors`."""
+
+
+class Vectors(Protocol):
+    """Passages' vectors (:mod:`memors_core.semantic`): derived data, kept for
+    live passages only (a forgotten, superseded or purged passage's vector
+    goes with it), never exported."""
+
+    def add(self, namespace: str, vectors: Iterable[tuple[str, bytes]]) -> int:
+        """Store ``(passage id, vector)`` pairs (write); a passage that is not
+        live in ``namespace``, or has a vector already, is skipped. Returns
+        how many were stored."""
+
+    def missing(self, namespace: str, after: int, limit: int) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` live passages of ``namespace`` without a vector, as
+        ``(clock, passage id, text)`` with ``clock`` above ``after``, in clock order."""
+
+    def missing_count(self, namespace: str) -> int:
+        """How many live passages of ``namespace`` have no vector."""
+
+    def count(self, namespace: str) -> int:
+        """How many passages of ``namespace`` have a vector."""
+
 
 class Purges(Protocol):
     """Erasing content for good, the one audited way (SPEC §2).
@@ -680,6 +717,7 @@ class Tx(Protocol):
     changes: ChangeLog
     counters: Counters
     search: Search
+    vectors: Vectors
     purges: Purges
     transfer: Transfer
 

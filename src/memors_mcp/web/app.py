@@ -25,7 +25,7 @@ from starlette.staticfiles import StaticFiles
 from memors_core import BadInput, MemorsError, Memory, NotFound, Refused
 from memors_core.domain.ids import WEB_TYPES, web_path
 from memors_core.domain.inputs import check_namespace, field_value, resolution_object
-from memors_core.domain.search import GRANULARITIES
+from memors_core.domain.search import GRANULARITIES, MODES
 from memors_core.log import get_logger
 
 from . import render
@@ -235,16 +235,11 @@ class WebView:
         params = request.query_params
         query = params.get("q", "")
         granularity = params.get("granularity") or "passage"
-        mode = params.get("mode") or "lexical"
+        mode = params.get("mode") or None  # none: hybrid where passages have vectors
         limit = _int(params.get("limit"), 20)
         as_of = params.get("as_of") or None
         results: list[Any] = []
-        notice = None
-        if mode != "lexical":
-            notice = (
-                f"mode {mode!r} needs the `semantic` extra, which this store does not have: "
-                "these are lexical results"
-            )
+        notice = used = None
         if query.strip():
             found = await self.call(
                 self.memory.search,
@@ -253,15 +248,18 @@ class WebView:
                 limit=limit,
                 as_of=as_of,
                 namespace=ns,
+                mode=mode,
             )
-            results = found.results
+            results, used, notice = found.results, found.mode, found.notice
         return self.page(
             request,
             "search.html",
             ns=ns,
             query=query,
             granularity=granularity,
-            mode="lexical",
+            mode=mode or "",
+            modes=MODES,
+            used=used,
             limit=limit,
             as_of=as_of or "",
             results=results,

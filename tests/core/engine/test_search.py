@@ -21,7 +21,8 @@ def test_results_have_exactly_the_wire_shape_and_best_first(memory):
     memory.remember("Raft elects a leader by majority vote.")
     memory.remember("A leader leads. The leader is elected; the leader sends heartbeats.")
     out = to_json(memory.search("leader"))
-    assert set(out) == {"results"}
+    assert set(out) == {"results", "mode"}
+    assert out["mode"] == "lexical"
     assert len(out["results"]) == 2
     for hit in out["results"]:
         assert set(hit) == {"address", "granularity", "text", "score"}

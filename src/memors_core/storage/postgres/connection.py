@@ -104,12 +104,20 @@ class PgStore:
         # Maintenance outside transactions (purge's VACUUM) runs one at a time.
         self._lock = threading.RLock()
         self._statistics_checked = float("-inf")
+        #: Why this store keeps no vectors ("" when it does: pgvector is set up).
+        self.vectors_missing = "not checked"
 
     @property
     def capabilities(self) -> Capabilities:
         from memors_core.storage.api import Capabilities
 
-        return Capabilities(secure_erase=False, online_backup=True, shared=True)
+        return Capabilities(
+            secure_erase=False,
+            online_backup=True,
+            shared=True,
+            vectors=not self.vectors_missing,
+            vectors_missing=self.vectors_missing,
+        )
 
     # --- opening ---------------------------------------------------------
 
@@ -173,6 +181,9 @@ class PgStore:
                 store._migrate()
                 with store._checked_out(store._session) as conn:
                     store._keep_statistics(conn)  # before this process plans a query
+            from memors_core.storage.postgres.vectors import prepare
+
+            store.vectors_missing = prepare(store, readonly, MIGRATE_LOCK)
         except BaseException:
             store.close()
             raise

@@ -8,6 +8,7 @@ from typing import ClassVar
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
+from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.engine import SqlTx
 from memors_core.storage.sql.queue import SqlChangeLog
 
@@ -35,6 +36,7 @@ class PgTx(SqlTx):
         **SqlTx.repositories,
         "changes": PgChangeLog,
         "search": PgSearch,
+        "vectors": PgVectors,
         "purges": PgPurges,
         "transfer": PgTransfer,
     }

@@ -451,12 +451,25 @@ def _doc_frequency() -> str:
     return DOC_FREQUENCY_MIGRATION
 
 
+# Passages' vectors (issue 17), SQLite's version 7: each namespace's count
+# of vectors and of changes to them. The vectors themselves need pgvector,
+# a server extension: their table and triggers are made where the server
+# has it (memors_core.storage.postgres.vectors.SETUP).
+VECTOR_STATS_MIGRATION = f"""
+CREATE TABLE vector_stats(
+    namespace {T} PRIMARY KEY,
+    vectors BIGINT NOT NULL,
+    changes BIGINT NOT NULL
+);
+"""
+
 MIGRATIONS: list[str] = [
     BASE,
     _search(),
     PAGE_RECORDS_MIGRATION,
     _entity_terms(),
     _doc_frequency(),
+    VECTOR_STATS_MIGRATION,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose

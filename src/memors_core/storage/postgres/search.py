@@ -729,6 +729,15 @@ class PgSearch(SqlSearch):
         )
         return {r[0]: r[1:] for r in got}
 
+    def _nearest(
+        self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
+    ) -> list[tuple[int, float]]:
+        if not self.db.capabilities.vectors:
+            return []
+        from memors_core.storage.postgres.vectors import nearest
+
+        return nearest(self.db, namespace, vector, limit, entities)
+
     def _stems(self, words: Iterable[str]) -> set[str]:
         return {
             r[0]

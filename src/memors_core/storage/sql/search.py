@@ -4,8 +4,9 @@
 index, by :mod:`memors_core.domain.search`) into hits of each granularity.
 An engine supplies ``_rank``, ``_rows`` (columns of the ranked rows),
 ``_stems`` (a page snippet's stems), ``_valid_at`` (the facts valid at a
-time, as ``_rank``'s ``keep``) and ``ALIASES`` (SQL: an entity ``e``'s
-aliases, joined by `` ; ``).
+time, as ``_rank``'s ``keep``), ``ALIASES`` (SQL: an entity ``e``'s
+aliases, joined by `` ; ``) and, where it keeps vectors, ``_nearest``
+(the passages closest to a vector).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from memors_core.storage.sql.repo import Repo, json_list
 
 TYPE_CHECKING = False  # (not typing's: this module is on ``memors-mcp search``'s lean path)
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from typing import Any
 
 # The kinds of indexed rows, as both engines' indexes name them.
@@ -63,6 +64,13 @@ class SqlSearch(Repo):
         texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
         return rank.hits(ranked, texts, "entity")
 
+    def passages_like(
+        self, namespace: str, vector: bytes, limit: int, entities: Sequence[str] = ()
+    ) -> rank.Ranked:
+        ranked = rank.Ranked(self._nearest(namespace, vector, limit, tuple(entities)), 1.0)
+        rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
+        return rank.hits(ranked, rows, "passage")
+
     def _entity_terms(self, query: rank.SearchQuery) -> list[str]:
         """The index terms of the query's entities, in its order."""
         if not query.entities:
@@ -90,3 +98,10 @@ class SqlSearch(Repo):
 
     def _valid_at(self, as_of: str) -> Any:
         raise NotImplementedError
+
+    def _nearest(
+        self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
+    ) -> list[tuple[int, float]]:
+        """``(passage rowid, cosine)`` of the ``limit`` live passages (of
+        ``entities``, when given) closest to ``vector``, best first."""
+        return []

@@ -94,8 +94,17 @@ TABLE_NAMES = frozenset(name for name, _sql in TABLES)
 #: Derived state, rebuilt after an import rather than carried: the search
 #: indexes (as rows arrive), compaction's change log and marks, the kinds'
 #: own tables and their schema records (by the next compact, a full scan)
-#: and the passages' profiles (computed again when one is missing).
-NOT_EXPORTED = ("changes", "compact_marks", "purge_pending", "kind_schema", "passage_profiles")
+#: the passages' profiles (computed again when one is missing) and their
+#: vectors (``memors-mcp reindex --vectors`` makes them again).
+NOT_EXPORTED = (
+    "changes",
+    "compact_marks",
+    "purge_pending",
+    "kind_schema",
+    "passage_profiles",
+    "passage_vectors",
+    "vector_stats",
+)
 #: A store holding a row of any of these is not empty.
 CONTENT = ("documents", "entities", "facts", "work_items", "pages", "purges")
 #: The statement that tells whether a store is empty (:data:`CONTENT`).

@@ -52,12 +52,22 @@ class Store:
         # Callbacks (log events) to run once the current write commits.
         self._after_commit: list[tuple] = []
         self._in_write = False
+        #: Each namespace's vector codes, kept between searches
+        #: (:class:`memors_core.storage.sqlite.vectors.CodeCache`).
+        self.vector_codes: dict = {}
+
+    @property
+    def in_write(self) -> bool:
+        """Whether a write transaction is open on this connection."""
+        return self._in_write
 
     @property
     def capabilities(self) -> Capabilities:
         from memors_core.storage.api import Capabilities
 
-        return Capabilities(secure_erase=True, online_backup=True, immutable_read=True)
+        return Capabilities(
+            secure_erase=True, online_backup=True, immutable_read=True, vectors=True
+        )
 
     # --- opening ---------------------------------------------------------
 

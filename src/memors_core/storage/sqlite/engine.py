@@ -9,6 +9,7 @@ from memors_core.storage.sql.engine import SqlTx
 from memors_core.storage.sqlite.purge import SqlitePurges
 from memors_core.storage.sqlite.search import SqliteSearch
 from memors_core.storage.sqlite.transfer import SqliteTransfer
+from memors_core.storage.sqlite.vectors import SqliteVectors
 
 
 class SqliteTx(SqlTx):
@@ -19,6 +20,7 @@ class SqliteTx(SqlTx):
     repositories: ClassVar[dict[str, type]] = {
         **SqlTx.repositories,
         "search": SqliteSearch,
+        "vectors": SqliteVectors,
         "purges": SqlitePurges,
         "transfer": SqliteTransfer,
     }

@@ -19,7 +19,7 @@ from memors_core.storage.sqlite.search import SqliteSearch
 
 #: The schema a lean reader reads (``len(schema.MIGRATIONS)``, written out so
 #: that ``search`` need not build the schema's text; a test keeps them equal).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The state of the built-in kinds a lean reader expects (``kind_schema``: the
 #: duplicate kind's index at the version of its migrations; a test keeps them
 #: equal). A store with other kinds' state, or older or newer, is the full
@@ -57,6 +57,12 @@ class Reader:
 
     def named(self, namespace: str, folded: list[str]) -> dict[str, str]:
         return named_entities(self.db.all, namespace, folded)
+
+    def has_vectors(self, namespace: str) -> bool:
+        """Whether a passage of ``namespace`` has a vector (then a search
+        asked for no mode ranks by meaning too, which is the full path's)."""
+        got = self.db.one("SELECT vectors FROM vector_stats WHERE namespace = ?", (namespace,))
+        return bool(got and got[0] > 0)
 
     def close(self) -> None:
         self.conn.close()

@@ -538,8 +538,44 @@ END;
 """
 )
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6]
+# Version 7: passages' vectors (the `semantic` extra, issue 17). Derived
+# data, never exported: `passage_vectors` holds the vector of each live
+# passage that has one (its rowid is the passage's), with the vector's sign
+# bits (`code`) that a search compares first; a tombstone or purge takes
+# the vector with the passage. `vector_stats` counts each namespace's
+# vectors and every change to them, so a process's cache of the codes
+# knows at one lookup whether it is still whole.
+V7 = """
+CREATE TABLE passage_vectors(
+    passage INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    code BLOB NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX passage_vectors_codes ON passage_vectors(namespace, passage, code);
+CREATE TABLE vector_stats(
+    namespace TEXT PRIMARY KEY,
+    vectors INTEGER NOT NULL,
+    changes INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TRIGGER passage_vectors_count_insert AFTER INSERT ON passage_vectors BEGIN
+    INSERT INTO vector_stats(namespace, vectors, changes) VALUES (new.namespace, 1, 1)
+    ON CONFLICT(namespace) DO UPDATE SET vectors = vectors + 1, changes = changes + 1;
+END;
+CREATE TRIGGER passage_vectors_count_delete AFTER DELETE ON passage_vectors BEGIN
+    UPDATE vector_stats SET vectors = vectors - 1, changes = changes + 1
+    WHERE namespace = old.namespace;
+END;
+CREATE TRIGGER tombstones_vectors AFTER INSERT ON tombstones WHEN new.type = 'passage' BEGIN
+    DELETE FROM passage_vectors WHERE passage = (SELECT rowid FROM passages WHERE id = new.target);
+END;
+CREATE TRIGGER passages_vectors AFTER DELETE ON passages BEGIN
+    DELETE FROM passage_vectors WHERE passage = old.rowid;
+END;
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7]
 SCHEMA_VERSION = len(MIGRATIONS)
-#: The schema of the rows an export holds: version 6 changed only derived
-#: tables (the search indexes), so exports stay at 5.
+#: The schema of the rows an export holds: versions 6 and 7 changed only
+#: derived tables (the search indexes, the vectors), so exports stay at 5.
 EXPORT_SCHEMA = 5

@@ -32,7 +32,7 @@ import apsw
 
 from memors_core.domain import search as rank
 from memors_core.storage.sql.repo import json_list
-from memors_core.storage.sql.search import SqlSearch
+from memors_core.storage.sql.search import PASSAGE, SqlSearch
 from memors_core.storage.sqlite.indexing import index_table, register
 
 
@@ -159,6 +159,30 @@ class SqliteSearch(SqlSearch):
                 )
             found = sorted(scores.items(), key=lambda rs: (-rs[1], rs[0]))
         return rank.Ranked(found[:limit], top)
+
+    def _nearest(
+        self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
+    ) -> list[tuple[int, float]]:
+        from memors_core.storage.sqlite.vectors import nearest
+
+        among = self._entity_rows(namespace, entities) if entities else None
+        # Inside a write the codes may be of rows that roll back: not kept.
+        caches = None if self.db.in_write else self.db.vector_codes
+        return nearest(self.db, caches, namespace, vector, limit, among)
+
+    def _entity_rows(self, namespace: str, entities: tuple[str, ...]) -> list[int]:
+        """The live passages of ``namespace`` that carry one of the entities' terms."""
+        got = self.one(
+            "SELECT id FROM search_indexes WHERE kind = ? AND namespace = ?", (PASSAGE, namespace)
+        )
+        terms = self._entity_terms(rank.SearchQuery((), entities))
+        if got is None or not terms:
+            return []
+        table = index_table(got[0])
+        match = " OR ".join(_quoted(t) for t in terms)
+        return [
+            r[0] for r in self.all(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (match,))
+        ]
 
     def _terms(self, query: rank.SearchQuery) -> dict[str, str]:
         """The index terms of a query, each with the text that matches it:

@@ -1,0 +1,156 @@
+"""Passages' vectors on PostgreSQL, through the pgvector extension.
+
+pgvector is a server extension: where the server has it, the first process
+that opens the store with the ``semantic`` extra installed creates it in the
+database (``CREATE EXTENSION vector``, which needs a role allowed to) and
+the vector table (:data:`SETUP`): ``passage_vectors`` with a ``vector(384)``
+column, and triggers that take a vector with its passage when a tombstone
+names the passage or purge erases it, and keep ``vector_stats`` (migration
+6). The nearest passages are found by an exact scan of the namespace's
+vectors (``<=>``, the cosine distance), or of the named entities' passages
+only.
+
+Where the server has no pgvector, or this role may not create it, the store
+declares no vectors (:attr:`memors_core.storage.api.Capabilities.vectors`)
+and says why in one line: search ranks by words, and nothing is embedded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memors_core.semantic import DIMENSIONS
+from memors_core.storage.sql.vectors import SqlVectors
+
+#: The database objects vectors need beyond migration 6, made once pgvector is there.
+SETUP = f"""
+CREATE TABLE IF NOT EXISTS passage_vectors(
+    passage BIGINT PRIMARY KEY,
+    namespace TEXT COLLATE "C" NOT NULL,
+    vector vector({DIMENSIONS}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS passage_vectors_namespace ON passage_vectors(namespace, passage);
+
+CREATE OR REPLACE FUNCTION memors_vectors_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO vector_stats(namespace, vectors, changes) VALUES (NEW.namespace, 1, 1)
+        ON CONFLICT (namespace) DO UPDATE
+        SET vectors = vector_stats.vectors + 1, changes = vector_stats.changes + 1;
+    ELSE
+        UPDATE vector_stats SET vectors = vectors - 1, changes = changes + 1
+        WHERE namespace = OLD.namespace;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_vectors_drop() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_TABLE_NAME = 'tombstones' THEN
+        IF NEW.type = 'passage' THEN
+            DELETE FROM passage_vectors
+            WHERE passage = (SELECT rowid FROM passages WHERE id = NEW.target);
+        END IF;
+    ELSE
+        DELETE FROM passage_vectors WHERE passage = OLD.rowid;
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER passage_vectors_count AFTER INSERT OR DELETE ON passage_vectors
+    FOR EACH ROW EXECUTE FUNCTION memors_vectors_count();
+CREATE OR REPLACE TRIGGER tombstones_vectors AFTER INSERT ON tombstones
+    FOR EACH ROW EXECUTE FUNCTION memors_vectors_drop();
+CREATE OR REPLACE TRIGGER passages_vectors AFTER DELETE ON passages
+    FOR EACH ROW EXECUTE FUNCTION memors_vectors_drop();
+"""
+
+NO_SERVER_EXTENSION = (
+    "this PostgreSQL server has no pgvector extension: passages are searched by their "
+    "words (install pgvector on the server for search by meaning)"
+)
+NOT_ALLOWED = (
+    "pgvector is on this PostgreSQL server but not in this database, and this role may not "
+    "create it: passages are searched by their words (an administrator can run "
+    "CREATE EXTENSION vector)"
+)
+SEMANTIC_MISSING = "this process has no semantic extra to make vectors with"
+
+
+def literal(vector: bytes) -> str:
+    """A vector (float32 bytes) as pgvector's text form, ``[x,y,…]``."""
+    import numpy as np
+
+    return "[" + ",".join(map(repr, np.frombuffer(vector, dtype="<f4").tolist())) + "]"
+
+
+class PgVectors(SqlVectors):
+    """:class:`memors_core.storage.api.Vectors` on PostgreSQL (pgvector's type)."""
+
+    MARKS = "?::vector"
+
+    def _values(self, vector: bytes) -> tuple:
+        return (literal(vector),)
+
+
+def nearest(
+    db: Any, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
+) -> list[tuple[int, float]]:
+    """``(passage rowid, cosine)`` of the ``limit`` passages of ``namespace``
+    (of ``entities`` when given) nearest to ``vector``, best first: exact."""
+    from memors_core.storage.sql.repo import json_list
+
+    among = ""
+    params: list[Any] = [literal(vector), namespace]
+    if entities:
+        among = (
+            "AND v.passage IN (SELECT p.rowid FROM mentions m "
+            "JOIN entities e ON e.id = m.entity JOIN passages p ON p.id = m.passage "
+            "WHERE e.canonical IN (SELECT value FROM json_each(?)))"
+        )
+        params.append(json_list(entities))
+    rows = db.all(
+        f"""SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
+            FROM passage_vectors v, (SELECT ?::vector AS v) q
+            WHERE v.namespace = ? {among}
+            ORDER BY cosine DESC, v.passage LIMIT ?""",
+        (*params, limit),
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def prepare(store: Any, readonly: bool, lock: int) -> str:
+    """Make sure the store can keep vectors; "" when it can, else why not
+    (one line). Read-only, or without the ``semantic`` extra here, nothing
+    is created: the store keeps vectors only if they were set up before.
+    The set-up runs under the write lock ``lock`` (the migrations')."""
+    from memors_core import semantic
+
+    with store.read():
+        if store.scalar("SELECT to_regclass('passage_vectors') IS NOT NULL"):
+            return ""
+        installed = store.scalar("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+        available = installed or store.scalar(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+        )
+    if not available:
+        return NO_SERVER_EXTENSION
+    if readonly or semantic.unavailable() is not None:
+        return SEMANTIC_MISSING
+    import psycopg
+
+    from memors_core.storage.postgres.addresses import one_line
+
+    try:
+        with store.write(lock=lock):
+            if not installed:
+                store.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            store.conn.execute(SETUP)
+    except psycopg.errors.InsufficientPrivilege:
+        return NOT_ALLOWED
+    except psycopg.Error as exc:  # a broken server install, say: still one line
+        return (
+            f"pgvector could not be set up in this database ({one_line(exc)}): "
+            "passages are searched by their words"
+        )
+    return ""

