@@ -29,6 +29,9 @@ from typing import Any
 
 import anyio
 
+# The store ranks by words here, as in every harness but retrieval.py (benchmarks/__init__.py).
+os.environ.setdefault("MEMORS_VECTORS", "off")
+
 
 def bare_server() -> None:
     """The baseline: an MCPServer whose only tool does nothing."""

@@ -292,10 +292,14 @@ def main() -> None:
         help="every conversation in one namespace (the latency targets' store)",
     )
     args = parser.parse_args()
-    if args.no_vectors:
-        import os
+    import os
 
+    import benchmarks
+
+    if args.no_vectors:
         os.environ["MEMORS_VECTORS"] = "off"
+    elif benchmarks.VECTORS_DEFAULTED:
+        os.environ["MEMORS_VECTORS"] = "on"  # (the package turned it off for the others)
     if bool(args.documents) != bool(args.questions_file):
         parser.error("--documents and --questions-file go together")
     if args.db is not None and not args.db.startswith(("postgres", "pgvector")):
@@ -342,7 +346,8 @@ def main() -> None:
             f"words only {r_words:.3f}",
             ">= 0.63 on the public benchmark",
         )
-        vectors = not args.no_vectors and memory.search("x", mode="hybrid").mode == "hybrid"
+        probe = memory.search("x", namespace=qs[0].namespace, mode="hybrid")
+        vectors = not args.no_vectors and probe.mode == "hybrid"
         if vectors:
             r_sem = statistics.mean(
                 recall(memors_hits(memory, q, "semantic"), uris, q.evidence) for q in qs

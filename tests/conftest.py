@@ -56,18 +56,12 @@ def vector_store(tmp_path: Path):
     PostgreSQL with pgvector (:mod:`memors_core.testing.pgvector`; Debian's
     PostgreSQL has none). Without that server the test skips, or under
     ``CI`` fails."""
-    import os
-
     from memors_core.testing import pgvector, test_engine
 
     if test_engine() == "sqlite":
         yield tmp_path / "vectors.db"
         return
-    why = pgvector.available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"no PostgreSQL with pgvector: {why}")
-        pytest.skip(f"no PostgreSQL with pgvector: {why}")
+    pgvector.require_server()
     url = pgvector.new_database()
     yield url
     pgvector.drop_database(url)

@@ -149,9 +149,11 @@ class Memory:
         progress: Callable[[Progress], None] | None = None,
     ) -> Remembered:
         """Store one document; returns its address, its passages and the
-        entities its passages mention. ``progress`` gets a
+        entities its passages mention. With the ``semantic`` extra, its new
+        passages are embedded once the document is committed (their vectors
+        stored before this returns). ``progress`` gets a
         :class:`~memors_core.engine.progress.Progress` now and then (passages
-        prepared, then stored)."""
+        prepared, stored, then embedded)."""
         check_namespace(namespace)
         return self._ingest.one(namespace, text, uri, title, entities, metadata, progress=progress)
 
@@ -172,8 +174,10 @@ class Memory:
         1; default ``document n``); the batches before it stay stored.
         ``progress`` gets a :class:`~memors_core.engine.progress.Progress` now and
         then: ``documents`` stored so far (phase ``storing``, or
-        ``preparing`` while a batch is split in this process), with a big
-        document's passages as ``done`` of ``total``.
+        ``preparing`` while a batch is split in this process, or
+        ``embedding`` while a stored batch's new passages get their vectors,
+        with the ``semantic`` extra), with a big document's passages, or the
+        batch's, as ``done`` of ``total``.
         """
         check_namespace(namespace)
         return self._ingest.many(documents, namespace, batch=batch, progress=progress, where=where)

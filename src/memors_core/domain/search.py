@@ -379,7 +379,7 @@ def run(
     as_of: str | None,
     named: Callable[[list[str]], dict[str, str]],
     mode: str = "lexical",
-    vector: Callable[[], bytes] | None = None,
+    vector: bytes | None = None,
 ) -> list[Hit]:
     """A search from a user's text to its hits, on any engine: the query's
     words, the entities it names (``named``: folded names -> canonical ids),
@@ -387,29 +387,31 @@ def run(
     :class:`memors_core.storage.api.Search`), or every granularity's merged
     by their :func:`share` of what the query could score in their own index.
 
-    With ``mode`` ``semantic`` or ``hybrid`` (``vector()`` gives the
-    question's vector), passages are ranked by meaning, or by both fused
-    (:func:`fuse`); under ``all`` a passage's share is then the larger of
-    its lexical share and its cosine with the question."""
+    With ``mode`` ``semantic`` or ``hybrid`` and the question's ``vector``,
+    passages are ranked by meaning, or by both fused (:func:`fuse`); under
+    ``all`` a passage's share is then the larger of its lexical share and
+    its cosine with the question."""
     words = text.words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
     wanted = with_entities(words, named)
     if not wanted:
         return []
-    searchers: dict[str, Callable[[SearchQuery, int], Ranked]] = {
-        "passage": lambda q, n: search.passages(namespace, q, n),
-        "page": lambda q, n: search.pages(namespace, q, n),
-        "fact": lambda q, n: search.facts(namespace, q, n, as_of),
-        "entity": lambda q, n: search.entities(namespace, q, n),
+    searchers: dict[str, Callable[[SearchQuery], Ranked]] = {
+        "passage": lambda q: search.passages(namespace, q, limit),
+        "page": lambda q: search.pages(namespace, q, limit),
+        "fact": lambda q: search.facts(namespace, q, limit, as_of),
+        "entity": lambda q: search.entities(namespace, q, limit),
     }
     if mode != "lexical" and vector is not None:
-        searchers["passage"] = _by_meaning(search, namespace, mode, vector, granularity == "all")
+        searchers["passage"] = _by_meaning(
+            search, namespace, mode, vector, limit, shares=granularity == "all"
+        )
     if granularity != "all":
-        return searchers[granularity](wanted, limit).rows[:limit]
+        return searchers[granularity](wanted).rows
     merged = [
         Hit(hit.address, hit.granularity, hit.text, share(hit.score, ran.ceiling))
-        for ran in (searchers[g](wanted, limit) for g in GRANULARITIES if g != "all")
+        for ran in (searchers[g](wanted) for g in GRANULARITIES if g != "all")
         for hit in ran.rows
     ]
     merged.sort(key=lambda h: -h.score)
@@ -417,20 +419,20 @@ def run(
 
 
 def _by_meaning(
-    search: Any, namespace: str, mode: str, vector: Callable[[], bytes], shares: bool
-) -> Callable[[SearchQuery, int], Ranked]:
+    search: Any, namespace: str, mode: str, vector: bytes, limit: int, *, shares: bool
+) -> Callable[[SearchQuery], Ranked]:
     """The passage searcher of ``semantic`` or ``hybrid`` mode. With
     ``shares`` (for ``all``) its :class:`Ranked` has a ceiling of 1 and
     each hit's score is already its share."""
 
-    def near(limit: int, entities: tuple[str, ...] = ()) -> list[Hit]:
-        found = search.passages_like(namespace, vector(), limit, entities).rows
+    def near(depth: int, entities: tuple[str, ...] = ()) -> list[Hit]:
+        found = search.passages_like(namespace, vector, depth, entities).rows
         return [h for h in found if h.score >= MIN_COSINE]
 
-    def semantic(wanted: SearchQuery, limit: int) -> Ranked:
+    def semantic(wanted: SearchQuery) -> Ranked:
         return Ranked(near(limit), 1.0)
 
-    def hybrid(wanted: SearchQuery, limit: int) -> Ranked:
+    def hybrid(wanted: SearchQuery) -> Ranked:
         depth = fusion_depth(limit)
         lexical = search.passages(namespace, wanted, depth)
         meaning = near(depth, wanted.entities)

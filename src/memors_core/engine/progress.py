@@ -22,9 +22,10 @@ INTERVAL = 0.1
 class Progress:
     """Where long work has got to.
 
-    ``task``: ``"remember"`` or ``"compact"``. ``phase``: for remember,
-    ``"preparing"`` (splitting and shingling, before storing) or
-    ``"storing"``; for compact, the kind's name. ``step``: what the phase
+    ``task``: ``"remember"``, ``"compact"`` or ``"reindex"``. ``phase``: for
+    remember, ``"preparing"`` (splitting and shingling, before storing),
+    ``"storing"`` or ``"embedding"`` (new passages' vectors, after storing);
+    for reindex, ``"embedding"``; for compact, the kind's name. ``step``: what the phase
     is doing now (compact: the kind's own step, such as ``"reading
     passages"``; ``"items"`` while items are written). ``done`` of
     ``total`` (``None`` when not known) ``unit`` (``"documents"``,

@@ -51,7 +51,6 @@ def store(
     namespace: str,
     passages: Sequence[tuple[str, str]],
     report: Reporter | None = None,
-    task: str = "remember",
     documents: int = 0,
 ) -> int:
     """Embed ``(passage id, text)`` pairs and store their vectors, a chunk
@@ -61,31 +60,26 @@ def store(
         return 0
     model = semantic.embedder()
     total, stored = len(passages), 0
-    for start in range(0, total, CHUNK):
-        chunk = passages[start : start + CHUNK]
+
+    def say(done: int, force: bool) -> None:
         if report is not None:
             report(
-                start == 0,
-                task=task,
+                force,
+                task="remember",
                 phase="embedding",
-                done=start,
+                done=done,
                 total=total,
                 unit="passages",
                 documents=documents,
             )
+
+    for start in range(0, total, CHUNK):
+        chunk = passages[start : start + CHUNK]
+        say(start, start == 0)
         vectors = model.embed([t for _, t in chunk])
         with storage.write() as tx:
             stored += tx.vectors.add(namespace, zip((p for p, _ in chunk), vectors, strict=True))
-    if report is not None:
-        report(
-            True,
-            task=task,
-            phase="embedding",
-            done=total,
-            total=total,
-            unit="passages",
-            documents=documents,
-        )
+    say(total, True)
     return stored
 
 

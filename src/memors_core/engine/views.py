@@ -365,7 +365,7 @@ def search(
         limit,
         as_of,
         lambda names: tx.entities.named(namespace, names),
-        mode if vector is not None else "lexical",
-        None if vector is None else (lambda: vector),
+        mode,
+        vector,
     )
     return [SearchHit(*hit.fields()) for hit in found]

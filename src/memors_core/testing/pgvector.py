@@ -58,6 +58,19 @@ def available() -> str | None:
     return None
 
 
+def require_server() -> None:
+    """Skip the calling test when no pgvector server can be had here, saying
+    why; under ``CI`` fail instead (CI must run the tests of vectors on
+    PostgreSQL)."""
+    import pytest
+
+    why = available()
+    if why is not None:
+        if os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no"):
+            pytest.fail(f"no PostgreSQL with pgvector for this test: {why}")
+        pytest.skip(f"no PostgreSQL with pgvector: {why}")
+
+
 def _as_server_user() -> list[str]:
     return ["runuser", "-u", SERVER_USER, "--"] if os.geteuid() == 0 else []
 

@@ -131,22 +131,27 @@ class PostgresStorage(StorageFixtures):
     dropped after the test. Skips when no test server answers, unless
     ``MEMORS_REQUIRE_POSTGRES`` is set (``make test`` sets it)."""
 
-    @pytest.fixture(autouse=True)
-    def _postgres_databases(self) -> Iterator[None]:
+    def server(self) -> Any:
+        """The module whose ``new_database()`` and ``drop_database(url)``
+        serve this opener, once its server answers (else skip or fail)."""
         from memors_core.testing import postgres
 
         postgres.require_server()
+        return postgres
+
+    @pytest.fixture(autouse=True)
+    def _postgres_databases(self) -> Iterator[None]:
+        self._server = self.server()
         self._databases: dict[str, str] = {}
         yield
         for url in self._databases.values():
-            postgres.drop_database(url)
+            self._server.drop_database(url)
 
     def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
         from memors_core.storage.postgres.connection import PgStore
-        from memors_core.testing import postgres
 
         if name not in self._databases:
-            self._databases[name] = postgres.new_database()
+            self._databases[name] = self._server.new_database()
         return PgStore.open(self._databases[name], readonly=readonly)
 
     def open_backup(self, path: Path) -> Storage:
@@ -162,29 +167,11 @@ class PgvectorStorage(PostgresStorage):
     vectors on PostgreSQL. Skips when that server cannot be had, unless
     ``CI`` is set (then it fails)."""
 
-    @pytest.fixture(autouse=True)
-    def _postgres_databases(self) -> Iterator[None]:
-        import os
-
+    def server(self) -> Any:
         from memors_core.testing import pgvector
 
-        why = pgvector.available()
-        if why is not None:
-            if os.environ.get("CI"):
-                pytest.fail(f"no PostgreSQL with pgvector for this test: {why}")
-            pytest.skip(f"no PostgreSQL with pgvector: {why}")
-        self._databases: dict[str, str] = {}
-        yield
-        for url in self._databases.values():
-            pgvector.drop_database(url)
-
-    def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
-        from memors_core.storage.postgres.connection import PgStore
-        from memors_core.testing import pgvector
-
-        if name not in self._databases:
-            self._databases[name] = pgvector.new_database()
-        return PgStore.open(self._databases[name], readonly=readonly)
+        pgvector.require_server()
+        return pgvector
 
 
 # --- helpers: storing rows through the protocol ---------------------------------------

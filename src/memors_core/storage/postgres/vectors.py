@@ -70,9 +70,9 @@ NO_SERVER_EXTENSION = (
     "words (install pgvector on the server for search by meaning)"
 )
 NOT_ALLOWED = (
-    "pgvector is on this PostgreSQL server but not in this database, and this role may not "
-    "create it: passages are searched by their words (an administrator can run "
-    "CREATE EXTENSION vector)"
+    "this role may not set up vectors in this database: passages are searched by their words "
+    "(open the store once as its owner with the semantic extra installed; creating the "
+    "pgvector extension needs a role allowed to, and application roles need the grant again)"
 )
 SEMANTIC_MISSING = "this process has no semantic extra to make vectors with"
 

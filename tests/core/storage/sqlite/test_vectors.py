@@ -1,0 +1,103 @@
+"""The SQLite engine's search by meaning: the code pass and the codes a
+connection keeps between searches (made-up vectors, no model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memors_core.domain.ids import address
+from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.vectors import shortlist
+from memors_core.testing.storage_contract import NS, add_document, forget, unit_vector
+
+pytestmark = pytest.mark.sqlite_only("the SQLite engine's own vector search")
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    s = Store.open(tmp_path / "s.db")
+    yield s
+    s.close()
+
+
+def fill(store: Store, n: int, seed: int = 0) -> dict[str, bytes]:
+    """``n`` passages with random vectors: address -> vector."""
+    with store.write() as tx:
+        _, ids = add_document(tx, [f"passage {i}" for i in range(n)])
+        vectors = [unit_vector(seed * 100_000 + i) for i in range(n)]
+        tx.vectors.add(NS, zip(ids, vectors, strict=True))
+    return {address("passage", p): v for p, v in zip(ids, vectors, strict=True)}
+
+
+def exact(vectors: dict[str, bytes], query: bytes, k: int) -> list[str]:
+    q = np.frombuffer(query, dtype="<f4")
+    return sorted(vectors, key=lambda a: -float(np.frombuffer(vectors[a], dtype="<f4") @ q))[:k]
+
+
+def near(store: Store, query: bytes, k: int) -> list[str]:
+    with store.read() as tx:
+        return [h.address for h in tx.search.passages_like(NS, query, k).rows]
+
+
+def test_below_the_shortlist_every_vector_is_compared_exactly(store: Store) -> None:
+    vectors = fill(store, shortlist(10))
+    for seed in range(5):
+        query = unit_vector(10**6 + seed)
+        assert near(store, query, 10) == exact(vectors, query, 10)
+
+
+def test_the_code_pass_keeps_the_nearest_of_many(store: Store) -> None:
+    # 3,000 random vectors: the code pass shortlists 400 by their signs, then
+    # ranks those exactly. A query near a stored vector finds it first, and
+    # most of the exact top 10 survive the first pass.
+    vectors = fill(store, 3000)
+    some = list(vectors)[::300]
+    kept = []
+    for n, target in enumerate(some):
+        v = (
+            np.frombuffer(vectors[target], dtype="<f4")
+            + np.frombuffer(unit_vector(10**6 + n), dtype="<f4") * 0.5
+        )
+        query = (v / np.linalg.norm(v)).astype("<f4").tobytes()
+        found = near(store, query, 10)
+        assert found[0] == target
+        kept.append(len(set(found) & set(exact(vectors, query, 10))) / 10)
+    assert np.mean(kept) >= 0.8, kept
+
+
+def test_the_codes_kept_between_searches_follow_every_change(store: Store, tmp_path) -> None:
+    first = fill(store, 50, seed=1)
+    query = next(iter(first.values()))
+    assert near(store, query, 1) == [next(iter(first))]
+    # Another connection (another process) adds a vector that matches better,
+    # then forgets it: this connection's kept codes see both changes.
+    other = Store.open(tmp_path / "s.db")
+    try:
+        with other.write() as tx:
+            _, [p] = add_document(tx, ["a twin"])
+            tx.vectors.add(NS, [(p, query)])
+        assert address("passage", p) in near(store, query, 2)
+        forget(other, "passage", p)
+        assert address("passage", p) not in near(store, query, 60)
+        assert len(near(store, query, 60)) == 50
+    finally:
+        other.close()
+
+
+def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: Store) -> None:
+    fill(store, 20, seed=2)
+    query = unit_vector(7)
+    near(store, query, 5)  # the codes are kept
+    with pytest.raises(RuntimeError), store.write() as tx:
+        _, [p] = add_document(tx, ["rolled back"])
+        tx.vectors.add(NS, [(p, query)])
+        assert tx.search.passages_like(NS, query, 1).rows[0].address == address("passage", p)
+        raise RuntimeError("roll back")
+    with store.write() as tx:  # a new vector takes the rolled-back one's change count
+        _, [q] = add_document(tx, ["kept"])
+        tx.vectors.add(NS, [(q, unit_vector(8))])
+    found = near(store, query, 30)
+    assert len(found) == 21 and address("passage", p) not in found
