@@ -80,6 +80,12 @@ def main() -> None:
     say("Search: any natural-language question works (words are OR-ed, BM25-ranked)")
     run("search", "how does a candidate become the leader?", "--limit", "3")
     run("search", "paxos", "--granularity", "fact")
+    say(
+        "Search by meaning (the semantic extra, which make setup installs): a question "
+        "in other words still finds the passage, by words alone it finds nothing"
+    )
+    run("search", "how do machines pick a chief?", "--limit", "1")
+    run("search", "how do machines pick a chief?", "--mode", "lexical")
 
     say("Compact: the store hands out work items; the server never writes prose")
     run("compact")

@@ -9,6 +9,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.semantic  # as `make demo` runs it: the dev set-up has the semantic extra
 @pytest.mark.sqlite_only("the demo plays on its own SQLite file, .demo/memors.db")
 def test_demo_runs_end_to_end_and_leaves_nothing_to_do():
     proc = subprocess.run(
@@ -24,3 +25,8 @@ def test_demo_runs_end_to_end_and_leaves_nothing_to_do():
     assert "namespace default: no findings" in out
     assert 'memors_kb_pages{namespace="default"} 3.0' in out
     assert "Traceback" not in proc.stderr
+    # the question in other words: found by meaning, not by its words
+    meaning = out.split("search 'how do machines pick a chief?' --limit 1", 1)[1]
+    assert "becomes the leader" in meaning.split("$ memors-mcp", 1)[0]
+    lexical = out.split("search 'how do machines pick a chief?' --mode lexical", 1)[1]
+    assert lexical.split("$ memors-mcp", 1)[0].strip().startswith("no results")

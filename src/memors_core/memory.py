@@ -244,8 +244,11 @@ class Memory:
             used, notice = views.search_mode(
                 tx, namespace, granularity, mode, vectors.unwanted(self.store)
             )
-        # The question is embedded with no transaction open (about 10 ms).
-        vector = None if used == "lexical" else vectors.embed_question(query)
+            if used == "lexical":
+                hits = views.search(tx, namespace, query, granularity, limit, as_of_ts)
+                return SearchResults(results=hits, mode=used, notice=notice)
+        # By meaning: the question is embedded with no transaction open (about 8 ms).
+        vector = vectors.embed_question(query)
         with self.store.read() as tx:
             hits = views.search(tx, namespace, query, granularity, limit, as_of_ts, used, vector)
         return SearchResults(results=hits, mode=used, notice=notice)

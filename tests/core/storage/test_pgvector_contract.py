@@ -8,6 +8,7 @@ from memors_core.testing.storage_contract import (
     PgvectorStorage,
     PostgresStorage,
     VectorContract,
+    forget,
     remember,
     unit_vector,
 )
@@ -36,3 +37,54 @@ class TestWithoutPgvector(PostgresStorage):
             assert tx.search.passages_like("default", unit_vector(1), 5).rows == []
             assert tx.vectors.count("default") == 0
         assert p
+
+
+class TestSetUpByTheOwner(PgvectorStorage):
+    def test_an_application_role_cannot_set_vectors_up_and_says_who_can(
+        self, monkeypatch, tmp_path
+    ) -> None:
+        import uuid
+
+        import psycopg
+
+        from memors_core.storage.postgres.connection import PgStore
+        from memors_core.storage.postgres.privileges import grant_application_role
+        from memors_core.testing import pgvector
+
+        monkeypatch.setenv("MEMORS_VECTORS", "off")  # the owner migrates, sets up no vectors
+        owner = self.make_storage(tmp_path, "store")
+        url = self._databases["store"]
+        assert owner.capabilities.vectors is False
+        owner.close()
+        role = f"agent_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(pgvector.server(), autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+        grant_application_role(url, role)
+        monkeypatch.setenv("MEMORS_VECTORS", "on")
+        agent = PgStore.open(url.replace("postgres@", f"{role}@", 1))
+        try:
+            assert agent.capabilities.vectors is False
+            assert "this role may not set up vectors" in agent.capabilities.vectors_missing
+            assert "as its owner" in agent.capabilities.vectors_missing
+        finally:
+            agent.close()
+        # the owner, with the extra, sets them up; the grant again lets the agent use them
+        owner = PgStore.open(url)
+        assert owner.capabilities.vectors, owner.capabilities.vectors_missing
+        owner.close()
+        grant_application_role(url, role)
+        agent = PgStore.open(url.replace("postgres@", f"{role}@", 1))
+        try:
+            assert agent.capabilities.vectors
+            p = remember(agent, "Raft elects a leader.")
+            with agent.write() as tx:
+                assert tx.vectors.add("default", [(p, unit_vector(1))]) == 1
+            with agent.read() as tx:
+                assert [
+                    h.text for h in tx.search.passages_like("default", unit_vector(1), 3).rows
+                ] == ["Raft elects a leader."]
+            forget(agent, "passage", p)  # its trigger takes the vector, in the agent's rights
+            with agent.read() as tx:
+                assert tx.vectors.count("default") == 0
+        finally:
+            agent.close()
