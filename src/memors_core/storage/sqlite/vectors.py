@@ -66,30 +66,35 @@ class CodeCache:
         self.codes = np.empty((0, DIMENSIONS // 64), dtype=np.uint64)
 
     def sync(self, db: Any, namespace: str, count: int, changes: int) -> None:
-        """Bring the codes to the store's (inside the caller's read)."""
+        """Bring the codes to the store's (inside the caller's read). Every
+        vector added or deleted counts one change: when the only changes
+        since are vectors of passages newer than the newest kept, they are
+        read and appended; after anything else (a vector deleted, one of an
+        older passage added by ``reindex``) every code is read again."""
         if changes == self.changes:
+            return
+        select = "SELECT passage, code FROM passage_vectors WHERE namespace = ? AND passage > ? "
+        if self.changes >= 0:
+            after = int(self.rowids[-1]) if len(self.rowids) else 0
+            rows = db.all(select + "ORDER BY passage", (namespace, after))
+            if changes - self.changes == len(rows) and len(self.rowids) + len(rows) == count:
+                self._append(rows)
+                self.changes = changes
+                return
+        self.rowids = self.rowids[:0]
+        self.codes = self.codes[:0]
+        self._append(db.all(select + "ORDER BY passage", (namespace, 0)))
+        self.changes = changes
+
+    def _append(self, rows: list[tuple]) -> None:
+        if not rows:
             return
         import numpy as np
 
-        after = int(self.rowids[-1]) if len(self.rowids) else 0
-        rows = db.all(
-            "SELECT passage, code FROM passage_vectors WHERE namespace = ? AND passage > ? "
-            "ORDER BY passage",
-            (namespace, after),
-        )
-        if len(self.rowids) + len(rows) != count:  # a vector went: read them all
-            self.rowids = self.rowids[:0]
-            self.codes = self.codes[:0]
-            rows = db.all(
-                "SELECT passage, code FROM passage_vectors WHERE namespace = ? ORDER BY passage",
-                (namespace,),
-            )
-        if rows:
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint64)
-            self.rowids = np.concatenate([self.rowids, ids])
-            self.codes = np.concatenate([self.codes, packed.reshape(len(rows), -1)])
-        self.changes = changes
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        packed = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint64)
+        self.rowids = np.concatenate([self.rowids, ids])
+        self.codes = np.concatenate([self.codes, packed.reshape(len(rows), -1)])
 
 
 def nearest(

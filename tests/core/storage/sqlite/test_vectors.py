@@ -101,3 +101,19 @@ def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: Stor
         tx.vectors.add(NS, [(q, unit_vector(8))])
     found = near(store, query, 30)
     assert len(found) == 21 and address("passage", p) not in found
+
+
+def test_a_vector_added_to_an_older_passage_is_seen_after_another_went(store: Store) -> None:
+    # As many vectors before as after, none newer than the newest kept: a
+    # forget and a reindex of an older passage between two searches.
+    with store.write() as tx:
+        _, (old, kept, newest) = add_document(tx, ["old", "kept", "newest"])
+        tx.vectors.add(NS, [(kept, unit_vector(1)), (newest, unit_vector(2))])
+    assert near(store, unit_vector(2), 1) == [address("passage", newest)]
+    forget(store, "passage", newest)
+    with store.write() as tx:
+        tx.vectors.add(NS, [(old, unit_vector(3))])
+    assert near(store, unit_vector(3), 1) == [address("passage", old)]
+    assert sorted(near(store, unit_vector(3), 5)) == sorted(
+        [address("passage", old), address("passage", kept)]
+    )
