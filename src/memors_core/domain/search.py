@@ -389,8 +389,8 @@ def run(
 
     With ``mode`` ``semantic`` or ``hybrid`` and the question's ``vector``,
     passages are ranked by meaning, or by both fused (:func:`fuse`); under
-    ``all`` a passage's share is then the larger of its lexical share and
-    its cosine with the question."""
+    ``all`` they then take the places the words give passages
+    (:func:`in_words_places`)."""
     words = text.words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
@@ -423,25 +423,45 @@ def _by_meaning(
 ) -> Callable[[SearchQuery], Ranked]:
     """The passage searcher of ``semantic`` or ``hybrid`` mode. With
     ``shares`` (for ``all``) its :class:`Ranked` has a ceiling of 1 and
-    each hit's score is already its share."""
+    each hit's score is already its share (:func:`in_words_places`)."""
 
     def near(depth: int, entities: tuple[str, ...] = ()) -> list[Hit]:
         found = search.passages_like(namespace, vector, depth, entities).rows
         return [h for h in found if h.score >= MIN_COSINE]
 
-    def semantic(wanted: SearchQuery) -> Ranked:
-        return Ranked(near(limit), 1.0)
-
-    def hybrid(wanted: SearchQuery) -> Ranked:
+    def searcher(wanted: SearchQuery) -> Ranked:
         depth = fusion_depth(limit)
-        lexical = search.passages(namespace, wanted, depth)
-        meaning = near(depth, wanted.entities)
-        fused = fuse(lexical.rows, meaning)[:limit]
+        lexical = search.passages(namespace, wanted, depth if mode == "hybrid" else limit)
+        if mode == "semantic":
+            meaning = near(limit)
+            found = meaning
+        else:
+            meaning = near(depth, wanted.entities)
+            found = fuse(lexical.rows, meaning)[:limit]
         if shares:
-            best = {h.address: share(h.score, lexical.ceiling) for h in lexical.rows}
-            for h in meaning:
-                best[h.address] = max(best.get(h.address, 0.0), h.score)
-            fused = [Hit(h.address, h.granularity, h.text, best[h.address]) for h in fused]
-        return Ranked(fused, 1.0)
+            found = in_words_places(found, lexical, meaning)
+        return Ranked(found, 1.0)
 
-    return semantic if mode == "semantic" else hybrid
+    if mode == "semantic" and not shares:
+        return lambda wanted: Ranked(near(limit), 1.0)  # (no use for the words)
+    return searcher
+
+
+def in_words_places(found: list[Hit], lexical: Ranked, meaning: list[Hit]) -> list[Hit]:
+    """Passages ranked with meaning, on the scale ``all`` merges by: the
+    i-th takes the share the words give the i-th passage they rank (so
+    pages, facts and entities stand against passages exactly as they do by
+    words, whichever passages fill those places); past the passages the
+    words found, in proportion to the score (with none found by words, from
+    the best cosine down)."""
+    places = [share(h.score, lexical.ceiling) for h in lexical.rows]
+    out = []
+    for i, hit in enumerate(found):
+        if i < len(places):
+            value = places[i]
+        elif places:
+            value = places[-1] * hit.score / found[len(places) - 1].score
+        else:
+            value = (meaning[0].score if meaning else 0.0) * hit.score / found[0].score
+        out.append(Hit(hit.address, hit.granularity, hit.text, value))
+    return out

@@ -16,7 +16,7 @@ import pytest
 from memors_core import BadInput, Memory, semantic
 from memors_core.domain.search import MIN_COSINE, RRF_K
 from memors_core.errors import MemorsError
-from memors_core.testing import test_engine
+from memors_core.testing import test_engine, write_page
 
 pytestmark = pytest.mark.semantic
 
@@ -108,14 +108,31 @@ def test_hybrid_fuses_the_two_rankings_by_reciprocal_rank(vector_memory):
     assert [h.text for h in fused[1:]] == [t for t in lexical if t != POTTERY]
 
 
-def test_all_merges_passages_by_their_best_share(vector_memory):
-    remember_all(vector_memory)
-    vector_memory.record_fact("Melanie", "adopted", "a dog")
-    found = vector_memory.search("who got a new puppy?", granularity="all")
-    assert found.mode == "hybrid"
-    assert found.results[0].text == PUPPY
-    assert all(0 < h.score <= 1 for h in found.results)
-    assert {h.granularity for h in found.results} >= {"passage"}
+def test_all_gives_passages_the_places_the_words_give_them(vector_memory):
+    # Ranked with meaning, passages fill the places the words give passages
+    # under `all`: a page stands against them exactly as it does by words,
+    # so the curated page still comes first for its own name.
+    page = write_page(vector_memory, "Raft", "Raft elects a leader by majority vote.")
+    for n in range(6):
+        vector_memory.remember(f"Raft note {n}: the leader sends heartbeats to followers.")
+    words = vector_memory.search("Raft leader", granularity="all", limit=6, mode="lexical")
+    both = vector_memory.search("Raft leader", granularity="all", limit=6)
+    assert both.mode == "hybrid"
+    assert [(h.granularity, h.score) for h in both.results] == [
+        (h.granularity, h.score) for h in words.results
+    ]
+    for query in ("Raft", "Raft leader"):
+        found = vector_memory.search(query, granularity="all")
+        assert found.results[0].address == page
+        assert all(0 < h.score <= 1 for h in found.results)
+    # where the words find no passage, passages found by meaning start from
+    # their best cosine
+    vector_memory.remember(PUPPY)
+    alone = vector_memory.search("who got a new puppy?", mode="semantic").results
+    for mode in ("semantic", "hybrid"):
+        merged = vector_memory.search("who got a new puppy?", granularity="all", mode=mode)
+        assert merged.results[0].text == PUPPY
+        assert merged.results[0].score == pytest.approx(alone[0].score)
 
 
 def test_forgetting_superseding_and_purging_take_the_vector(vector_memory):
