@@ -66,13 +66,13 @@ CREATE OR REPLACE TRIGGER passages_vectors AFTER DELETE ON passages
 """
 
 NO_SERVER_EXTENSION = (
-    "this PostgreSQL server has no pgvector extension: passages are searched by their "
-    "words (install pgvector on the server for search by meaning)"
+    "this PostgreSQL server has no pgvector extension (install it on the server for search "
+    "by meaning)"
 )
 NOT_ALLOWED = (
-    "this role may not set up vectors in this database: passages are searched by their words "
-    "(open the store once as its owner with the semantic extra installed; creating the "
-    "pgvector extension needs a role allowed to, and application roles need the grant again)"
+    "this role may not set up vectors in this database (open the store once as its owner "
+    "with the semantic extra installed: creating the pgvector extension needs a role "
+    "allowed to; then grant the application roles again)"
 )
 SEMANTIC_MISSING = "this process has no semantic extra to make vectors with"
 
@@ -149,8 +149,5 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
     except psycopg.errors.InsufficientPrivilege:
         return NOT_ALLOWED
     except psycopg.Error as exc:  # a broken server install, say: still one line
-        return (
-            f"pgvector could not be set up in this database ({one_line(exc)}): "
-            "passages are searched by their words"
-        )
+        return f"pgvector could not be set up in this database: {one_line(exc)}"
     return ""
