@@ -29,7 +29,7 @@ def search(
     namespace: str = "default",
     mode: str | None = None,
 ) -> dict[str, Any] | None:
-    """``{"results": [{"address", "granularity", "text", "score"}…]}`` for
+    """``{"results": [{"address", "granularity", "text", "score"}…], "mode": "lexical"}`` for
     ``query`` in the store file at ``location`` (None: ``$MEMORS_DB`` or the
     default path), as :meth:`Memory.search` answers it; a store that does not
     exist answers no results and is not created. None when the store is not
