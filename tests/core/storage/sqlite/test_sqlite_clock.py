@@ -21,13 +21,6 @@ from memors_core.testing.storage_contract import NS, forget, remember
 pytestmark = pytest.mark.sqlite_only("the SQLite engine's own clock tests, through apsw")
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = Store.open(tmp_path / "s.db")
-    yield s
-    s.close()
-
-
 def clock_table(store: Store) -> dict[str, int]:
     return dict(store.conn.execute("SELECT name, value FROM clock").fetchall())
 

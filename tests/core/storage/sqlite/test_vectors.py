@@ -3,8 +3,6 @@ connection keeps between searches (made-up vectors, no model)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -14,13 +12,6 @@ from memors_core.storage.sqlite.vectors import shortlist
 from memors_core.testing.storage_contract import NS, add_document, forget, unit_vector
 
 pytestmark = pytest.mark.sqlite_only("the SQLite engine's own vector search")
-
-
-@pytest.fixture
-def store(tmp_path: Path):
-    s = Store.open(tmp_path / "s.db")
-    yield s
-    s.close()
 
 
 def fill(store: Store, n: int, seed: int = 0) -> dict[str, bytes]:
