@@ -395,3 +395,19 @@ def test_backup_to_a_bad_path_is_a_clear_error(fresh_store, tmp_path: Path, name
     cli(db, "remember", "-", input="something")
     r = cli(db, "backup", str(tmp_path / name), ok=(2,))
     assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("device", ["/dev/null", "fifo"])
+def test_backup_to_a_device_or_a_fifo_is_refused_not_reported_done(
+    fresh_store, tmp_path: Path, device: str
+):
+    db = fresh_store("s.db")
+    cli(db, "remember", "-", input="something")
+    if device == "fifo":
+        device = str(tmp_path / "pipe")
+        os.mkfifo(device)
+    r = cli(db, "backup", device, ok=(2,))
+    assert r.err.strip() == (
+        f"memors-mcp: {device} is not a regular file; choose a new path for the backup"
+    )
+    assert r.out == ""

@@ -75,6 +75,9 @@ class SqliteTransfer(Repo):
 def backup_target(path: str) -> Path:
     """Where a backup goes: a new file (or an empty one) in a directory that exists."""
     target = Path(os.path.expanduser(path))  # (Path.expanduser raises on ~nouser)
+    if target.exists() and not target.is_file():
+        # /dev/null, a FIFO, a directory: the copy would go nowhere, or block.
+        raise BadInput(f"{target} is not a regular file; choose a new path for the backup")
     if target.exists() and target.stat().st_size > 0:
         raise BadInput(f"{target} already exists; choose a new path for the backup")
     if not target.parent.is_dir():
