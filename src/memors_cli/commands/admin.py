@@ -44,10 +44,7 @@ def cmd_purge(args: argparse.Namespace) -> int:
     else:
         text = f"purged {len(data['erased'])} row(s); audit record {data['audit']}"
     if not data["finished"]:
-        text += (
-            "; another process still reads old pages of the file: the next memors command "
-            "finishes erasing them"
-        )
+        text += f"; {data['left']}"
     print_result(args, data, text)
     return 0
 

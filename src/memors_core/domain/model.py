@@ -128,9 +128,11 @@ class Purged:
     audit: int
     #: True when an earlier run had erased the rows (this one finished the file).
     earlier: bool = False
-    #: False while an erasure step is left (another process held the WAL):
-    #: the next memors command that opens the store finishes it.
+    #: False while an erasure step is left (another process held the WAL;
+    #: on PostgreSQL, a role that may not rewrite the tables).
     finished: bool = True
+    #: When not finished: what kept it from finishing and what finishes it.
+    left: str | None = None
 
 
 @attrs.frozen

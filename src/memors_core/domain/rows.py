@@ -205,3 +205,15 @@ class PendingPurge:
     purge: int
     target: str
     steps: list[str]
+
+
+@attrs.frozen
+class BadPendingPurge:
+    """A ``purge_pending`` entry that memors could not have written as it
+    stands: no command acts on it, and lint reports it."""
+
+    purge: int
+    #: The audit row's address (None: no audit row, or none that is an address).
+    target: str | None
+    #: Why it is not a purge's state, one phrase.
+    reason: str

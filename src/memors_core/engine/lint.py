@@ -96,15 +96,35 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
                 f"{_fact_line(tx, fact.id)} expired at {fact.valid_to}",
             )
         )
-    for pending in tx.purges.pending(ns):
-        target = pending.target
+    pending = tx.purges.pending(ns)
+    owner = tx.purges.finisher() if pending else None
+    for purge in pending:
+        target = purge.target
+        if owner is None:
+            advice = f"run `memors-mcp purge {target} --yes` again to finish it"
+        else:
+            advice = (
+                f"the role lint connects as may not rewrite the store's tables: only their "
+                f"owner ({owner}) can finish it, by running `memors-mcp purge {target} --yes` "
+                f"(or any memors command that opens the store) connected as {owner}"
+            )
         findings.append(
             Finding(
                 "unfinished-purge",
                 target,
-                f"the purge of {target} (audit record {pending.purge}) did not finish: the file "
-                f"may still hold its text ({', '.join(pending.steps)} left); run `memors-mcp "
-                f"purge {target} --yes` again to finish it",
+                f"the purge of {target} (audit record {purge.purge}) did not finish: the file "
+                f"may still hold its text ({', '.join(purge.steps)} left); {advice}",
+            )
+        )
+    for bad in tx.purges.unreadable(ns):
+        findings.append(
+            Finding(
+                "bad-purge-state",
+                bad.target or f"purge_pending/{bad.purge}",
+                f"the unfinished-purge entry of audit record {bad.purge} is not one memors "
+                f"wrote ({bad.reason}); no command acts on it. If no purge of yours left it, "
+                f"delete it as the store's owner: DELETE FROM purge_pending WHERE purge = "
+                f"{bad.purge}",
             )
         )
     return findings

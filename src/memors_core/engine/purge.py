@@ -96,6 +96,7 @@ def purge(
             "--yes` again (any command that opens the store also finishes it)"
         ) from None
     finished = audit not in left
+    hold = None if finished else storage.purge_hold(target)
     log.info(
         "purged" if not earlier else "purge_finished",
         namespace=namespace,
@@ -104,7 +105,14 @@ def purge(
         audit=audit,
         finished=finished,
     )
-    return Purged(address=target, erased=erased, audit=audit, earlier=earlier, finished=finished)
+    return Purged(
+        address=target,
+        erased=erased,
+        audit=audit,
+        earlier=earlier,
+        finished=finished,
+        left=hold,
+    )
 
 
 def _holds(tx: Tx, kind: str, ident: str, namespace: str) -> bool:

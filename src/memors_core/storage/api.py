@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import attrs
 
 from memors_core.domain.rows import (
+    BadPendingPurge,
     Document,
     DocumentVersion,
     Entity,
@@ -666,10 +667,22 @@ class Purges(Protocol):
         """The newest audit record of ``target``."""
 
     def pending(self, namespace: str | None = None) -> list[PendingPurge]:
-        """The purges with finishing steps left, oldest first."""
+        """The purges with finishing steps left, oldest first: only entries
+        memors could have written (an audit row of a purgeable address that
+        is gone from the store, and steps this engine leaves behind)."""
+
+    def unreadable(self, namespace: str | None = None) -> list[BadPendingPurge]:
+        """The entries of unfinished-purge state that are not a purge's (junk
+        written by another connection, an audit row whose address is still
+        in the store): nothing acts on them; lint reports them. Entries of no
+        audit row belong to every namespace."""
 
     def step_done(self, step: str, purges: Iterable[int]) -> None:
         """Record ``step`` done for those purges; one with none left is finished."""
+
+    def finisher(self) -> str | None:
+        """None when the connected role may run every finishing step; else
+        the role that may (PostgreSQL: the tables' owner)."""
 
 
 class Transfer(Protocol):
@@ -777,6 +790,12 @@ class Storage(Protocol):
         """Run one finishing step of the unfinished purges, outside a
         transaction; False when a busy store leaves it for later. With
         ``wait`` it waits within the busy timeout, and may raise StoreBusy."""
+
+    def purge_hold(self, target: str) -> str:
+        """After :meth:`run_purge_step` answered False: what kept the purge of
+        ``target`` from finishing and what finishes it, one phrase for the
+        user (on PostgreSQL a role that may not rewrite the tables is told
+        that their owner finishes it, and how)."""
 
     def backup(self, path: str) -> dict[str, Any]:
         """Copy the whole store to a new file at ``path``: ``{"path", "pages"}``.

@@ -1651,22 +1651,35 @@ class StorageContract(VectorContract):
             assert tx.passages.get(passage) is not None
 
     def test_a_purge_is_audited_until_its_steps_are_done(self, storage: Storage) -> None:
+        target, passage = address("document", uuid7()), address("passage", uuid7())
         with storage.erasing() as tx:
-            audit = tx.purges.record(NS, "memo://document/x", ["memo://passage/y"])
+            audit = tx.purges.record(NS, target, [target, passage])
         with storage.read() as tx:
-            record = tx.purges.last(NS, "memo://document/x")
+            record = tx.purges.last(NS, target)
             assert record is not None
-            assert (record.id, record.erased) == (audit, ["memo://passage/y"])
+            assert (record.id, record.erased) == (audit, [target, passage])
             [pending] = tx.purges.pending(NS)
             assert (pending.purge, pending.steps) == (audit, list(storage.purge_steps))
             assert tx.purges.pending(OTHER_NS) == []
+            assert tx.purges.unreadable() == []
         for step in storage.purge_steps:
             assert storage.run_purge_step(step, wait=True)
             with storage.write() as tx:
                 tx.purges.step_done(step, [audit])
         with storage.read() as tx:
             assert tx.purges.pending() == []
-            assert tx.purges.last(NS, "memo://document/x") is not None
+            assert tx.purges.last(NS, target) is not None
+
+    def test_an_audit_record_of_content_still_there_drives_no_step(self, storage: Storage) -> None:
+        passage = address("passage", remember(storage, "Still here."))
+        with storage.erasing() as tx:
+            audit = tx.purges.record(NS, passage, [passage])
+        with storage.read() as tx:
+            assert tx.purges.pending() == []
+            [bad] = tx.purges.unreadable(NS)
+            assert (bad.purge, bad.target) == (audit, passage)
+            assert "still in the store" in bad.reason
+            assert tx.purges.unreadable(OTHER_NS) == []
 
     def test_a_purged_text_is_in_no_file_of_the_store(self, storage: Storage) -> None:
         if not storage.capabilities.secure_erase:

@@ -103,6 +103,8 @@ class PgStore:
         self._local = threading.local()
         # Maintenance outside transactions (purge's VACUUM) runs one at a time.
         self._lock = threading.RLock()
+        #: Why the last finishing step of a purge was left for later.
+        self.purge_held: str | None = None
         self._statistics_checked = float("-inf")
         #: Why this store keeps no vectors ("" when it does: pgvector is set up).
         self.vectors_missing = "not checked"
@@ -476,8 +478,14 @@ class PgStore:
         session = self._session
         if session.depth:
             raise MemorsError("a purge step runs outside a transaction")
+        self.purge_held = None
         with self._lock, self._translated(), self._checked_out(session):
             return run_step(self, step, wait=wait)
+
+    def purge_hold(self, target: str) -> str:
+        from memors_core.storage.postgres.purge import hold
+
+        return hold(self, target)
 
     def backup(self, path: str) -> dict:
         from memors_core.storage.postgres.transfer import backup

@@ -59,6 +59,12 @@ def erasing(store: PgStore) -> Iterator[PgTx]:
 class PgPurges(SqlPurges):
     """:class:`memors_core.storage.api.Purges` on PostgreSQL."""
 
+    def finisher(self) -> str | None:
+        tables = store_tables(self.db)
+        if all(allowed for _name, allowed, _owner in tables):
+            return None
+        return tables[0][2]
+
     def erase_rows(self, table: str, column: str, value: str) -> None:
         if table in ERASABLE:
             # With the owner's rights: the connected role may hold no DELETE here.
@@ -70,11 +76,12 @@ class PgPurges(SqlPurges):
 # --- the finishing step (outside a transaction) -------------------------------------
 
 
-def store_tables(store: PgStore) -> list[tuple[str, bool]]:
-    """Every table of the store's schema, and whether the connected role may
-    vacuum it (its owner, the database's owner or a superuser)."""
+def store_tables(store: PgStore) -> list[tuple[str, bool, str]]:
+    """Every table of the store's schema, whether the connected role may
+    vacuum it (its owner, the database's owner or a superuser), and its owner."""
     return store.all(
-        "SELECT c.relname, pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE') "
+        "SELECT c.relname, pg_has_role(c.relowner, 'USAGE') OR pg_has_role(d.datdba, 'USAGE'), "
+        "pg_get_userbyid(c.relowner) "
         "FROM pg_class c JOIN pg_database d ON d.datname = current_database() "
         "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
         "ORDER BY c.relname"
@@ -86,7 +93,7 @@ def store_tables(store: PgStore) -> list[tuple[str, bool]]:
 #: rows' old versions for it, so a rewrite now would copy them along.
 _OLDER_THAN_PURGE = """
 WITH purge AS (
-    SELECT min(age(p.xmin)) AS age FROM purges p JOIN purge_pending q ON q.purge = p.id
+    SELECT min(age(p.xmin)) AS age FROM purges p WHERE p.id = ANY(?)
 )
 SELECT what FROM (
     SELECT 'a transaction (process ' || a.pid || ', database '
@@ -110,11 +117,14 @@ POLL_S = 0.1
 
 def older_than_purge(store: PgStore, *, wait: bool) -> str | None:
     """What on the server still needs the erased rows' old versions (None:
-    nothing), waiting for it within the busy timeout when ``wait``."""
+    nothing), waiting for it within the busy timeout when ``wait``. Only the
+    purges memors acts on count (not an entry lint reports as bad)."""
+    with store.read() as tx:
+        audits = [p.purge for p in tx.purges.pending()]
     timeout = store.scalar("SELECT current_setting('lock_timeout')") if wait else "0"
     deadline = time.monotonic() + _ms(timeout) / 1000
     while True:
-        what = store.scalar(_OLDER_THAN_PURGE)
+        what = store.scalar(_OLDER_THAN_PURGE, (audits,))
         if what is None or time.monotonic() >= deadline:
             return what
         time.sleep(POLL_S)
@@ -147,8 +157,9 @@ def run_step(store: PgStore, step: str, *, wait: bool) -> bool:
     from psycopg import errors, sql
 
     tables = store_tables(store)
-    refused = [name for name, allowed in tables if not allowed]
+    refused = [name for name, allowed, _owner in tables if not allowed]
     if refused:
+        store.purge_held = _needs_owner(store, tables)
         # VACUUM would skip them with a warning only: leave the step pending
         # (lint reports it) for the owner, whose next command finishes it.
         log.warning(
@@ -163,18 +174,26 @@ def run_step(store: PgStore, step: str, *, wait: bool) -> bool:
         # A rewrite now would copy the erased rows along (VACUUM FULL keeps
         # what an older snapshot may still read); the next command retries.
         log.warning("purge_vacuum_deferred", path=store.location, waiting_for=older)
+        store.purge_held = (
+            f"{older} began before the purge and still runs, and PostgreSQL keeps the "
+            "erased rows for it: the next memors command after it ends finishes the rewrite"
+        )
         return False
     previous = store.scalar("SELECT current_setting('lock_timeout')")
     if not wait:
         store.conn.execute(f"SET lock_timeout = {NO_WAIT_LOCK_MS}")
     try:
-        for name, _allowed in tables:
+        for name, _allowed, _owner in tables:
             # Rewrites the table (its TOAST and indexes too) into a new file
             # without the dead rows, and refreshes its statistics, whose
             # samples may hold short values of the erased rows.
             store.conn.execute(sql.SQL("VACUUM (FULL, ANALYZE) {}").format(sql.Identifier(name)))
     except errors.LockNotAvailable:
         if not wait:
+            store.purge_held = (
+                "other connections held the store's tables: the next memors command finishes "
+                "the rewrite when the store is idle"
+            )
             return False
         raise StoreBusy(
             f"erased (audit record {_unfinished(store, step)}), but other connections kept the "
@@ -184,3 +203,22 @@ def run_step(store: PgStore, step: str, *, wait: bool) -> bool:
     finally:
         store.conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(previous)))
     return True
+
+
+def _needs_owner(store: PgStore, tables: list[tuple[str, bool, str]]) -> str:
+    role = store.scalar("SELECT current_user")
+    owner = next(owner for _name, allowed, owner in tables if not allowed)
+    return (
+        f"the role {role} may not rewrite the store's tables, so their files may still hold "
+        f"the text: only their owner ({owner}) can finish the purge, by running "
+        "`memors-mcp purge {target} --yes` (or any memors command that opens the store) "
+        f"connected as {owner}"
+    )
+
+
+def hold(store: PgStore, target: str) -> str:
+    """What kept the purge of ``target`` from finishing, and what finishes it."""
+    why = store.purge_held or (
+        "the tables were not rewritten yet: the next memors command finishes it"
+    )
+    return why.replace("{target}", target)

@@ -8,13 +8,23 @@ from collections.abc import Iterable
 from typing import Any
 
 from memors_core.domain.dates import now
-from memors_core.domain.ids import address
-from memors_core.domain.rows import Passage, PendingPurge, PurgeRecord
+from memors_core.domain.ids import address, parse_address
+from memors_core.domain.purging import check_audit, read_steps
+from memors_core.domain.rows import BadPendingPurge, Passage, PendingPurge, PurgeRecord
+from memors_core.errors import BadAddress
 from memors_core.storage.sql.records import Repo
 
 
 def _ids(values: Iterable[str]) -> str:
     return json.dumps(sorted(values))
+
+
+def _address_or_none(value: object) -> str | None:
+    try:
+        parse_address(value)
+    except BadAddress:
+        return None
+    return str(value)
 
 
 class SqlPurges(Repo):
@@ -193,15 +203,45 @@ class SqlPurges(Repo):
         return PurgeRecord(ident, ns, tgt, json.loads(erased), created_at)
 
     def pending(self, namespace: str | None = None) -> list[PendingPurge]:
-        return [
-            PendingPurge(audit, target, json.loads(steps))
-            for audit, target, steps in self.all(
-                "SELECT p.id, p.target, q.steps FROM purge_pending q "
-                "JOIN purges p ON p.id = q.purge "
-                "WHERE ?1 IS NULL OR p.namespace = ?1 ORDER BY p.id",
-                (namespace,),
-            )
-        ]
+        return [p for p in self._entries(namespace) if isinstance(p, PendingPurge)]
+
+    def unreadable(self, namespace: str | None = None) -> list[BadPendingPurge]:
+        return [p for p in self._entries(namespace) if isinstance(p, BadPendingPurge)]
+
+    #: A step name prefix an older schema wrote once per index (SQLite: ``fts``).
+    legacy_step_prefix = ""
+
+    def _entries(self, namespace: str | None) -> list[PendingPurge | BadPendingPurge]:
+        """Every ``purge_pending`` entry of ``namespace`` (and those of no
+        audit row, which belong to none), read as untrusted: any connection
+        to a SQLite file, and a PostgreSQL role granted the table, can write
+        one, and what it says runs at the next open."""
+        read: list[PendingPurge | BadPendingPurge] = []
+        for audit, has_audit, target, erased, steps in self.all(
+            "SELECT q.purge, p.id IS NOT NULL, p.target, p.erased, q.steps "
+            "FROM purge_pending q LEFT JOIN purges p ON p.id = q.purge "
+            "WHERE ?1 IS NULL OR p.namespace = ?1 OR p.id IS NULL ORDER BY q.purge",
+            (namespace,),
+        ):
+            try:
+                if not has_audit:
+                    raise ValueError("it has no audit row")
+                target = check_audit(target, erased)
+                if self._still_there(target):
+                    raise ValueError(f"{target} is still in the store: no purge erased it")
+                names = read_steps(
+                    steps, self.db.purge_steps, legacy_prefix=self.legacy_step_prefix
+                )
+            except ValueError as exc:
+                read.append(BadPendingPurge(audit, _address_or_none(target), str(exc)))
+            else:
+                read.append(PendingPurge(audit, target, names))
+        return read
+
+    def _still_there(self, target: str) -> bool:
+        kind, ident = parse_address(target)
+        table = {"document": "documents", "passage": "passages", "fact": "facts"}.get(kind, "pages")
+        return self.one(f"SELECT 1 FROM {table} WHERE id = ?", (ident,)) is not None
 
     def step_done(self, step: str, purges: Iterable[int]) -> None:
         finished = False
@@ -219,6 +259,9 @@ class SqlPurges(Repo):
                     finished = True
         if finished:
             self.finished()
+
+    def finisher(self) -> str | None:
+        return None
 
     def erase_index_of_entity(self, ident: str) -> None:
         """Drop the entity from a search index that has no delete trigger."""

@@ -48,6 +48,8 @@ class Store:
         # One connection, one transaction at a time: threads sharing this
         # store queue here for the whole of each outermost transaction.
         self._lock = threading.RLock()
+        #: Why the last finishing step of a purge was left for later.
+        self.purge_held: str | None = None
         self._depth = 0
         # Callbacks (log events) to run once the current write commits.
         self._after_commit: list[tuple] = []
@@ -277,8 +279,14 @@ class Store:
     def run_purge_step(self, step: str, *, wait: bool) -> bool:
         from memors_core.storage.sqlite.purge import run_step
 
+        self.purge_held = None
         with self._lock:  # VACUUM and the checkpoint need the connection to themselves
             return run_step(self, step, wait=wait)
+
+    def purge_hold(self, target: str) -> str:
+        from memors_core.storage.sqlite.purge import hold
+
+        return hold(self, target)
 
     def backup(self, path: str) -> dict:
         from memors_core.storage.sqlite.transfer import backup

@@ -39,6 +39,17 @@ log = get_logger("memors")
 STEPS = ("fts", "vacuum", "checkpoint")
 
 
+#: Why a finishing step was left for later (:func:`hold`).
+BUSY = "another process kept the store busy, so its file was not rewritten yet"
+READER = "another process still reads old pages of the file"
+
+
+def hold(store: Store, target: str) -> str:
+    """What kept the purge of ``target`` from finishing, and what finishes it."""
+    why = store.purge_held or READER
+    return f"{why}: the next memors command finishes erasing them"
+
+
 def _ids(values: Iterable[str]) -> str:
     return json.dumps(sorted(values))
 
@@ -66,6 +77,8 @@ def erasing(store: Store) -> Iterator[SqliteTx]:
 
 class SqlitePurges(SqlPurges):
     """:class:`memors_core.storage.api.Purges` on SQLite."""
+
+    legacy_step_prefix = "fts"
 
     def erase_index_of_entity(self, ident: str) -> None:
         pass  # (the entity's delete trigger takes it out of its search index)
@@ -99,6 +112,7 @@ def run_step(store: Store, step: str, *, wait: bool) -> bool:
                 if not todo:
                     return True  # another process finished it meanwhile
                 if not wait:
+                    store.purge_held = BUSY
                     return False
                 audits = ", ".join(str(a) for a in todo)
                 raise StoreBusy(
@@ -110,7 +124,10 @@ def run_step(store: Store, step: str, *, wait: bool) -> bool:
         if step == "checkpoint":
             # The checkpoint copies the pages back from the WAL and truncates
             # it: the WAL held the old pages.
-            return checkpoint(store, wait=wait)
+            done = checkpoint(store, wait=wait)
+            if not done:
+                store.purge_held = READER
+            return done
     raise ValueError(f"no purge step {step!r} on SQLite")
 
 

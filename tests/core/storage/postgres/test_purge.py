@@ -160,7 +160,8 @@ def test_a_table_another_connection_holds_leaves_the_rewrite_for_later(postgres_
             _document, [passage] = add_document(tx, [f"The door code is {MARKER}."])
         with store.erasing() as tx:
             tx.purges.erase_passage(passage)
-            audit = tx.purges.record(NS, f"memo://passage/{passage}", [])
+            target = f"memo://passage/{passage}"
+            audit = tx.purges.record(NS, target, [target])
         while True:  # other tests' transactions, begun before the purge, end first
             with store.read():
                 if older_than_purge(store, wait=False) is None:
