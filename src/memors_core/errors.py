@@ -49,6 +49,13 @@ class StoreBusy(MemorsError):
     code = "busy"
 
 
+class StoreUnavailable(MemorsError):
+    """The database could not be reached, or the connection to it was lost:
+    not a busy store, and not a plugin's fault."""
+
+    code = "unavailable"
+
+
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C, with a one-line ``message`` saying truthfully what was committed."""
 

@@ -23,7 +23,15 @@ from memors_core.domain.model import (
 )
 from memors_core.domain.rows import ScanMark
 from memors_core.engine.progress import Progress, Reporter
-from memors_core.errors import BadInput, MemorsError, NotFound, PluginError, Refused, StoreBusy
+from memors_core.errors import (
+    BadInput,
+    MemorsError,
+    NotFound,
+    PluginError,
+    Refused,
+    StoreBusy,
+    StoreUnavailable,
+)
 from memors_core.plugins.kinds import Changes, CheckContext, Item, Kind, KindContext, Scan
 from memors_core.wire import structure
 
@@ -222,8 +230,8 @@ def compact(
             with store.write() as tx:
                 tx.namespaces.touch(namespace)
                 created += _scan_kind(services, tx, namespace, kind, full, report, created)
-        except StoreBusy:
-            raise
+        except (StoreBusy, StoreUnavailable):
+            raise  # the store's trouble, not the kind's: the next kind would meet it too
         except Exception as exc:  # a broken plugin never takes the others down
             owner = services.kinds.owner(kind.name)
             log.error(
@@ -333,6 +341,8 @@ def _call_kind(services: Services, kind: Kind, method: Callable[..., Any], *args
     except MemorsError:
         raise
     except Exception as exc:
+        if services.store.database_failed(exc):
+            raise  # the store's transaction says what failed (a lost connection)
         raise PluginError(
             f"kind {kind.name!r} (plugin {services.kinds.owner(kind.name)!r}) failed in "
             f"{method.__name__}: {type(exc).__name__}: {exc}; nothing was stored"

@@ -791,6 +791,13 @@ class Storage(Protocol):
         transaction; False when a busy store leaves it for later. With
         ``wait`` it waits within the busy timeout, and may raise StoreBusy."""
 
+    def database_failed(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by a statement, is the database's own
+        failure (on PostgreSQL a lost connection, a server gone) rather than
+        an error of the code that sent it: a caller that blames a plugin for
+        what its code raised lets it through, and the transaction reports it
+        as what it is."""
+
     def purge_hold(self, target: str) -> str:
         """After :meth:`run_purge_step` answered False: what kept the purge of
         ``target`` from finishing and what finishes it, one phrase for the

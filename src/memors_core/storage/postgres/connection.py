@@ -26,7 +26,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memors_core.domain.dates import now
-from memors_core.errors import BadInput, MemorsError, StoreBusy
+from memors_core.errors import BadInput, MemorsError, StoreBusy, StoreUnavailable
 from memors_core.log import get_logger
 from memors_core.settings import busy_timeout_ms
 from memors_core.storage.postgres.addresses import one_line, safe_location
@@ -289,6 +289,7 @@ class PgStore:
             try:
                 conn = self.pool.getconn()
             except PoolTimeout:
+                self._reachable()
                 raise StoreBusy(
                     f"no connection to {self.location} came free in time; nothing was stored, "
                     "try again"
@@ -299,6 +300,7 @@ class PgStore:
             except psycopg.OperationalError:
                 self.pool.putconn(conn)
                 if attempt == self.pool.max_size:
+                    self._reachable()
                     raise
             except BaseException:
                 with contextlib.suppress(psycopg.Error):
@@ -311,6 +313,21 @@ class PgStore:
         finally:
             session.conn = None
             self.pool.putconn(conn)
+
+    def _reachable(self) -> None:
+        """Raise :class:`StoreUnavailable` when the server does not take a
+        new connection now (it is down, or refuses us): an outage, which a
+        pool that stays empty would otherwise report as a busy store."""
+        try:
+            psycopg.connect(
+                self.url, connect_timeout=max(1, busy_timeout_ms() // 1000), autocommit=True
+            ).close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot reach the database {self.location} "
+                f"({one_line(exc, _password(self.url))}); nothing was stored, try again when "
+                "it is back"
+            ) from None
 
     # --- transactions ------------------------------------------------------
 
@@ -376,7 +393,7 @@ class PgStore:
         try:
             conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
-            raise MemorsError(
+            raise StoreUnavailable(
                 f"lost the connection to {self.location} while committing "
                 f"({one_line(exc, _password(self.url))}): the write may or may not have been "
                 "stored, whole or not at all; run it again to be sure (remembering the same "
@@ -454,7 +471,7 @@ class PgStore:
                 "nothing was stored, try again"
             ) from None
         except psycopg.OperationalError as exc:
-            raise MemorsError(
+            raise StoreUnavailable(
                 f"lost the connection to {self.location} ({one_line(exc, _password(self.url))}); "
                 "the transaction was rolled back, nothing of it was stored"
             ) from None
@@ -481,6 +498,11 @@ class PgStore:
         self.purge_held = None
         with self._lock, self._translated(), self._checked_out(session):
             return run_step(self, step, wait=wait)
+
+    def database_failed(self, exc: BaseException) -> bool:
+        # DB-API: "errors related to the database's operation, not under the
+        # programmer's control" (a lost connection, a lock timeout).
+        return isinstance(exc, psycopg.OperationalError)
 
     def purge_hold(self, target: str) -> str:
         from memors_core.storage.postgres.purge import hold

@@ -283,6 +283,9 @@ class Store:
         with self._lock:  # VACUUM and the checkpoint need the connection to themselves
             return run_step(self, step, wait=wait)
 
+    def database_failed(self, exc: BaseException) -> bool:
+        return False  # a file has no connection to lose
+
     def purge_hold(self, target: str) -> str:
         from memors_core.storage.sqlite.purge import hold
 
