@@ -162,6 +162,15 @@ def _kinds_behind(store: Any, known: dict[str, int]) -> dict[str, int]:
     behind = {}
     for kind, version in known.items():
         have = recorded.get(kind, 0)
+        if type(have) is not int or have < 0:
+            # Only memors writes this table, with whole numbers; re-running
+            # migrations over state of unknown version could damage it.
+            raise MemorsError(
+                f"{store.location}: the kind {kind!r} records its state at version "
+                f"{str(have)[:40]!r} in kind_schema, which memors never writes (whole numbers "
+                f"only), so it cannot tell which of its {version} migration(s) ran; set the "
+                "version the kind's tables are at, or restore a backup"
+            )
         if have > version:
             raise MemorsError(
                 f"{store.location}: the kind {kind!r} keeps state at version {have}, written "

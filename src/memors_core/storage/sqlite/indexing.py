@@ -83,8 +83,13 @@ def flush(conn: apsw.Connection) -> None:
     if conn.execute("SELECT 1 FROM search_queue LIMIT 1").fetchone() is None:
         return
     groups: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+    # Only what the triggers write: any connection to the file can write
+    # this table, and a row of no kind or no row number is dropped with the
+    # rest rather than failing every write.
     for kind, namespace, row, added in conn.execute(
         "SELECT kind, namespace, row, max(added) FROM search_queue "
+        "WHERE kind IN ('p', 'g', 'f', 'e') AND typeof(row) = 'integer' "
+        "AND typeof(namespace) = 'text' "
         "GROUP BY kind, namespace, row ORDER BY kind, namespace, row"
     ):
         new, old = groups.setdefault((kind, namespace), ([], []))
@@ -107,7 +112,10 @@ def flush(conn: apsw.Connection) -> None:
                 f"DELETE FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))",
                 (json_list(old),),
             )
-        conn.execute(f"INSERT INTO {table}(rowid, body) {BODIES[kind]}", (json_list(new + old),))
+        conn.execute(
+            f"INSERT INTO {table}(rowid, body) {BODIES[kind]} AND r.namespace = ?",
+            (json_list(new + old), namespace),
+        )
     conn.execute("DELETE FROM search_queue")
 
 
