@@ -38,6 +38,7 @@ BUILTIN_RULES = (
     "stale-page",
     "expired-fact",
     "unfinished-purge",
+    "bad-purge-state",
 )
 
 
