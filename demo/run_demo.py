@@ -81,11 +81,14 @@ def main() -> None:
     run("search", "how does a candidate become the leader?", "--limit", "3")
     run("search", "paxos", "--granularity", "fact")
     say(
-        "Search by meaning (the semantic extra, which make setup installs): a question "
-        "in other words still finds the passage, by words alone it finds nothing"
+        "Search by meaning (the semantic extra, which make setup installs): remember "
+        "returned at once and a background run embeds the passages (reindex --vectors "
+        "waits for it); a question in other words still finds the passage, by words "
+        "alone (a one-shot search's default) it finds nothing"
     )
-    run("search", "how do machines pick a chief?", "--limit", "1")
-    run("search", "how do machines pick a chief?", "--mode", "lexical")
+    run("reindex", "--vectors")
+    run("search", "how do machines pick a chief?", "--mode", "hybrid", "--limit", "1")
+    run("search", "how do machines pick a chief?")
 
     say("Compact: the store hands out work items; the server never writes prose")
     run("compact")

@@ -26,7 +26,7 @@ def test_demo_runs_end_to_end_and_leaves_nothing_to_do():
     assert 'memors_kb_pages{namespace="default"} 3.0' in out
     assert "Traceback" not in proc.stderr
     # the question in other words: found by meaning, not by its words
-    meaning = out.split("search 'how do machines pick a chief?' --limit 1", 1)[1]
+    meaning = out.split("search 'how do machines pick a chief?' --mode hybrid --limit 1", 1)[1]
     assert "becomes the leader" in meaning.split("$ memors-mcp", 1)[0]
-    lexical = out.split("search 'how do machines pick a chief?' --mode lexical", 1)[1]
+    lexical = out.split("search 'how do machines pick a chief?'\n", 1)[1]
     assert lexical.split("$ memors-mcp", 1)[0].strip().startswith("no results")

@@ -322,8 +322,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--mode",
         choices=["lexical", "semantic", "hybrid"],
-        help="rank passages by their words, by meaning, or both fused (default: hybrid "
-        "where the namespace's passages have vectors, else lexical)",
+        default="lexical",
+        help="rank passages by their words, by meaning, or both fused (default: lexical, "
+        "so one question costs little more than Python's start; meaning needs the model "
+        "loaded, about 0.5 s of CPU a call: the MCP server and the library, which load it "
+        "once, default to hybrid where passages have vectors)",
     )
 
     p = add("get", "show one thing by address, with its links")
@@ -503,6 +506,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--all-namespaces",
         action="store_true",
         help="every namespace of the store, not only --ns",
+    )
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="what remember and compact start by themselves: at a low priority, printing "
+        "nothing, and done at once when another run is embedding the namespace",
     )
     _progress_option(p)
     return parser

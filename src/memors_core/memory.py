@@ -62,7 +62,9 @@ class Memory:
     at a time.
     """
 
-    def __init__(self, store: Storage, pm: Plugins | None = None) -> None:
+    def __init__(
+        self, store: Storage, pm: Plugins | None = None, *, background_vectors: bool = True
+    ) -> None:
         self.store = store
         #: The plugins; their hooks are called through its methods only.
         self.pm = pm if pm is not None else build_plugin_manager()
@@ -73,6 +75,16 @@ class Memory:
         self.limits = Limits()
         self._ingest = Ingest(store, self.pm, self.limits)
         self._services = Services(store, self.pm, self.limits)
+        #: Namespaces whose new passages wait for vectors that this Memory
+        #: leaves to another process (``background_vectors=False``).
+        self.vectors_wanted: set[str] = set()
+        self._remembering = 0
+        self._background: vectors.Background | None = None
+        if background_vectors and not store.readonly:
+            self._background = vectors.Background(store, lambda: self._remembering > 0)
+            self._ingest.on_new_passages = self._background.wake
+        else:
+            self._ingest.on_new_passages = self.vectors_wanted.add
 
     @property
     def kinds(self) -> KindRegistry:
@@ -93,6 +105,7 @@ class Memory:
         *,
         plugin_manager: Plugins | None = None,
         readonly: bool = False,
+        background_vectors: bool = True,
     ) -> Memory:
         """Open (creating if needed) the store at ``path`` (default per SPEC §3):
         a file for the SQLite engine, or a ``postgresql://`` address for the
@@ -107,6 +120,14 @@ class Memory:
         empty one) and every operation that would write refuses. On SQLite,
         when no other process has the store open, writers wait while this
         Memory is open: close it soon.
+
+        ``background_vectors`` (the ``semantic`` extra): a daemon thread of
+        this process gives the passages remembered here their vectors, after
+        they are stored and while this process is not remembering (remember
+        never waits for the model; :meth:`wait_for_vectors` does). False:
+        nothing here makes them, and :attr:`vectors_wanted` names the
+        namespaces that need them, for a ``reindex --vectors`` elsewhere
+        (a one-shot ``memors-mcp remember`` starts one).
         """
         if readonly:
             return cls(open_storage(path, readonly=True), plugin_manager)
@@ -115,7 +136,7 @@ class Memory:
         store = open_storage(path)
         try:
             finish_pending(store, wait=False)
-            return cls(store, plugin_manager)
+            return cls(store, plugin_manager, background_vectors=background_vectors)
         except BaseException:
             store.close()
             raise
@@ -127,6 +148,10 @@ class Memory:
         return self.store.path
 
     def close(self) -> None:
+        """Close the store; a background run of vectors stops after its
+        chunk under way (what it leaves is made by the next run)."""
+        if self._background is not None:
+            self._background.stop()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -150,12 +175,16 @@ class Memory:
     ) -> Remembered:
         """Store one document; returns its address, its passages and the
         entities its passages mention. With the ``semantic`` extra, its new
-        passages are embedded once the document is committed (their vectors
-        stored before this returns). ``progress`` gets a
+        passages get their vectors after this returns, off the write path
+        (see :meth:`open`'s ``background_vectors``; a search finds them by
+        their words meanwhile). ``progress`` gets a
         :class:`~memors_core.engine.progress.Progress` now and then (passages
-        prepared, stored, then embedded)."""
+        prepared, then stored)."""
         check_namespace(namespace)
-        return self._ingest.one(namespace, text, uri, title, entities, metadata, progress=progress)
+        with self._writing():
+            return self._ingest.one(
+                namespace, text, uri, title, entities, metadata, progress=progress
+            )
 
     def remember_many(
         self,
@@ -174,13 +203,24 @@ class Memory:
         1; default ``document n``); the batches before it stay stored.
         ``progress`` gets a :class:`~memors_core.engine.progress.Progress` now and
         then: ``documents`` stored so far (phase ``storing``, or
-        ``preparing`` while a batch is split in this process, or
-        ``embedding`` while a stored batch's new passages get their vectors,
-        with the ``semantic`` extra), with a big document's passages, or the
-        batch's, as ``done`` of ``total``.
+        ``preparing`` while a batch is split in this process), with a big
+        document's passages, or the batch's, as ``done`` of ``total``. New
+        passages get their vectors off the write path, as :meth:`remember`'s.
         """
         check_namespace(namespace)
-        return self._ingest.many(documents, namespace, batch=batch, progress=progress, where=where)
+        with self._writing():
+            return self._ingest.many(
+                documents, namespace, batch=batch, progress=progress, where=where
+            )
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        # A background run of vectors holds back while this process remembers.
+        self._remembering += 1
+        try:
+            yield
+        finally:
+            self._remembering -= 1
 
     # --- facts ---------------------------------------------------------------------
 
@@ -266,6 +306,42 @@ class Memory:
         cannot make vectors. ``progress`` hears how many are done."""
         check_namespace(namespace)
         return vectors.reindex(self.store, namespace, progress)
+
+    def make_vectors(self, namespace: str = "default") -> int:
+        """Give the passages of ``namespace`` without a vector one, in this
+        thread, unless another run is embedding the namespace (it looks
+        again before it stops): what ``memors-mcp reindex --vectors
+        --background`` runs. Returns how many vectors were stored; 0 where
+        this process makes none."""
+        check_namespace(namespace)
+        if vectors.unwanted(self.store) is not None:
+            return 0
+        ran = vectors.catch_up(self.store, namespace, wait=False)
+        return ran[1] if ran else 0
+
+    def resume_vectors(self) -> None:
+        """Have the background run (see :meth:`open`) give every namespace's
+        passages without a vector one: what a run that was killed or
+        stopped left, or a store written before the extra was installed
+        (the MCP server does this when it starts)."""
+        if self._background is None or vectors.unwanted(self.store) is not None:
+            return
+        for namespace in self.namespaces():
+            self._background.wake(namespace)
+
+    def wait_for_vectors(self, timeout: float | None = None) -> bool:
+        """Wait until this Memory's background run has given the passages
+        remembered here their vectors (at once where it makes none); False
+        if ``timeout`` seconds passed first. Passages another process is
+        embedding are not waited for: :meth:`vectors_waiting` counts them."""
+        return True if self._background is None else self._background.wait(timeout)
+
+    def vectors_waiting(self, namespace: str = "default") -> int:
+        """How many live passages of ``namespace`` have no vector yet (0
+        where this process makes no vectors: no ``semantic`` extra,
+        ``MEMORS_VECTORS=off``, or a store that cannot keep them)."""
+        check_namespace(namespace)
+        return vectors.waiting(self.store, namespace)
 
     # --- get -----------------------------------------------------------------------------
 
@@ -447,13 +523,18 @@ class Memory:
         gets a :class:`~memors_core.engine.progress.Progress` now and then (each
         kind's name, its step, items created). With ``after``
         (an item id), only the open items after it are returned and
-        ``more`` counts those after the last one returned (for paging)."""
+        ``more`` counts those after the last one returned (for paging).
+        With the ``semantic`` extra, passages of the namespace still without
+        a vector are then given one off this path, as after :meth:`remember`."""
         from memors_core.engine.compaction import compact
 
         check_namespace(namespace)
-        return compact(
+        done = compact(
             self._services, namespace, kinds, limit, full=full, progress=progress, after=after
         )
+        if vectors.waiting(self.store, namespace):
+            self._ingest.on_new_passages(namespace)  # type: ignore[misc]
+        return done
 
     def submit(
         self,

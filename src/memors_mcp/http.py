@@ -554,6 +554,7 @@ def serve_http(
     try:
         server = build_server(memory, namespace, log_level=level)
         app = build_http_app(server, memory, host, token, namespace)
+        memory.resume_vectors()  # what an earlier run left without vectors, in the background
         import uvicorn
 
         _configure_http_logging(level)

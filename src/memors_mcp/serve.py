@@ -60,6 +60,7 @@ def serve(settings: ServeSettings) -> int:
     with stdout_to_stderr():
         memory = Memory.open(settings.db)
         server = build_server(memory, settings.namespace, log_level=level)
+        memory.resume_vectors()  # what an earlier run left without vectors, in the background
     log.info("serving_stdio", namespace=settings.namespace, db=str(memory.path))
     try:
         server.run()  # the SDK diverts fd 1 to stderr itself while it serves

@@ -164,18 +164,11 @@ def test_nothing_on_a_pipe_unless_asked(cli):
     assert status == 0 and "remembering:" not in screen, screen
 
 
-def test_a_load_says_when_it_embeds_the_batch_it_stored():
-    # (the semantic extra: a stored batch's new passages get their vectors)
+def test_a_load_says_where_it_is_inside_a_big_document():
     from memors_cli.commands.remember_progress import LoadProgress
     from memors_core.engine.progress import Progress
 
     load = LoadProgress({"-": []}, ["-"], None)
-    shown = load.describe(
-        Progress(
-            task="remember", phase="embedding", done=256, total=500, unit="passages", documents=500
-        )
-    )
-    assert shown.text == "500 documents · embedding 256/500 passages"
     inside = load.describe(
         Progress(
             task="remember", phase="storing", done=128, total=900, unit="passages", documents=7

@@ -36,11 +36,16 @@ def vcli(tmp_path: Path, vector_store):
 
 
 def load(vcli, env: dict[str, str] | None = None) -> None:
+    """The turns, remembered; with vectors on, embedded before this returns
+    (``reindex --vectors`` waits for the run remember started, then makes
+    what it left)."""
     import json
 
     lines = "".join(json.dumps(t) + "\n" for t in TURNS)
     r = vcli("remember", "--jsonl", "-", "--json", input=lines, env=env)
     assert r.code == 0, r
+    if env is None:
+        assert vcli("reindex", "--vectors").code == 0
 
 
 @pytest.fixture
@@ -57,13 +62,17 @@ def no_extra(tmp_path: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(site)}
 
 
-def test_search_is_hybrid_by_default_and_each_mode_can_be_asked(vcli):
+def test_one_shot_search_is_lexical_by_default_and_each_mode_can_be_asked(vcli):
     load(vcli)
+    # by words unless asked: no word of the question is in the dog's passage
     default = vcli("search", "who got a new puppy?", "--json")
     assert default.code == 0, default
-    assert default.json["mode"] == "hybrid"
-    assert default.json["results"][0]["text"].startswith("Melanie adopted")
-    assert "notice" not in default.json
+    assert default.json == {"results": [], "mode": "lexical"}
+    hybrid = vcli("search", "who got a new puppy?", "--mode", "hybrid", "--json")
+    assert hybrid.json["mode"] == "hybrid"
+    assert hybrid.json["results"][0]["text"].startswith("Melanie adopted")
+    assert "notice" not in hybrid.json
+    assert "default: lexical" in vcli("search", "--help").out
     lexical = vcli("search", "who got a new puppy?", "--mode", "lexical", "--json").json
     assert lexical == {"results": [], "mode": "lexical"}
     semantic = vcli("search", "who got a new puppy?", "--mode", "semantic")
@@ -112,10 +121,42 @@ def test_reindex_makes_what_is_missing_and_says_so(vcli):
             {"namespace": "default", "added": 0, "vectors": 3, "model": "all-MiniLM-L6-v2-int8"}
         ]
     }
-    assert vcli("search", "who got a new puppy?", "--json").json["mode"] == "hybrid"
+    assert vcli("search", "who got a new puppy?", "--mode", "hybrid", "--json").json["mode"] == (
+        "hybrid"
+    )
     usage = vcli("reindex")
     assert usage.code == 2
     assert usage.err == "memors-mcp: say what to make: reindex --vectors (passages' vectors)\n"
+
+
+def test_remember_returns_and_a_detached_run_makes_the_vectors(vcli):
+    import json
+    import time
+
+    lines = "".join(
+        json.dumps({"text": f"Entry {n}: the weather was mild and we walked by the river."}) + "\n"
+        for n in range(40)
+    )
+    lines += json.dumps(TURNS[0]) + "\n"
+    r = vcli("remember", "--jsonl", "-", input=lines)
+    assert r.code == 0 and r.err == "", r
+    # The run remember started makes them; a liveness bound only, far above any machine's time.
+    deadline = time.monotonic() + 600
+    gauge = 'memors_kb_passages_without_vector{namespace="default"}'
+    while True:
+        shown = vcli("metrics").out
+        waiting = float(
+            next(line for line in shown.splitlines() if line.startswith(gauge)).split()[1]
+        )
+        if waiting == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert waiting == 0
+    found = vcli("search", "who got a new puppy?", "--mode", "hybrid", "--json").json
+    assert found["mode"] == "hybrid" and "notice" not in found
+    assert found["results"][0]["text"].startswith("Melanie adopted")
+    final = vcli("reindex", "--vectors", "--json").json
+    assert (final["added"], final["vectors"]) == (0, 41)
 
 
 def test_two_reindex_processes_at_once_make_each_vector_once(vcli):

@@ -26,6 +26,7 @@ def test_search_takes_a_mode_and_says_which_ranked(vector_memory) -> None:
         "Melanie adopted a young rescue dog from the shelter.", entities=["Melanie"]
     )
     vector_memory.remember("The quarterly budget review moved to Thursday.")
+    assert vector_memory.wait_for_vectors()  # the server's background run made them
     tools, result = call(vector_memory, "search", {"query": "who got a new puppy?"})
     assert not result.is_error
     assert result.structured_content["mode"] == "hybrid"

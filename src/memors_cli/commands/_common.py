@@ -27,7 +27,39 @@ def open_memory(args: argparse.Namespace, *, reading: bool = False) -> Any:
     empty one, and the answer is an empty store's (as ``lint`` does)."""
     if reading:
         return _open_existing(args)
-    return Memory.open(args.db)
+    # One command, then the process exits: vectors are made by a detached
+    # process (start_embedder), never by a thread that would die with it.
+    return Memory.open(args.db, background_vectors=False)
+
+
+def start_embedder(args: argparse.Namespace, memory: Memory) -> None:
+    """Start ``memors-mcp reindex --vectors --background`` for each namespace
+    this command left passages without vectors in, detached and at a low
+    priority: the command returns at once, and the passages get their
+    vectors meanwhile (search finds them by their words until then)."""
+    import subprocess
+
+    for namespace in sorted(memory.vectors_wanted):
+        command = [sys.executable, "-m", "memors_cli", "reindex", "--vectors", "--background"]
+        command += ["--ns", namespace]
+        if args.db:
+            command += ["--db", str(args.db)]
+        try:
+            subprocess.Popen(  # our own command, by this Python
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,  # not stopped by the terminal's Ctrl-C or hang-up
+                close_fds=True,
+            )
+        except OSError as exc:  # the text is stored: say how to make the vectors
+            print(
+                f"memors-mcp: vectors of namespace {namespace} not started ({exc}): "
+                "run memors-mcp reindex --vectors",
+                file=sys.stderr,
+            )
+    memory.vectors_wanted.clear()
 
 
 @contextlib.contextmanager

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -85,6 +87,8 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_reindex(args: argparse.Namespace) -> int:
     if not args.vectors:
         fail("say what to make: reindex --vectors (passages' vectors)", code="usage")
+    if args.background:
+        return _reindex_in_background(args)
     force_progress(args)
     with open_memory(args) as memory:
         namespaces = memory.namespaces() if args.all_namespaces else [args.ns]
@@ -99,6 +103,19 @@ def cmd_reindex(args: argparse.Namespace) -> int:
         for r in done
     ]
     print_result(args, data, "\n".join(lines) if lines else "no namespaces")
+    return 0
+
+
+def _reindex_in_background(args: argparse.Namespace) -> int:
+    """What ``remember`` and ``compact`` start: the namespace's missing
+    vectors, at a low priority, saying nothing; at once done when another
+    run is embedding the namespace (it looks again before it stops)."""
+    if args.all_namespaces:
+        fail("--background embeds one namespace (--ns)", code="usage")
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(10)  # the foreground's commands first: this one has no one waiting on it
+    with open_memory(args) as memory:
+        memory.make_vectors(args.ns)
     return 0
 
 

@@ -9,7 +9,7 @@ from memors_core.wire import to_json
 
 from ..compact_progress import compact_line
 from ..output import Progress, fail
-from ._common import force_progress, open_memory, print_result
+from ._common import force_progress, open_memory, print_result, start_embedder
 from .item_text import item_line, item_text
 
 
@@ -48,6 +48,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
         finally:
             progress.done()
         data = to_json(result)
+        start_embedder(args, memory)  # passages still without vectors get them, detached
     lines = [f"namespace {data['namespace']}: {data['created']} new item(s), {data['open']} open"]
     lines.extend(item_line(i, memory.kinds) for i in data["items"])
     for err in data.get("errors", []):

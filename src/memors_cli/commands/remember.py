@@ -21,6 +21,7 @@ from ._common import (
     print_result,
     read_stdin,
     read_text,
+    start_embedder,
 )
 from .remember_progress import LoadProgress, passages_line
 
@@ -91,6 +92,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
                 hidden = len(every) - len(data["passages"]) if isinstance(every, list) else 0
                 text = _remembered_text(data, hidden)
             print_result(args, data, text)
+            start_embedder(args, memory)
             return 0
 
         paths = {
@@ -191,6 +193,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
             f"{data['new_versions']} new version(s), {data['unchanged']} unchanged; "
             f"{data['passages']} passage(s), {data['entities']} new entit(ies){note}",
         )
+        start_embedder(args, memory)
         return 0
 
 

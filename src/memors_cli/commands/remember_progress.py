@@ -93,10 +93,8 @@ class LoadProgress:
             parts.append(size(done))
         if state.unit == "passages" and not self.finished:
             total = f"/{state.total:,}" if state.total is not None else ""
-            if state.phase == "embedding":  # the batch just stored (the semantic extra)
-                parts.append(f"embedding {state.done:,}{total} passages")
-            else:  # inside a big document
-                parts.append(f"document {stored + 1}: {state.phase} {state.done:,}{total} passages")
+            # inside a big document
+            parts.append(f"document {stored + 1}: {state.phase} {state.done:,}{total} passages")
         if self.bytes_total is not None or done:
             return Shown(" · ".join(parts), done, self.bytes_total, "bytes", "storing")
         return Shown(" · ".join(parts), stored, None, "documents", "storing")

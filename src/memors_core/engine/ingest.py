@@ -66,6 +66,9 @@ class Ingest:
         self.storage = storage
         self.plugins = plugins
         self.limits = limits
+        #: Called with a namespace after a write committed passages that
+        #: need vectors (the ``semantic`` extra on): whoever makes them.
+        self.on_new_passages: Callable[[str], None] | None = None
 
     def one(
         self,
@@ -85,7 +88,7 @@ class Ingest:
         created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
         with self.storage.write() as tx:
             out = self._one(tx, namespace, *doc, prepared=prepared, report=report, created=created)
-        self._store_vectors(namespace, created, report)
+        self._new_passages(namespace, created)
         return out
 
     @functools.cached_property
@@ -99,28 +102,12 @@ class Ingest:
             log.warning("vectors_unavailable", store=self.storage.location, reason=reason)
         return reason is None
 
-    def _store_vectors(
-        self,
-        namespace: str,
-        created: list[tuple[str, str]] | None,
-        report: Reporter,
-        documents: int = 0,
-    ) -> None:
-        """The vectors of the passages a committed write created. Their
-        text is stored whatever happens here: a failure leaves them without
-        vectors (found by their words) and says how to make them."""
-        if not created:
-            return
-        try:
-            vectors.store(self.storage, namespace, created, report, documents=documents)
-        except MemorsError as exc:
-            log.warning(
-                "vectors_not_made",
-                namespace=namespace,
-                passages=len(created),
-                reason=exc.message,
-                fix="memors-mcp reindex --vectors",
-            )
+    def _new_passages(self, namespace: str, created: list[tuple[str, str]] | None) -> None:
+        """Say that a committed write created passages that need vectors:
+        they are made off this path (:mod:`memors_core.engine.vectors`), so
+        remembering never waits for the model."""
+        if created and self.on_new_passages is not None:
+            self.on_new_passages(namespace)
 
     def _entity_count(self, namespace: str) -> int:
         with self.storage.read() as tx:
@@ -183,7 +170,7 @@ class Ingest:
             totals["documents"] += len(docs)
             totals.update(fared)
             stored = totals["documents"]
-            self._store_vectors(namespace, created, report, documents=stored)
+            self._new_passages(namespace, created)
             report(
                 True,
                 task="remember",

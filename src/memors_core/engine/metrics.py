@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from memors_core.domain.counters import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL
+from memors_core.engine import vectors
 from memors_core.engine.compaction import EVENTS
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ class StoreCollector:
             stale = {ns: stale_counts.get(ns, 0) for ns in namespaces}
             counters = tx.counters.read(WORK_ITEMS_TOTAL)
             marked = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
+            waiting = None
+            if vectors.unwanted(self.storage) is None:  # where this process makes vectors
+                waiting = {ns: tx.vectors.missing_count(ns) for ns in namespaces}
 
         g = GaugeMetricFamily(
             "memors_kb_work_items_open", "Open work items.", labels=["namespace", "kind"]
@@ -61,6 +65,15 @@ class StoreCollector:
         for ns in namespaces:
             g.add_metric([ns], stale[ns])
         yield g
+        if waiting is not None:
+            g = GaugeMetricFamily(
+                "memors_kb_passages_without_vector",
+                "Live passages waiting for their vector (made off the write path).",
+                labels=["namespace"],
+            )
+            for ns in namespaces:
+                g.add_metric([ns], waiting[ns])
+            yield g
         c = CounterMetricFamily(
             "memors_store_work_items", "Work-item events, by kind.", labels=["kind", "event"]
         )

@@ -24,8 +24,8 @@ class Progress:
 
     ``task``: ``"remember"``, ``"compact"`` or ``"reindex"``. ``phase``: for
     remember, ``"preparing"`` (splitting and shingling, before storing),
-    ``"storing"`` or ``"embedding"`` (new passages' vectors, after storing);
-    for reindex, ``"embedding"``; for compact, the kind's name. ``step``: what the phase
+    or ``"storing"`` (vectors are made off remember's path); for reindex,
+    ``"embedding"``; for compact, the kind's name. ``step``: what the phase
     is doing now (compact: the kind's own step, such as ``"reading
     passages"``; ``"items"`` while items are written). ``done`` of
     ``total`` (``None`` when not known) ``unit`` (``"documents"``,

@@ -316,13 +316,17 @@ def passage_refs(tx: Tx, ids: Iterable[str]) -> list[PassageRef]:
 def search_mode(
     tx: Tx, namespace: str, granularity: str, asked: str | None, unwanted: str | None
 ) -> tuple[str, str | None]:
-    """The mode a search runs in, and why not the one ``asked`` when so.
+    """The mode a search runs in, and a notice when the user should know
+    why not the one ``asked``, or that some passages are ranked by words.
 
     Asked nothing, a search ranks by both words and meaning (``hybrid``)
     wherever the namespace's passages have vectors and this process can
     embed the question (``unwanted``: why it cannot, else None), and by
-    words otherwise, saying nothing. A mode asked for that cannot be used
-    falls back to the words, with a notice saying why."""
+    words otherwise. A mode asked for that cannot be used falls back to the
+    words, with a notice saying why. Where this process makes vectors and
+    passages of the namespace are still waiting for theirs (they are made
+    off the write path), the notice says so: those are found by their
+    words only until then."""
     if asked == "lexical":
         return "lexical", None
     reason = None
@@ -332,13 +336,29 @@ def search_mode(
     elif unwanted is not None:
         reason = unwanted
     elif tx.vectors.count(namespace) == 0:
+        if tx.vectors.any_waiting(namespace):
+            return "lexical", (
+                f"searched by words only: no passage of namespace {namespace!r} has its "
+                f"vector yet ({WAITING})"
+            )
         reason = (
             f"no passage of namespace {namespace!r} has a vector yet "
             "(memors-mcp reindex --vectors makes them)"
         )
     if reason is None:
-        return asked or "hybrid", None
+        used, notice = asked or "hybrid", None
+        if tx.vectors.any_waiting(namespace):
+            fare = "left out" if used == "semantic" else "ranked by their words only"
+            notice = (
+                f"some passages of namespace {namespace!r} have no vector yet: they are "
+                f"{fare} until they have one ({WAITING})"
+            )
+        return used, notice
     return "lexical", None if asked is None else f"searched by words only: {reason}"
+
+
+#: How passages waiting for their vectors get them, said in a search's notice.
+WAITING = "vectors are made in the background; memors-mcp reindex --vectors makes them now"
 
 
 def search(

@@ -602,6 +602,13 @@ class Vectors(Protocol):
     def missing_count(self, namespace: str) -> int:
         """How many live passages of ``namespace`` have no vector."""
 
+    def any_waiting(self, namespace: str) -> bool:
+        """Whether a live passage of ``namespace`` newer than its newest
+        passage with a vector has none: cheap enough for every search (it
+        reads only the passages after that one). Vectors are made oldest
+        first, so this is :meth:`missing_count` > 0 except after a run that
+        failed on one chunk and went on (none does)."""
+
     def count(self, namespace: str) -> int:
         """How many passages of ``namespace`` have a vector."""
 

@@ -1,5 +1,6 @@
-"""Search by meaning (the ``semantic`` extra): vectors made at remember,
-kept for live passages only, searched alone or fused with the words.
+"""Search by meaning (the ``semantic`` extra): vectors made off the write
+path after remember, kept for live passages only, searched alone or fused
+with the words.
 
 The model is the real one (all-MiniLM-L6-v2 int8, from the extra); the
 store is a SQLite file, or under ``--engine=postgres`` a PostgreSQL
@@ -32,6 +33,7 @@ def remember_all(memory: Memory, namespace: str = "default") -> dict[str, str]:
     for body, who in ((POTTERY, "Caroline"), (PUPPY, "Melanie"), (BUDGET, "Finance")):
         out[body] = memory.remember(body, entities=[who], namespace=namespace).passages[0]
     out[CERAMICS] = memory.remember(CERAMICS, entities=["Melanie"], namespace=namespace).passages[0]
+    assert memory.wait_for_vectors()  # made in the background, off remember's path
     return out
 
 
@@ -115,6 +117,7 @@ def test_all_gives_passages_the_places_the_words_give_them(vector_memory):
     page = write_page(vector_memory, "Raft", "Raft elects a leader by majority vote.")
     for n in range(6):
         vector_memory.remember(f"Raft note {n}: the leader sends heartbeats to followers.")
+    vector_memory.wait_for_vectors()
     words = vector_memory.search("Raft leader", granularity="all", limit=6, mode="lexical")
     both = vector_memory.search("Raft leader", granularity="all", limit=6)
     assert both.mode == "hybrid"
@@ -128,6 +131,7 @@ def test_all_gives_passages_the_places_the_words_give_them(vector_memory):
     # where the words find no passage, passages found by meaning start from
     # their best cosine
     vector_memory.remember(PUPPY)
+    vector_memory.wait_for_vectors()
     alone = vector_memory.search("who got a new puppy?", mode="semantic").results
     for mode in ("semantic", "hybrid"):
         merged = vector_memory.search("who got a new puppy?", granularity="all", mode=mode)
@@ -142,6 +146,7 @@ def test_forgetting_superseding_and_purging_take_the_vector(vector_memory):
     assert PUPPY not in texts(vector_memory.search("who got a new puppy?", mode="semantic"))
     doc = vector_memory.remember("Raft elects a leader.\n\nPaxos is older.", uri="notes.md")
     vector_memory.remember("Raft elects a leader.\n\nZab came later.", uri="notes.md")
+    vector_memory.wait_for_vectors()
     assert vector_count(vector_memory) == 5  # Paxos's passage was superseded, Zab's is new
     assert texts(vector_memory.search("an older consensus protocol", mode="semantic"))[:1] != [
         "Paxos is older."
@@ -158,17 +163,20 @@ def test_reindex_gives_every_live_passage_its_vector_once(vector_memory, monkeyp
     vector_memory.forget(vector_memory.search("budget review", mode="lexical").results[0].address)
     monkeypatch.setenv("MEMORS_VECTORS", "on")
     assert vector_count(vector_memory) == 0
-    quiet = vector_memory.search("rescue dog")
-    assert (quiet.mode, quiet.notice) == ("lexical", None)  # nothing asked, nothing to say
-    asked = vector_memory.search("rescue dog", mode="hybrid")
-    assert asked.mode == "lexical"
-    assert "no passage of namespace 'default' has a vector yet" in asked.notice
-    assert "reindex --vectors" in asked.notice
+    assert vector_memory.vectors_waiting() == 3
+    for mode in (None, "hybrid"):
+        waiting = vector_memory.search("rescue dog", mode=mode)
+        assert (waiting.mode, texts(waiting)) == ("lexical", [PUPPY])
+        assert waiting.notice == (
+            "searched by words only: no passage of namespace 'default' has its vector yet "
+            "(vectors are made in the background; memors-mcp reindex --vectors makes them now)"
+        )
     seen = []
     done = vector_memory.reindex_vectors(progress=seen.append)
     assert (done.added, done.vectors, done.model) == (3, 3, semantic.MODEL)
     assert seen[-1].done == seen[-1].total == 3 and seen[-1].phase == "embedding"
     assert vector_memory.reindex_vectors().added == 0
+    assert vector_memory.vectors_waiting() == 0
     assert vector_memory.search("rescue dog").mode == "hybrid"
 
 
@@ -193,17 +201,17 @@ def test_a_mode_that_cannot_be_used_answers_by_words_and_says_why(vector_memory,
         vector_memory.search("dog")
 
 
-def test_remember_many_embeds_each_batch_once_it_is_stored(vector_memory):
+def test_remember_many_leaves_embedding_to_the_background(vector_memory):
     docs = [{"text": f"Turn {n}: we talked about hiking trails.", "uri": f"t{n}"} for n in range(7)]
     seen = []
     done = vector_memory.remember_many(docs, batch=3, progress=seen.append)
-    assert done.passages == 7 and vector_count(vector_memory) == 7
-    embedding = [p for p in seen if p.phase == "embedding"]
-    assert embedding and {p.total for p in embedding} == {3, 1}
-    # the same documents again: nothing new, nothing embedded
-    seen.clear()
-    assert vector_memory.remember_many(docs, batch=3, progress=seen.append).unchanged == 7
-    assert not [p for p in seen if p.phase == "embedding"]
+    assert done.passages == 7
+    assert not [p for p in seen if p.phase == "embedding"]  # remember never embeds
+    assert vector_memory.wait_for_vectors()
+    assert vector_count(vector_memory) == 7 and vector_memory.vectors_waiting() == 0
+    # the same documents again: nothing new, nothing to embed
+    assert vector_memory.remember_many(docs, batch=3).unchanged == 7
+    assert vector_memory.wait_for_vectors() and vector_count(vector_memory) == 7
 
 
 def test_a_model_that_fails_leaves_the_passages_searchable_by_words(vector_memory, monkeypatch):
@@ -212,6 +220,7 @@ def test_a_model_that_fails_leaves_the_passages_searchable_by_words(vector_memor
 
     monkeypatch.setattr(semantic, "embedder", broken)
     done = vector_memory.remember(PUPPY, entities=["Melanie"])
+    assert vector_memory.wait_for_vectors()  # the background run failed, and said so
     assert done.passages and vector_count(vector_memory) == 0
     assert texts(vector_memory.search("rescue dog", mode="lexical")) == [PUPPY]
     monkeypatch.undo()
@@ -226,6 +235,7 @@ def test_an_import_carries_no_vectors_until_reindex(vector_memory, tmp_path):
     with Memory.open(tmp_path / "copy.db") as copy:
         copy.import_(lines, "export.jsonl")
         assert copy.search("rescue dog").mode == "lexical"
+        assert copy.vectors_waiting() == 4
         assert copy.reindex_vectors().added == 4
         assert texts(copy.search("who got a new puppy?"))[0] == PUPPY
 
@@ -249,3 +259,144 @@ def test_a_postgres_server_without_pgvector_searches_by_words_and_says_why(memor
         BadInput, match="cannot make vectors: this PostgreSQL server has no pgvector"
     ):
         memory.reindex_vectors()
+
+
+class _HeldModel:
+    """The real model behind a gate the test opens: while it is shut, every
+    embedding waits (as on a machine busy for minutes)."""
+
+    def __init__(self, gate) -> None:
+        self.gate = gate
+        self.model = semantic.Embedder()
+
+    def embed(self, texts, report=None):
+        assert self.gate.wait(timeout=300), "the test never opened the gate"
+        return self.model.embed(texts, report)
+
+
+def test_remember_never_waits_for_the_model(vector_memory, monkeypatch):
+    import threading
+
+    gate = threading.Event()
+    held = _HeldModel(gate)
+    monkeypatch.setattr(semantic, "embedder", lambda: held)
+    try:
+        # every remember returns while the model cannot answer: the text is stored
+        for body in (POTTERY, PUPPY, BUDGET, CERAMICS):
+            vector_memory.remember(body)
+        many = vector_memory.remember_many([{"text": "Turn: hiking trails.", "uri": "h"}])
+        assert many.passages == 1
+        assert vector_count(vector_memory) == 0
+        assert vector_memory.vectors_waiting() == 5
+        assert not vector_memory.wait_for_vectors(timeout=0.1)
+        found = vector_memory.search("rescue dog")
+        assert (found.mode, texts(found)) == ("lexical", [PUPPY])
+        assert "has its vector yet" in found.notice
+    finally:
+        gate.set()
+    assert vector_memory.wait_for_vectors()
+    assert vector_count(vector_memory) == 5 and vector_memory.vectors_waiting() == 0
+    both = vector_memory.search("who got a new puppy?")
+    assert (both.mode, both.notice, texts(both)[0]) == ("hybrid", None, PUPPY)
+
+
+def test_search_says_once_that_some_passages_wait_and_finds_them_by_words(
+    vector_memory, monkeypatch
+):
+    remember_all(vector_memory)
+    monkeypatch.setenv("MEMORS_VECTORS", "off")  # this one is stored, and not embedded
+    vector_memory.remember("Jon sold his old bicycle to a neighbour.")
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    assert vector_memory.vectors_waiting() == 1
+    notice = (
+        "some passages of namespace 'default' have no vector yet: they are {} until they have "
+        "one (vectors are made in the background; memors-mcp reindex --vectors makes them now)"
+    )
+    hybrid = vector_memory.search("bicycle neighbour")
+    assert hybrid.mode == "hybrid"
+    assert texts(hybrid)[0] == "Jon sold his old bicycle to a neighbour."  # by its words
+    assert hybrid.notice == notice.format("ranked by their words only")
+    alone = vector_memory.search("bicycle neighbour", mode="semantic")
+    assert alone.notice == notice.format("left out")
+    assert vector_memory.search("bicycle", mode="lexical").notice is None
+    vector_memory.reindex_vectors()
+    assert vector_memory.search("bicycle neighbour").notice is None
+    assert (
+        vector_memory.search("who sold a bike?", mode="semantic")
+        .results[0]
+        .text.startswith("Jon sold")
+    )
+
+
+def test_a_run_that_dies_midway_is_finished_by_the_next(vector_memory, monkeypatch):
+    from memors_core.engine import vectors
+
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    vector_memory.remember_many([{"text": f"Note {n} about the garden shed."} for n in range(7)])
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    monkeypatch.setattr(vectors, "CHUNK", 3)
+    model, calls = semantic.embedder(), []
+
+    class Dying:
+        def embed(self, texts, report=None):
+            calls.append(len(texts))
+            if len(calls) == 2:
+                raise KeyboardInterrupt  # as a kill between two chunks
+            return model.embed(texts, report)
+
+    monkeypatch.setattr(semantic, "embedder", lambda: Dying())
+    with pytest.raises(KeyboardInterrupt):
+        vector_memory.make_vectors()
+    assert vector_count(vector_memory) == 3 and vector_memory.vectors_waiting() == 4
+    calls.clear()
+    monkeypatch.setattr(semantic, "embedder", lambda: model)
+    assert vector_memory.make_vectors() == 4  # only what was missing
+    assert vector_count(vector_memory) == 7 and vector_memory.vectors_waiting() == 0
+
+
+def test_one_run_embeds_a_namespace_at_a_time(vector_memory, monkeypatch):
+    from memors_core.engine import vectors
+
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    vector_memory.remember(PUPPY)
+    vector_memory.remember(BUDGET, namespace="work")
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    with vectors.lease(vector_memory.store, "default", wait=False) as held:
+        assert held
+        assert vector_memory.make_vectors() == 0  # another run holds the namespace
+        assert vector_memory.make_vectors("work") == 1  # another namespace is free
+        assert vector_memory.vectors_waiting() == 1
+    assert vector_memory.make_vectors() == 1
+
+
+def test_compact_gives_waiting_passages_their_vectors(vector_memory, monkeypatch):
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    vector_memory.remember(PUPPY)
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    assert vector_memory.vectors_waiting() == 1
+    vector_memory.compact()
+    assert vector_memory.wait_for_vectors()
+    assert vector_memory.vectors_waiting() == 0 and vector_count(vector_memory) == 1
+
+
+def test_metrics_count_the_passages_waiting_for_a_vector(vector_memory, monkeypatch):
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    vector_memory.remember(PUPPY)
+    vector_memory.remember(BUDGET, namespace="work")
+    assert "passages_without_vector" not in vector_memory.metrics()  # no vectors: no gauge
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    vector_memory.reindex_vectors("work")
+    shown = vector_memory.metrics()
+    assert 'memors_kb_passages_without_vector{namespace="default"} 1.0' in shown
+    assert 'memors_kb_passages_without_vector{namespace="work"} 0.0' in shown
+
+
+def test_a_server_starting_resumes_what_an_earlier_run_left(vector_memory, monkeypatch):
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    vector_memory.remember(PUPPY)
+    vector_memory.remember(BUDGET, namespace="work")
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    vector_memory.resume_vectors()  # what the MCP server does when it starts
+    assert vector_memory.wait_for_vectors()
+    assert vector_memory.vectors_waiting() == vector_memory.vectors_waiting("work") == 0
+    assert vector_count(vector_memory, "work") == 1

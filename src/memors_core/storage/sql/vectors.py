@@ -69,6 +69,15 @@ class SqlVectors(Repo):
     def missing_count(self, namespace: str) -> int:
         return self.scalar(f"SELECT count(*) {_MISSING}", (namespace,))
 
+    def any_waiting(self, namespace: str) -> bool:
+        newest = self.scalar(
+            "SELECT max(passage) FROM passage_vectors WHERE namespace = ?", (namespace,)
+        )
+        return (
+            self.one(f"SELECT 1 {_MISSING} AND p.rowid > ? LIMIT 1", (namespace, newest or 0))
+            is not None
+        )
+
     def count(self, namespace: str) -> int:
         got = self.one("SELECT vectors FROM vector_stats WHERE namespace = ?", (namespace,))
         return got[0] if got else 0
