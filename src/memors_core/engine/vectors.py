@@ -150,7 +150,13 @@ def catch_up(
                 if not batch:
                     break
                 after = batch[-1][0]
-                made = model.embed([t for _, _, t in batch])
+                made = model.embed(
+                    [t for _, _, t in batch],
+                    None if report is None else lambda n, at=done, of=total: report(
+                        task="reindex", phase="embedding", done=at + n,
+                        total=max(of, at + n), unit="passages",
+                    ),
+                )  # fmt: skip
                 with storage.write() as tx:
                     stored += tx.vectors.add(
                         namespace, zip((p for _, p, _ in batch), made, strict=True)
