@@ -124,6 +124,11 @@ class Embedder:
         options.log_severity_level = 3  # warnings about the int8 graph are not the user's
         if threads is not None:
             options.intra_op_num_threads = threads
+        # Threads that wait for work sleep instead of spinning: on a machine
+        # busy with other work, spinning took CPU from the work itself
+        # (measured on 2 loaded cores: prose passages 9-10/s spinning,
+        # 11-15/s not; docs/performance.md).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = onnxruntime.InferenceSession(
             str(model), options, providers=["CPUExecutionProvider"]
         )
