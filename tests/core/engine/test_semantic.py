@@ -301,12 +301,13 @@ def test_remember_never_waits_for_the_model(vector_memory, monkeypatch):
 
 
 def test_search_says_once_that_some_passages_wait_and_finds_them_by_words(
-    vector_memory, monkeypatch
+    vector_store, vector_memory
 ):
     remember_all(vector_memory)
-    monkeypatch.setenv("MEMORS_VECTORS", "off")  # this one is stored, and not embedded
-    vector_memory.remember("Jon sold his old bicycle to a neighbour.")
-    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    # stored by a Memory that leaves its vectors to another process: not embedded
+    with Memory.open(vector_store, background_vectors=False) as other:
+        other.remember("Jon sold his old bicycle to a neighbour.")
+        assert other.vectors_wanted == {"default"}
     assert vector_memory.vectors_waiting() == 1
     notice = (
         "some passages of namespace 'default' have no vector yet: they are {} until they have "
