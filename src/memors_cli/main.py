@@ -489,6 +489,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sub.add_parser("export", help=help_, description=help_, parents=[whole])
     p = add("import", "restore JSON lines written by export into an empty store")
     p.add_argument("file", metavar="FILE", help="a file written by export (JSON lines)")
+    p.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="import an export of an older memors, which has no closing line of counts "
+        "and checksum (a file cut short cannot be told from a whole one)",
+    )
     p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
     p.add_argument("path", metavar="PATH", help="a new file for the copy (refused if it exists)")
 

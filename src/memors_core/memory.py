@@ -404,18 +404,36 @@ class Memory:
 
     def export(self, namespace: str | None = None) -> Iterator[dict[str, Any]]:
         """Every row of the store (or of ``namespace``) as JSON-ready
-        objects, a header first: one line each of an export file. Read in one
-        snapshot while the iterator is consumed."""
+        objects, a header first and a closing line of counts and checksum
+        last: one line each of an export file (``json.dumps`` each, or use
+        :meth:`export_lines`). Read in one snapshot while the iterator is
+        consumed."""
         from memors_core.engine.transfer import export_rows
 
         return export_rows(self.store, namespace)
 
-    def import_(self, lines: Iterable[str | bytes], source: str = "import") -> dict[str, Any]:
+    def export_lines(self, namespace: str | None = None) -> Iterator[str]:
+        """The lines of an export file, as ``memors-mcp export`` writes
+        them (each without its newline)."""
+        from memors_core.engine.transfer import export_lines
+
+        return export_lines(self.store, namespace)
+
+    def import_(
+        self,
+        lines: Iterable[str | bytes],
+        source: str = "import",
+        *,
+        allow_unverified: bool = False,
+    ) -> dict[str, Any]:
         """Replay an export (its lines, text or UTF-8 bytes) into this store,
-        which must be empty; all or nothing. ``source`` names it in errors."""
+        which must hold no content yet; all or nothing. A file cut short,
+        altered or inconsistent is refused naming the first problem;
+        ``allow_unverified`` accepts an export of an older memors, which
+        has no closing line to check. ``source`` names it in errors."""
         from memors_core.engine.transfer import import_rows
 
-        return import_rows(self.store, lines, source)
+        return import_rows(self.store, lines, source, allow_unverified=allow_unverified)
 
     def backup(self, path: str) -> dict[str, Any]:
         """Copy the whole store to a new file at ``path``, consistent while

@@ -306,22 +306,46 @@ def _export(run) -> list[bytes]:
     return r.out.encode().splitlines()
 
 
+def _altered(lines: list[bytes], table: str, column: str, value: str) -> tuple[bytes, int]:
+    """The export with ``value`` in the first ``table`` row's ``column`` (as
+    JSON escapes, the way a file can hold what is not text), and that line's number."""
+    at = next(i for i, line in enumerate(lines) if json.loads(line).get("table") == table)
+    row = json.loads(lines[at])
+    row["row"][column] = value
+    altered = [*lines[:at], json.dumps(row).encode(), *lines[at + 1 :]]
+    return b"\n".join(altered), at + 1
+
+
 def test_a_hostile_import_file_is_bad_input_naming_the_line_and_imports_nothing(run):
     lines = _export(run)
-    n = len(lines)
+    n = len(lines)  # the closing line's number
+    head, end = lines[:-1], lines[-1]
     cases = {
         "binary": (bytes(range(256)) * 4, 1, "looks binary (it contains NUL bytes)"),
         "latin1": ("café".encode("latin-1"), 1, "not UTF-8 text"),
-        "bad-last-line": (
-            b"\n".join([*lines, b'{"table": "facts", "\xff": 1}']),
-            n + 1,
+        "bad-line-before-the-end": (
+            b"\n".join([*head, b'{"table": "facts", "\xff": 1}', end]),
+            n,
             "not UTF-8 text (bad byte at offset 20 of the line)",
         ),
         "deep": (b"\n".join([*lines[:3], b"[" * 100_000]), 4, "JSON nested too deeply"),
         "bad-base64": (
-            b"\n".join([*lines, b'{"table": "facts", "row": {"id": {"$b64": "a"}}}']),
-            n + 1,
+            b"\n".join([*head, b'{"table": "facts", "row": {"id": {"$b64": "a"}}}', end]),
+            n,
             "bad base64",
+        ),
+        # Escapes that JSON allows but text does not hold (issue 29, point 6).
+        "lone-surrogate": (
+            *_altered(lines, "passages", "text", "Raft \ud800 elects"),
+            "a string holds a lone surrogate (\\ud800), which is not Unicode text",
+        ),
+        "low-surrogate-in-a-name": (
+            *_altered(lines, "entities", "name", "\udfff"),
+            "a string holds a lone surrogate (\\udfff)",
+        ),
+        "nul-escape": (
+            *_altered(lines, "passages", "text", "Raft \x00 elects"),
+            "the passages row's text contains a NUL character",
         ),
     }
     for name, (body, at, says) in cases.items():

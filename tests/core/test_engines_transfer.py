@@ -116,7 +116,7 @@ def exported(db: str | Path) -> list[dict[str, Any]]:
 
 def by_table(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
-    for line in rows[1:]:
+    for line in rows[1:-1]:  # (the header, the closing line)
         out.setdefault(line["table"], []).append(line["row"])
     return out
 
@@ -194,8 +194,9 @@ def test_a_sqlite_store_imports_into_postgresql_row_for_row(moved: Moved) -> Non
     rows = [json.loads(line) for line in lines]
     assert rows[0]["schema"] == 5 and rows[0]["namespaces"] == list(NAMESPACES)
     # the store has a row of every exported table (clock: the purge's high-water marks)
-    assert {r["table"] for r in rows[1:]} == TABLE_NAMES
-    assert moved.imported["rows"] == dict(Counter(r["table"] for r in rows[1:]))
+    assert {r["table"] for r in rows[1:-1]} == TABLE_NAMES
+    assert moved.imported["rows"] == dict(Counter(r["table"] for r in rows[1:-1]))
+    assert moved.imported["rows"] == rows[-1]["rows"] and moved.imported["verified"]
 
     sqlite_rows, pg_rows = by_table(exported(moved.original)), by_table(exported(moved.postgres))
     assert set(pg_rows) == set(sqlite_rows)

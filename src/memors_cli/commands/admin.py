@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -53,8 +52,8 @@ def cmd_purge(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with open_memory(args, reading=True) as memory:
-        for row in memory.export(args.ns):
-            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+        for line in memory.export_lines(args.ns):
+            sys.stdout.write(line + "\n")
     return 0
 
 
@@ -69,8 +68,9 @@ def cmd_import(args: argparse.Namespace) -> int:
             str(path),
             f"raise {DOCUMENT_SETTING} to read longer lines",
         )
-        data = memory.import_(lines, str(path))
-    print_result(args, data, f"imported {sum(data['rows'].values())} row(s)")
+        data = memory.import_(lines, str(path), allow_unverified=args.allow_unverified)
+    checked = "" if data["verified"] else " (unverified: the file has no closing line)"
+    print_result(args, data, f"imported {sum(data['rows'].values()):,} row(s){checked}")
     return 0
 
 

@@ -713,13 +713,17 @@ class Transfer(Protocol):
         and marks, a kind's own index, the passages' profiles) is left out."""
 
     def is_empty(self) -> bool:
-        """Whether the store holds no content (only what opening it wrote)."""
+        """Whether the store holds no content (only what opening it, or a
+        compact of nothing, wrote)."""
 
     def restore(self, table: str, row: dict[str, Any]) -> None:
-        """Insert one exported row; BadInput (one line, no position) if it does not fit."""
+        """Insert one exported row (a namespaces, counters or clock row the
+        store holds already is met, not refused); BadInput (one line, no
+        position) if it does not fit or holds what a store cannot."""
 
     def restored(self) -> None:
-        """After the last row: every kind's next scan is a full one."""
+        """After the last row: BadInput naming the first row that refers to
+        a row the store lacks; then every kind's next scan is a full one."""
 
 
 class Tx(Protocol):

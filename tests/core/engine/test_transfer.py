@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from export_files import body, seal
 from memors_core import Memory
 from memors_core.storage.sqlite.schema import EXPORT_SCHEMA
 from memors_core.testing import CLIResult, passages_about, run_cli
@@ -227,7 +228,7 @@ def test_a_namespace_export_carries_that_namespace_only(fresh_store, tmp_path: P
     dump.write_text(cli(original, "export", "--ns", "alpha").out, encoding="utf-8")
     lines = [json.loads(line) for line in dump.read_text().splitlines()]
     assert lines[0]["namespace"] == "alpha"
-    assert not [x for x in lines[1:] if x["table"] == "counters"]  # they count the whole store
+    assert not [x for x in lines[1:-1] if x["table"] == "counters"]  # they count the whole store
     copy = fresh_store("alpha.db")
     cli(copy, "import", str(dump))
     with Memory.open(copy) as memory:
@@ -264,17 +265,18 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(fresh_store, tmp_path
     r = cli(original, "import", str(dump), ok=(2,))
     assert "import needs an empty store" in r.err and len(r.err.splitlines()) == 1
 
+    rows = body(lines)
     broken = tmp_path / "broken.jsonl"
     for bad, message in (
         ([*lines[:50], "{not json", *lines[50:]], "broken.jsonl:51: not valid JSON"),
-        ([*lines[:50], '{"table": "sqlite_master", "row": {"x": 1}}'], "known table"),
+        (seal([*rows[:50], '{"table": "sqlite_master", "row": {"x": 1}}']), "known table"),
         (lines[1:], "not a memors export"),
         (
             [lines[0].replace(f'"schema": {EXPORT_SCHEMA}', '"schema": 99'), *lines[1:]],
             "schema 99",
         ),
-        ([*lines, lines[40]], "cannot restore"),  # a row twice
-        ([*lines[:30], '{"table": "documents", "row": {"id); DROP": 1}}'], "bad column"),
+        (seal([*rows, rows[40]]), "cannot restore"),  # a row twice
+        (seal([*rows[:30], '{"table": "documents", "row": {"id); DROP": 1}}']), "bad column"),
     ):
         broken.write_text("\n".join(bad) + "\n", encoding="utf-8")
         target = tmp_path / f"fresh-{len(message)}.db"
@@ -311,13 +313,24 @@ def test_older_exports_import_and_a_newer_schema_is_refused(fresh_store, tmp_pat
         {"text": "Raft elects a leader n1.", "sources": [kept.passages[0], fact.fact]}
     ]
     newer = {3: {"clock", "page_sentences", "page_facts"}, 4: {"page_sentences", "page_facts"}}
+    # An older memors wrote no version in the header and no closing line.
+    old_header = {k: v for k, v in header.items() if k != "version"}
     for schema, left_out in newer.items():
-        rows = [line for line in lines[1:] if json.loads(line)["table"] not in left_out]
-        assert len(rows) < len(lines) - 1  # the purge left a clock row, the page its records
+        rows = [line for line in body(lines)[1:] if json.loads(line)["table"] not in left_out]
+        assert len(rows) < len(lines) - 2  # the purge left a clock row, the page its records
         dump = tmp_path / f"v{schema}.jsonl"
-        dump.write_text("\n".join([json.dumps({**header, "schema": schema}), *rows]) + "\n")
+        dump.write_text("\n".join([json.dumps({**old_header, "schema": schema}), *rows]) + "\n")
         copy = fresh_store(f"copy-{schema}.db")
-        cli(copy, "import", str(dump))
+        # it cannot be told from a file cut short: refused unless the user says so
+        r = cli(copy, "import", str(dump), ok=(2,))
+        assert "written by an older memors" in r.err and "--allow-unverified" in r.err, r.err
+        assert len(r.err.splitlines()) == 1
+        cut = tmp_path / f"v{schema}-cut.jsonl"
+        cut.write_text("\n".join([json.dumps({**old_header, "schema": schema}), *rows[:3]]))
+        assert cli(copy, "import", str(cut), ok=(2,)).err == r.err.replace(dump.name, cut.name)
+        assert json.loads(cli(copy, "export").out.splitlines()[-1])["rows"] == {}  # nothing
+        out = json.loads(cli(copy, "import", str(dump), "--allow-unverified", "--json").out)
+        assert out["verified"] is False and sum(out["rows"].values()) == len(rows)
         for addr in (kept.document, *kept.passages):
             assert cli(copy, "get", addr, "--json").out == cli(original, "get", addr, "--json").out
         for query in ("leader", "raft log"):
@@ -331,7 +344,8 @@ def test_older_exports_import_and_a_newer_schema_is_refused(fresh_store, tmp_pat
 
     newer_schema = EXPORT_SCHEMA + 1
     dump = tmp_path / "newer.jsonl"
-    dump.write_text("\n".join([json.dumps({**header, "schema": newer_schema}), *lines[1:]]) + "\n")
+    newer = seal([json.dumps({**header, "schema": newer_schema}), *body(lines)[1:]])
+    dump.write_text("\n".join(newer) + "\n")
     r = cli(fresh_store("fresh.db"), "import", str(dump), ok=(2,))
     assert f"exported with schema {newer_schema}" in r.err and len(r.err.splitlines()) == 1, r.err
 

@@ -30,7 +30,15 @@ from memors_core.log import get_logger
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import EXPORT_SCHEMA, IDENTITIES
 from memors_core.storage.sql.records import Repo
-from memors_core.storage.sql.transfer import IS_EMPTY, TABLE_NAMES, TABLES, row_columns, row_dict
+from memors_core.storage.sql.transfer import (
+    IS_EMPTY,
+    RECONCILE,
+    TABLE_NAMES,
+    TABLES,
+    check_references,
+    row_columns,
+    row_dict,
+)
 from memors_core.storage.sqlite.transfer import READS_SCHEMAS
 
 if TYPE_CHECKING:
@@ -40,10 +48,11 @@ log = get_logger("memors")
 
 #: Rows fetched per round trip while exporting.
 BATCH = 1000
-#: The values an exported row holds (JSON's, and bytes for BYTEA columns).
-_VALUE_TYPES = (type(None), bool, int, float, str, bytes)
-#: The columns a counters row is keyed by (the rest is replaced on import).
-_COUNTER_KEY = "name, kind, event"
+#: How a restored row meets one the store holds already.
+_RECONCILE = {
+    **RECONCILE,
+    "clock": "ON CONFLICT (name) DO UPDATE SET value = GREATEST(clock.value, excluded.value)",
+}
 
 _cursor_numbers = itertools.count(1)
 
@@ -84,15 +93,9 @@ class PgTransfer(Repo):
     def restore(self, table: str, row: dict[str, Any]) -> None:
         cols = row_columns(table, row)
         values = [row[c] for c in cols]
-        for value in values:
-            if not isinstance(value, _VALUE_TYPES):
-                raise BadInput(
-                    f"cannot restore this {table} row (a value of type {type(value).__name__})"
-                )
         sql = f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))})"
-        if table == "counters":
-            # A whole-store export's counters replace the ones the import itself bumped.
-            sql += f" ON CONFLICT ({_COUNTER_KEY}) DO UPDATE SET value = excluded.value"
+        # A row the store holds already (opening it wrote it) is met, not refused.
+        sql += " " + _RECONCILE.get(table, "")
         try:
             self.db.conn.execute(sql, values)
         except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as exc:
@@ -100,6 +103,7 @@ class PgTransfer(Repo):
             raise BadInput(f"cannot restore this {table} row ({why})") from None
 
     def restored(self) -> None:
+        check_references(self.scalar)
         # Compaction state is not carried: every kind's next scan is a full one.
         self.run("DELETE FROM compact_marks")
         self.run("DELETE FROM changes")

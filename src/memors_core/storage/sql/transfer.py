@@ -12,8 +12,10 @@ them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from memors_core.domain.inputs import check_namespace
 from memors_core.errors import BadInput
 
 # (table, SELECT of its rows — all of them when :ns is NULL, else one namespace's —
@@ -111,15 +113,148 @@ CONTENT = ("documents", "entities", "facts", "work_items", "pages", "purges")
 IS_EMPTY = "SELECT " + " AND ".join(f"NOT EXISTS (SELECT 1 FROM {t})" for t in CONTENT)
 
 
+#: Columns that hold JSON text, and the JSON type each must be (None: any).
+JSON_COLUMNS: dict[tuple[str, str], type | None] = {
+    ("document_versions", "metadata"): dict,
+    ("pages", "flags"): dict,
+    ("page_sentences", "sources"): list,
+    ("work_items", "payload"): dict,
+    ("work_items", "resolution"): None,
+    ("purges", "erased"): list,
+}
+#: Columns that count or mark a clock: never below zero.
+NOT_NEGATIVE = frozenset({("counters", "value"), ("clock", "value")})
+#: The values a row holds (JSON's scalars, and bytes for BLOB columns).
+VALUE_TYPES = (type(None), bool, int, float, str, bytes)
+_JSON_NAMES = {dict: "an object", list: "an array"}
+
+#: How a restored row meets one the store already holds (a store that
+#: ``compact`` or any other command opened has its namespaces rows, its
+#: counters and its clocks): the export's row is the store's now; a clock
+#: keeps the higher mark (each engine adds its own clause for ``clock``).
+RECONCILE = {
+    "namespaces": "ON CONFLICT (name) DO UPDATE SET created_at = excluded.created_at",
+    "counters": "ON CONFLICT (name, kind, event) DO UPDATE SET value = excluded.value",
+}
+
+#: Rows that refer to rows the store must hold (where no foreign key says
+#: so at insert): (what is missing, a query of the first such row's key).
+REFERENCES: list[tuple[str, str]] = [
+    (
+        "a document without a version",
+        "SELECT d.id FROM documents d WHERE NOT EXISTS "
+        "(SELECT 1 FROM document_versions v WHERE v.document = d.id) ORDER BY d.rowid LIMIT 1",
+    ),
+    (
+        # (unless a purge erased them: purging a document's only passage leaves it none)
+        "a document's first version without its passages",
+        "SELECT v.document FROM document_versions v WHERE v.version = 1 AND NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.document = v.document AND p.version = 1) "
+        "AND NOT EXISTS (SELECT 1 FROM purges) LIMIT 1",
+    ),
+    (
+        "a document's later version without its passage list",
+        "SELECT v.document FROM document_versions v WHERE v.version > 1 AND NOT EXISTS "
+        "(SELECT 1 FROM version_passages vp WHERE vp.document = v.document "
+        "AND vp.version = v.version) LIMIT 1",
+    ),
+    (
+        "a passage of a document version the file does not hold",
+        "SELECT p.id FROM passages p WHERE NOT EXISTS (SELECT 1 FROM document_versions v "
+        "WHERE v.document = p.document AND v.version = p.version) ORDER BY p.rowid LIMIT 1",
+    ),
+    (
+        "a version_passages row of a document version the file does not hold",
+        "SELECT vp.document FROM version_passages vp WHERE NOT EXISTS (SELECT 1 FROM "
+        "document_versions v WHERE v.document = vp.document AND v.version = vp.version) LIMIT 1",
+    ),
+    (
+        "a version_passages row of a passage the file does not hold",
+        "SELECT vp.passage FROM version_passages vp WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = vp.passage) LIMIT 1",
+    ),
+    (
+        "a mention of a passage the file does not hold",
+        "SELECT m.passage FROM mentions m WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = m.passage) LIMIT 1",
+    ),
+    (
+        "a mention of an entity the file does not hold",
+        "SELECT m.entity FROM mentions m WHERE NOT EXISTS "
+        "(SELECT 1 FROM entities e WHERE e.id = m.entity) LIMIT 1",
+    ),
+    (
+        "a page citing a passage the file does not hold",
+        "SELECT s.page FROM page_sources s WHERE NOT EXISTS "
+        "(SELECT 1 FROM passages p WHERE p.id = s.passage) LIMIT 1",
+    ),
+    *(
+        (
+            f"a {table} row of a page the file does not hold",
+            f"SELECT t.page FROM {table} t WHERE NOT EXISTS "
+            "(SELECT 1 FROM pages p WHERE p.id = t.page) LIMIT 1",
+        )
+        for table in ("page_sources", "page_sentences", "page_facts", "page_stale")
+    ),
+]
+
+
 def row_columns(table: str, row: dict[str, Any]) -> list[str]:
     """The columns of one exported row, once its table and column names are
-    known to be safe to put in SQL; BadInput otherwise."""
+    known to be safe to put in SQL and its values to be ones the store can
+    hold; BadInput (one line, no position) otherwise."""
     if table not in TABLE_NAMES:
         raise BadInput(f"no table {table!r} in an export")
     cols = list(row)
     if not cols or not all(isinstance(c, str) and c.replace("_", "").isalnum() for c in cols):
         raise BadInput("bad column name")
+    for col in cols:
+        _check_value(table, col, row[col])
     return cols
+
+
+def _check_value(table: str, col: str, value: Any) -> None:
+    what = f"the {table} row's {col}"
+    if not isinstance(value, VALUE_TYPES):
+        raise BadInput(f"{what} is a JSON {type(value).__name__}, not a value a column holds")
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise BadInput(f"{what} contains a NUL character")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadInput(f"{what} holds a lone surrogate, which is not Unicode text") from None
+    if col == "namespace" or (table, col) == ("namespaces", "name"):
+        try:
+            check_namespace(value)
+        except BadInput as exc:
+            raise BadInput(f"{what}: {exc}") from None
+    if (table, col) in NOT_NEGATIVE and isinstance(value, int) and value < 0:
+        raise BadInput(f"{what} is negative ({value})")
+    if (table, col) in JSON_COLUMNS and value is not None:
+        want = JSON_COLUMNS[table, col]
+        if not _is_json(value, want):
+            shape = f"{_JSON_NAMES[want]} as " if want is not None else ""
+            raise BadInput(f"{what} is not {shape}JSON text")
+
+
+def _is_json(value: Any, want: type | None) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return False
+    return want is None or isinstance(parsed, want)
+
+
+def check_references(first: Any) -> None:
+    """BadInput naming the first row that refers to a row the store lacks;
+    ``first(sql)`` runs a query of :data:`REFERENCES` and returns its value."""
+    for what, sql in REFERENCES:
+        key = first(sql)
+        if key is not None:
+            raise BadInput(f"the rows do not hold together: {what} ({key})")
 
 
 def row_dict(cols: list[str], values: Any) -> dict[str, Any]:

@@ -20,7 +20,15 @@ import apsw
 from memors_core.errors import BadInput
 from memors_core.log import get_logger
 from memors_core.storage.sql.records import Repo
-from memors_core.storage.sql.transfer import IS_EMPTY, TABLE_NAMES, TABLES, row_columns, row_dict
+from memors_core.storage.sql.transfer import (
+    IS_EMPTY,
+    RECONCILE,
+    TABLE_NAMES,
+    TABLES,
+    check_references,
+    row_columns,
+    row_dict,
+)
 from memors_core.storage.sqlite.schema import EXPORT_SCHEMA
 
 if TYPE_CHECKING:
@@ -33,6 +41,10 @@ log = get_logger("memors")
 #: sentences and facts, whose rows an older export lacks: its pages simply
 #: record none).
 READS_SCHEMAS = frozenset({3, 4, EXPORT_SCHEMA})
+_RECONCILE = {
+    **RECONCILE,
+    "clock": "ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)",
+}
 
 
 class SqliteTransfer(Repo):
@@ -56,17 +68,19 @@ class SqliteTransfer(Repo):
 
     def restore(self, table: str, row: dict[str, Any]) -> None:
         cols = row_columns(table, row)
-        # A whole-store export's counters replace the ones the import itself bumped.
-        verb = "INSERT OR REPLACE" if table == "counters" else "INSERT"
+        # A row the store holds already (opening it wrote it) is met, not refused.
+        meet = _RECONCILE.get(table, "")
         try:
             self.db.conn.execute(
-                f"{verb} INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) "
+                + meet,
                 [row[c] for c in cols],
             )
         except (apsw.Error, OverflowError, TypeError) as exc:
             raise BadInput(f"cannot restore this {table} row ({exc})") from None
 
     def restored(self) -> None:
+        check_references(self.scalar)
         # Compaction state is not carried: every kind's next scan is a full one.
         self.run("DELETE FROM compact_marks")
         self.run("DELETE FROM changes")

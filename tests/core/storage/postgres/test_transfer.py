@@ -21,6 +21,7 @@ from typing import Any
 import apsw
 import pytest
 
+from export_files import body, seal
 from memors_core import Memory
 from memors_core.storage.postgres import transfer
 from memors_core.storage.sqlite.transfer import SqliteTransfer
@@ -105,11 +106,11 @@ def test_the_change_log_goes_on_past_its_imported_mark(postgres_url: str, tmp_pa
     source = tmp_path / "source.db"
     with Memory.open(source) as memory:
         fill(memory)
-    lines = export_lines(source)
+    lines = export_lines(source)[:-1]  # (without its closing line: sealed again below)
     lines = [x for x in lines if x.get("table") != "clock" or x["row"]["name"] != "changes"]
     lines.append({"table": "clock", "row": {"name": "changes", "value": 1_000_000}})
     with Memory.open(postgres_url) as memory:
-        memory.import_([json.dumps(x) for x in lines], "source")
+        memory.import_(seal([json.dumps(x) for x in lines]), "source")
         memory.compact()  # the full scan: its marks are at the imported clock
         memory.record_fact("Raft", "leader", "n9", valid_from="2024-01-01")
         with memory.store.read():
@@ -145,7 +146,7 @@ def test_a_bad_line_is_one_line_of_error_and_leaves_the_store_empty(
     source = tmp_path / "source.db"
     with Memory.open(source) as memory:
         fill(memory)
-    lines = cli(source, "export", cwd=tmp_path).out.splitlines()
+    lines = body(cli(source, "export", cwd=tmp_path).out.splitlines())  # sealed again below
     passage = next(n for n, line in enumerate(lines) if '"table": "passages"' in line)
     wrong_type = json.loads(lines[passage])
     wrong_type["row"]["rowid"] = "not a number"
@@ -159,11 +160,11 @@ def test_a_bad_line_is_one_line_of_error_and_leaves_the_store_empty(
     for bad, message in (
         ([*lines, lines[passage]], "cannot restore this passages row"),  # a row twice
         ([*lines[:passage], json.dumps(wrong_type), *lines[passage + 1 :]], "cannot restore"),
-        ([*lines[:passage], json.dumps(an_object), *lines[passage + 1 :]], "type dict"),
-        ([*lines[:passage], json.dumps(nul), *lines[passage + 1 :]], "cannot restore"),
+        ([*lines[:passage], json.dumps(an_object), *lines[passage + 1 :]], "a JSON dict"),
+        ([*lines[:passage], json.dumps(nul), *lines[passage + 1 :]], "a NUL character"),
         ([*lines[:passage], json.dumps(unknown), *lines[passage + 1 :]], "colour"),
     ):
-        broken.write_text("\n".join(bad) + "\n", encoding="utf-8")
+        broken.write_text("\n".join(seal(bad)) + "\n", encoding="utf-8")
         r = cli(postgres_url, "import", str(broken), ok=(2,), cwd=tmp_path)
         assert message in r.err and len(r.err.strip().splitlines()) == 1, r.err
         assert "Traceback" not in r.err
@@ -171,7 +172,7 @@ def test_a_bad_line_is_one_line_of_error_and_leaves_the_store_empty(
             assert memory.store.scalar("SELECT COUNT(*) FROM documents") == 0  # nothing kept
     # a good file then imports; a second import is refused
     good = tmp_path / "good.jsonl"
-    good.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    good.write_text("\n".join(seal(lines)) + "\n", encoding="utf-8")
     cli(postgres_url, "import", str(good), cwd=tmp_path)
     r = cli(postgres_url, "import", str(good), ok=(2,), cwd=tmp_path)
     assert "import needs an empty store" in r.err
@@ -276,3 +277,23 @@ def test_the_application_role_imports_and_the_store_goes_on(roles, tmp_path: Pat
     assert after["documents"] == imported["documents"] + 1
     assert after["pages"] == imported["pages"] + 1
     assert item.id > imported["work_items"]
+
+
+def test_the_documented_move_imports_into_the_store_the_owner_set_up(roles, tmp_path: Path) -> None:
+    """docs/postgres.md: the owner opens the store with `compact`, the
+    agents' role is granted, and a SQLite store's export is imported as that
+    role (before, the namespaces row `compact` wrote refused the import)."""
+    source = tmp_path / "source.db"
+    with Memory.open(source) as memory:
+        fill(memory)
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text(cli(source, "export", cwd=tmp_path).out, encoding="utf-8")
+    cli(roles.owner_url, "compact", cwd=tmp_path)
+    out = json.loads(cli(roles.app_url, "import", str(dump), "--json", cwd=tmp_path).out)
+    assert out["verified"] is True
+    lines = dump.read_text(encoding="utf-8").splitlines()
+    moved = cli(roles.app_url, "export", cwd=tmp_path).out.splitlines()
+    assert set(body(lines)[1:]) <= set(body(moved)[1:])  # every row, as exported
+    extra = set(body(moved)[1:]) - set(body(lines)[1:])
+    # the store's own: counts of the compact's work, its change log's high-water mark
+    assert all('"table": "counters"' in x or '"table": "clock"' in x for x in extra), extra
