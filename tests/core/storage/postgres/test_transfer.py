@@ -28,6 +28,8 @@ from memors_core.storage.sqlite.transfer import SqliteTransfer
 from memors_core.testing import CLIResult, passages_about, run_cli
 from store_checks import store_problems
 
+from .conftest import Roles
+
 
 def cli(db: str | Path, *args: str, ok: tuple[int, ...] = (0,), cwd: Path) -> CLIResult:
     r = run_cli(*args, "--db", str(db), db=db, cwd=cwd)
@@ -280,19 +282,36 @@ def test_the_application_role_imports_and_the_store_goes_on(roles, tmp_path: Pat
 
 
 def test_the_documented_move_imports_into_the_store_the_owner_set_up(roles, tmp_path: Path) -> None:
-    """docs/postgres.md: the owner opens the store with `compact`, the
-    agents' role is granted, and a SQLite store's export is imported as that
-    role (before, the namespaces row `compact` wrote refused the import)."""
+    """docs/postgres.md: a new database of the owner's, which the owner sets
+    up with `compact`, the agents' role granted, and a SQLite store's export
+    imported as that role (before, the namespaces row `compact` wrote
+    refused the import)."""
+    import psycopg
+    from psycopg import sql
+
+    from memors_core.storage.postgres.privileges import grant_application_role
+    from memors_core.testing import postgres
+
     source = tmp_path / "source.db"
     with Memory.open(source) as memory:
         fill(memory)
     dump = tmp_path / "dump.jsonl"
     dump.write_text(cli(source, "export", cwd=tmp_path).out, encoding="utf-8")
-    cli(roles.owner_url, "compact", cwd=tmp_path)
-    out = json.loads(cli(roles.app_url, "import", str(dump), "--json", cwd=tmp_path).out)
-    assert out["verified"] is True
-    lines = dump.read_text(encoding="utf-8").splitlines()
-    moved = cli(roles.app_url, "export", cwd=tmp_path).out.splitlines()
+    mine = Roles(dbname=f"{roles.dbname}_move", owner=roles.owner, app=roles.app)
+    admin = psycopg.connect(postgres.admin_url(), autocommit=True)
+    create = sql.SQL("CREATE DATABASE {} OWNER {}")
+    admin.execute(create.format(sql.Identifier(mine.dbname), sql.Identifier(mine.owner)))
+    try:
+        cli(mine.owner_url, "compact", cwd=tmp_path)
+        grant_application_role(mine.owner_url, mine.app)
+        out = json.loads(cli(mine.app_url, "import", str(dump), "--json", cwd=tmp_path).out)
+        assert out["verified"] is True
+        lines = dump.read_text(encoding="utf-8").splitlines()
+        moved = cli(mine.app_url, "export", cwd=tmp_path).out.splitlines()
+    finally:
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        admin.execute(drop.format(sql.Identifier(mine.dbname)))
+        admin.close()
     assert set(body(lines)[1:]) <= set(body(moved)[1:])  # every row, as exported
     extra = set(body(moved)[1:]) - set(body(lines)[1:])
     # the store's own: counts of the compact's work, its change log's high-water mark
