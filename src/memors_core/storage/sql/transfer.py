@@ -127,6 +127,10 @@ NOT_NEGATIVE = frozenset({("counters", "value"), ("clock", "value")})
 #: The values a row holds (JSON's scalars, and bytes for BLOB columns).
 VALUE_TYPES = (type(None), bool, int, float, str, bytes)
 _JSON_NAMES = {dict: "an object", list: "an array"}
+#: The column names some table checks beyond the value's type.
+_CHECKED_COLUMNS = frozenset(
+    {"namespace", "name"} | {c for _t, c in JSON_COLUMNS} | {c for _t, c in NOT_NEGATIVE}
+)
 
 #: How a restored row meets one the store already holds (a store that
 #: ``compact`` or any other command opened has its namespaces rows, its
@@ -214,16 +218,27 @@ def row_columns(table: str, row: dict[str, Any]) -> list[str]:
 
 
 def _check_value(table: str, col: str, value: Any) -> None:
-    what = f"the {table} row's {col}"
-    if not isinstance(value, VALUE_TYPES):
-        raise BadInput(f"{what} is a JSON {type(value).__name__}, not a value a column holds")
     if isinstance(value, str):
+        # (the common case first, and the message built only for a refusal)
         if "\x00" in value:
-            raise BadInput(f"{what} contains a NUL character")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise BadInput(f"{what} holds a lone surrogate, which is not Unicode text") from None
+            raise BadInput(f"the {table} row's {col} contains a NUL character")
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise BadInput(
+                    f"the {table} row's {col} holds a lone surrogate, which is not Unicode text"
+                ) from None
+    elif not isinstance(value, VALUE_TYPES):
+        raise BadInput(
+            f"the {table} row's {col} is a JSON {type(value).__name__}, not a value a column holds"
+        )
+    if col in _CHECKED_COLUMNS:
+        _check_column(table, col, value)
+
+
+def _check_column(table: str, col: str, value: Any) -> None:
+    what = f"the {table} row's {col}"
     if col == "namespace" or (table, col) == ("namespaces", "name"):
         try:
             check_namespace(value)
