@@ -17,7 +17,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -94,8 +94,10 @@ class PgStore:
 
     engine = "postgres"
 
-    def __init__(self, pool: Any, url: str, readonly: bool) -> None:
+    def __init__(self, pool: Any, url: str, readonly: bool, busy_ms: int = 15_000) -> None:
         self.pool = pool
+        #: How long a writer waits for its turn (``MEMORS_BUSY_TIMEOUT_MS``).
+        self.busy_ms = busy_ms
         self.url = url
         self.location = safe_location(url)
         self.path = self.location
@@ -105,6 +107,11 @@ class PgStore:
         self._lock = threading.RLock()
         #: Why the last finishing step of a purge was left for later.
         self.purge_held: str | None = None
+        # Each lock's writers of this process wait here for their turn, not
+        # on a pooled connection each: while one waits for the database's
+        # lock, the pool's other connections stay free for reads.
+        # (Re-entrant: what runs after a commit may write again.)
+        self._turns = {WRITE_LOCK: threading.RLock(), MIGRATE_LOCK: threading.RLock()}
         self._statistics_checked = float("-inf")
         #: Why this store keeps no vectors ("" when it does: pgvector is set up).
         self.vectors_missing = "not checked"
@@ -169,7 +176,7 @@ class PgStore:
             raise MemorsError(
                 f"cannot connect to {safe_location(url)}: {one_line(exc, secret)}"
             ) from None
-        store = cls(pool, url, readonly)
+        store = cls(pool, url, readonly, timeout_ms)
         try:
             if readonly:
                 version = store._version()
@@ -274,20 +281,28 @@ class PgStore:
 
     @contextlib.contextmanager
     def _checked_out(
-        self, session: _Session, begin: str = "SELECT 1"
+        self,
+        session: _Session,
+        begin: str | Callable[[], str] = "SELECT 1",
+        timeout: float | None = None,
     ) -> Iterator[psycopg.Connection]:
         """A connection of the pool for one transaction, its first statements
-        (``begin``, one round trip) sent. A connection that turns out broken
-        there (the server restarted, a proxy dropped it) goes back to the
-        pool, which drops it, and the next one is tried: nothing was sent
-        that could have changed anything, so that retry is always safe."""
+        (``begin``, or what it returns when called: one round trip) sent.
+        A connection that turns out lost there (the server restarted, a
+        proxy dropped it) goes back to the pool, which drops it, and the
+        next one is tried: nothing was sent that could have changed
+        anything, so that retry is always safe. Any other error, a lock
+        timeout above all, is the answer, and is never tried again on
+        another connection (it would wait as long again each time).
+        ``timeout``: seconds to wait for a free connection (the pool's own
+        by default)."""
         if session.conn is not None:  # a maintenance step's own connection
-            session.conn.execute(begin)
+            session.conn.execute(begin() if callable(begin) else begin)
             yield session.conn
             return
         for attempt in range(self.pool.max_size + 1):
             try:
-                conn = self.pool.getconn()
+                conn = self.pool.getconn(timeout)
             except PoolTimeout:
                 self._reachable()
                 raise StoreBusy(
@@ -295,9 +310,14 @@ class PgStore:
                     "try again"
                 ) from None
             try:
-                conn.execute(begin)
+                conn.execute(begin() if callable(begin) else begin)
                 break
             except psycopg.OperationalError:
+                if not (conn.broken or conn.closed):
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                    self.pool.putconn(conn)
+                    raise
                 self.pool.putconn(conn)
                 if attempt == self.pool.max_size:
                     self._reachable()
@@ -342,13 +362,36 @@ class PgStore:
         if session.depth:
             yield from self._savepoint(session)
             return
-        # One round trip: the transaction, and the store's write lock first in it.
-        begin = (
-            "BEGIN ISOLATION LEVEL READ COMMITTED; "
-            f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)})"
-        )
-        with self._translated(), self._checked_out(session, begin) as conn:
-            yield from self._write(session, conn)
+        deadline = time.monotonic() + self.busy_ms / 1000
+
+        def begin() -> str:
+            # One round trip: the transaction, and the store's write lock
+            # first in it, waited for as long as this writer has left.
+            left = max(1, int((deadline - time.monotonic()) * 1000))
+            return (
+                "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                f"SET LOCAL lock_timeout = {left}; "
+                f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)}); "
+                f"SET LOCAL lock_timeout = {int(self.busy_ms)}"
+            )
+
+        with self._translated(), self._turn(lock, deadline):
+            left = max(0.001, deadline - time.monotonic())
+            with self._checked_out(session, begin, left) as conn:
+                yield from self._write(session, conn)
+
+    @contextlib.contextmanager
+    def _turn(self, lock: int, deadline: float) -> Iterator[None]:
+        """This process's turn among its writers for ``lock``, waited for
+        until ``deadline``: one of them at a time holds a pooled connection
+        waiting for (then holding) the database's lock."""
+        turn = self._turns[lock]
+        if not turn.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise self._busy()
+        try:
+            yield
+        finally:
+            turn.release()
 
     def _savepoint(self, session: _Session) -> Iterator[PgTx]:
         conn = session.conn
@@ -466,15 +509,24 @@ class PgStore:
         try:
             yield
         except (pg_errors.LockNotAvailable, pg_errors.DeadlockDetected):
-            raise StoreBusy(
-                f"the store {self.location} stayed locked by another writer; "
-                "nothing was stored, try again"
+            raise self._busy() from None
+        except pg_errors.QueryCanceled as exc:  # a statement_timeout of the server or role
+            raise MemorsError(
+                f"the server cancelled a statement on {self.location} "
+                f"({one_line(exc, _password(self.url))}); the transaction was rolled back, "
+                "nothing of it was stored"
             ) from None
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(
                 f"lost the connection to {self.location} ({one_line(exc, _password(self.url))}); "
                 "the transaction was rolled back, nothing of it was stored"
             ) from None
+
+    def _busy(self) -> StoreBusy:
+        return StoreBusy(
+            f"the store {self.location} stayed locked by another writer; "
+            "nothing was stored, try again"
+        )
 
     # --- purge and backup ------------------------------------------------------
 

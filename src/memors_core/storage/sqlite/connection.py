@@ -251,14 +251,27 @@ class Store:
                 self.conn.execute("PRAGMA query_only = OFF")
 
     def _begin(self, sql: str) -> None:
-        # The busy handler already waited MEMORS_BUSY_TIMEOUT_MS; give a
-        # writer that just started one more short chance before failing.
-        for attempt in range(3):
-            try:
-                self.conn.execute(sql)
-                return
-            except apsw.BusyError:
-                time.sleep(0.05 * (attempt + 1))
+        # The busy handler waits up to MEMORS_BUSY_TIMEOUT_MS. SQLite answers
+        # busy without calling it in a few cases (a snapshot that another
+        # connection's commit made stale, say): only then, while the wait is
+        # not over, it is tried again shortly. A busy answer after the whole
+        # wait is final, never waited for twice.
+        timeout_ms = busy_timeout_ms()
+        deadline = time.monotonic() + timeout_ms / 1000
+        try:
+            for attempt in range(3):
+                try:
+                    self.conn.execute(sql)
+                    return
+                except apsw.BusyError:
+                    pause = 0.05 * (attempt + 1)
+                    left = deadline - time.monotonic() - pause
+                    if left <= 0:
+                        break
+                    time.sleep(pause)
+                    self.conn.setbusytimeout(int(left * 1000))  # what is left of the wait
+        finally:
+            self.conn.setbusytimeout(timeout_ms)
         raise StoreBusy(
             f"the store {self.path} stayed locked by another writer; nothing was stored, try again"
         )

@@ -8,13 +8,19 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import psycopg
 import pytest
 
 from memors_core import Memory
-from memors_core.errors import MemorsError
-from memors_core.storage.postgres.connection import PgStore, safe_location
+from memors_core.errors import MemorsError, StoreBusy
+from memors_core.storage.postgres.connection import (
+    LOCK_SPACE,
+    WRITE_LOCK,
+    PgStore,
+    safe_location,
+)
 from memors_core.storage.postgres.schema import SCHEMA_VERSION
 from memors_core.testing import passages_about, run_cli
 from memors_core.testing import postgres as pg
@@ -117,6 +123,93 @@ def test_threads_share_the_pool_and_read_at_once(postgres_url, monkeypatch):
             tx.namespaces.touch("after-readers")
     finally:
         store.close()
+
+
+def _write_lock_waiters(admin: psycopg.Connection, dbname: str) -> int:
+    """Sessions of ``dbname`` waiting for the store's write lock."""
+    return admin.execute(
+        "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database "
+        "WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = %s "
+        "AND l.classid = %s AND l.objid = %s",
+        (dbname, LOCK_SPACE, WRITE_LOCK),
+    ).fetchone()[0]
+
+
+def _hold_write_lock(url: str) -> psycopg.Connection:
+    """Another session holding the store's write lock (until it closes)."""
+    holder = psycopg.connect(url, autocommit=True)
+    holder.execute("SELECT pg_advisory_lock(%s, %s)", (LOCK_SPACE, WRITE_LOCK))
+    return holder
+
+
+def test_a_lock_timeout_is_one_wait_on_one_connection_and_the_busy_error(postgres_url, monkeypatch):
+    # The lock timeout is no broken connection: it was tried again on each
+    # of the pool's connections, a writer waiting five times as long.
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "300")
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "4")
+    with Memory.open(postgres_url) as memory:
+        pool = memory.store.pool
+        holder = _hold_write_lock(postgres_url)
+        try:
+            pool.pop_stats()
+            with pytest.raises(StoreBusy) as raised:
+                memory.remember("Never stored: another writer holds the lock.")
+            asked = pool.pop_stats().get("requests_num", 0)
+        finally:
+            holder.close()
+        assert asked == 1  # one connection taken, one wait, then the answer
+        message = str(raised.value)
+        assert "\n" not in message
+        assert "stayed locked by another writer" in message and "nothing was stored" in message
+        # the pool kept its connections (none was dropped as broken) and works
+        assert pool.get_stats().get("connections_lost", 0) == 0
+        memory.remember("Stored once the lock is free.")
+        assert memory.search("lock is free").results
+        assert not memory.search("another writer holds").results
+
+
+def test_writers_waiting_for_the_lock_leave_the_pool_to_searches(postgres_url, monkeypatch):
+    # Five writers waiting for another process's lock held every connection
+    # of the pool, and searches waited for one.
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "120000")
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "4")
+    dbname = postgres_url.rsplit("/", 1)[1]
+    with Memory.open(postgres_url) as memory:
+        memory.remember("Raft elects a leader by majority vote.")
+        holder = _hold_write_lock(postgres_url)
+        outcomes: list[str] = []
+
+        def writer(n: int) -> None:
+            try:
+                memory.remember(f"Written while another process held the lock, number {n}.")
+                outcomes.append("stored")
+            except Exception as exc:  # reported to the test
+                outcomes.append(f"{type(exc).__name__}: {exc}")
+
+        writers = [threading.Thread(target=writer, args=(n,)) for n in range(5)]
+        try:
+            with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+                for t in writers:
+                    t.start()
+                for _ in range(600):  # until one of them waits in the database
+                    if _write_lock_waiters(admin, dbname):
+                        break
+                    time.sleep(0.05)
+                # Let the others take their places too; whatever they do,
+                # one waits in the database at a time.
+                waiting = []
+                for _ in range(10):
+                    time.sleep(0.05)
+                    waiting.append(_write_lock_waiters(admin, dbname))
+                assert max(waiting) == 1
+                found = memory.search("majority vote")  # while all five wait
+                assert [r.address for r in found.results]
+        finally:
+            holder.close()
+            for t in writers:
+                t.join(180)
+        assert outcomes == ["stored"] * 5
+        assert len(memory.search("another process held the lock").results) == 5
 
 
 def test_a_bad_pool_size_is_bad_input(postgres_url):

@@ -80,6 +80,38 @@ def test_a_writer_waits_for_another_within_the_busy_timeout(tmp_path, monkeypatc
     holder.close()
 
 
+def test_a_writer_that_waited_the_whole_busy_timeout_is_not_made_to_wait_again(
+    tmp_path, monkeypatch
+):
+    # The busy answer after the whole wait was tried twice more, each time
+    # waiting as long again: a writer waited three times what it was told.
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "300")
+    path = tmp_path / "busy.db"
+    Memory.open(path).close()
+    holder = apsw.Connection(str(path))
+    holder.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    begun: list[str] = []
+
+    def trace(_cursor, sql: str, _bindings) -> bool:
+        if sql.startswith("BEGIN IMMEDIATE"):
+            begun.append(sql)
+        return True
+
+    try:
+        with Memory.open(path) as memory:
+            memory.store.conn.exec_trace = trace
+            with pytest.raises(MemorsError) as err:
+                memory.remember("Never stored: another writer holds the lock.")
+            memory.store.conn.exec_trace = None
+            # the wait is as long as it says again for the next writer
+            assert memory.store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 300
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert err.value.code == "busy"
+    assert len(begun) == 1  # one wait for the lock, then the answer
+
+
 def test_foreign_keys_are_enforced(memory):
     with pytest.raises(apsw.ConstraintError, match="FOREIGN KEY"):
         memory.store.conn.execute(
