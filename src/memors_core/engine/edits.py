@@ -35,11 +35,11 @@ def forget(tx: Tx, namespace: str, kind: str, ident: str, reason: str | None) ->
         raise NotFound(f"nothing at {address(kind, ident)} in namespace {namespace!r}")
     done: list[str] = []
     if kind == "document":
-        for passage in tx.passages.live_of_document(ident):
-            if tx.tombstones.add(
-                namespace, "passage", passage, "forgotten", reason or "document forgotten"
-            ):
-                done.append(address("passage", passage))
+        passages = tx.passages.live_of_document(ident)
+        for passage in tx.tombstones.add_many(
+            namespace, "passage", passages, "forgotten", reason or "document forgotten"
+        ):
+            done.append(address("passage", passage))
     if tx.tombstones.add(namespace, kind, ident, "forgotten", reason):
         done.insert(0, address(kind, ident))
     return Forgotten(

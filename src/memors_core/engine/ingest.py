@@ -399,11 +399,13 @@ class Ingest:
         if big:
             n = len(pieces)
             report(True, task="remember", phase="storing", documents=documents, done=n, total=n)
-        for leftovers in reuse.values():
-            for passage in leftovers:
-                tx.tombstones.add(
-                    namespace, "passage", passage, "superseded", f"document version {version}"
-                )
+        tx.tombstones.add_many(
+            namespace,
+            "passage",
+            [passage for leftovers in reuse.values() for passage in leftovers],
+            "superseded",
+            f"document version {version}",
+        )
         tx.after_commit(
             log.info,
             "document_remembered",

@@ -431,6 +431,19 @@ class Tombstones(Protocol):
         """Forget or supersede one row (write); False, and nothing changes, if it
         already was. A passage's tombstone marks the pages citing it stale."""
 
+    def add_many(
+        self,
+        namespace: str,
+        kind: str,
+        idents: Iterable[str],
+        state: str,
+        reason: str | None = None,
+        item: int | None = None,
+        at: str | None = None,
+    ) -> list[str]:
+        """:meth:`add` for many rows of one kind in a few statements (write);
+        the ids that were live and now have their tombstone, in the order given."""
+
     def since(self, namespace: str, after: int) -> list[Tombstone]:
         """Tombstones of ``namespace`` newer than the clock value ``after``, oldest first."""
 

@@ -467,6 +467,28 @@ class StorageContract(VectorContract):
         with storage.read() as tx:
             assert tx.tombstones.state(passage) == "forgotten"
 
+    def test_forgetting_many_at_once_tombstones_the_live_ones_in_order(
+        self, storage: Storage
+    ) -> None:
+        with storage.write() as tx:
+            _, ids = add_document(tx, [f"Raft note {n}: terms only grow." for n in range(5)])
+        cited, first, gone, last = ids[1], ids[0], ids[2], ids[4]
+        page = write_page(storage, "Raft", "Terms only grow.", [cited])
+        assert forget(storage, "passage", gone)
+        with storage.write() as tx:
+            head = tx.tombstones.head()
+            done = tx.tombstones.add_many(
+                NS, "passage", [last, gone, first, cited, last], "forgotten", "many at once"
+            )
+            assert done == [last, first, cited]  # once each, the forgotten one left out
+            assert tx.tombstones.add_many(NS, "passage", [first, cited], "forgotten") == []
+        with storage.read() as tx:
+            made = tx.tombstones.since(NS, head)
+            assert [t.target for t in made] == [last, first, cited]  # numbered in that order
+            assert {t.reason for t in made} == {"many at once"}
+            assert tx.tombstones.state(ids[3]) == "live"
+            assert tx.pages.is_stale(page)
+
     def test_forgetting_a_cited_passage_makes_the_page_stale(self, storage: Storage) -> None:
         cited = remember(storage, "[[Raft]] elects a leader.", about="Raft")
         other = remember(storage, "[[Paxos]] agrees on a value.", about="Paxos")

@@ -451,6 +451,12 @@ def _doc_frequency() -> str:
     return DOC_FREQUENCY_MIGRATION
 
 
+def _set_removal() -> str:
+    from memors_core.storage.postgres.search import SET_REMOVAL_MIGRATION
+
+    return SET_REMOVAL_MIGRATION
+
+
 # Passages' vectors (issue 17), SQLite's version 7: each namespace's count
 # of vectors and of changes to them. The vectors themselves need pgvector,
 # a server extension: their table and triggers are made where the server
@@ -470,6 +476,7 @@ MIGRATIONS: list[str] = [
     _entity_terms(),
     _doc_frequency(),
     VECTOR_STATS_MIGRATION,
+    _set_removal(),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose

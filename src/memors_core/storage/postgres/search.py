@@ -23,12 +23,14 @@ A row is indexed when it is inserted (a passage when its transaction
 commits: the transaction's new passages go in together, their postings
 in term order, so a bulk load touches each index page once rather than
 once per passage), and taken out when a tombstone names it (forgotten or
-superseded) or purge deletes it, so the index holds live rows only and
+superseded) or purge deletes it (a passage, again, when its transaction
+commits, all of them in one pass: a forgotten document's thousands of
+passages leave the index in seconds), so the index holds live rows only and
 its statistics are those of the live rows of the namespace searched: one
 namespace's ranking never depends on another's content, and purge leaves
 no word of erased text behind. A search inside a write transaction does
-not see the passages that transaction added (memors searches in read
-transactions only).
+not see the passages that transaction added, and still sees those it
+forgot (memors searches in read transactions only).
 
 A query's words and entity terms are memors' (:mod:`memors_core.domain.search`);
 they reach the database only as parameters, so no syntax in them can reach
@@ -618,6 +620,154 @@ BEGIN
         PERFORM memors_search_refresh('e', r.id);
     END LOOP;
 END $$;
+"""
+
+
+# Set-based removal (issue 29): forgetting a document of 8,171 passages held
+# the write lock 378 s, taking them out one by one, each passage's removal
+# updating search_df once per term and scanning what the earlier ones left
+# (a common term's row had thousands of versions by the end). Passages are
+# now taken out at commit with the ones added: a tombstone or an erasure
+# queues the passage, and the flush removes every queued passage in one
+# pass (postings deleted by (term, rowid) pairs, each term's frequency and
+# each index's statistics changed by one grouped UPDATE), then indexes
+# those that are still live. Pages, facts and entities (a few rows per
+# write) are refreshed at once as before, through the same removal.
+SET_REMOVAL_MIGRATION = r"""
+CREATE FUNCTION memors_search_remove_many(k "char", rids bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    gone_rows bigint[];
+    gone_terms bigint[];
+    emptied bigint[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM search_docs WHERE kind = k AND rowid = ANY (rids)
+        RETURNING rowid, ix, length, terms
+    ),
+    stats AS (
+        UPDATE search_stats s SET docs = s.docs - g.docs, length = s.length - g.length
+        FROM (SELECT ix, count(*) AS docs, sum(length) AS length FROM gone GROUP BY ix) g
+        WHERE s.id = g.ix
+    )
+    SELECT array_agg(g.rowid), array_agg(t.term) INTO gone_rows, gone_terms
+    FROM gone g CROSS JOIN LATERAL unnest(g.terms) AS t(term);
+    IF gone_terms IS NULL THEN
+        RETURN;
+    END IF;
+    -- Planned with the pairs in hand (EXECUTE), so the planner knows how
+    -- many there are: a few are looked up by the postings index, a whole
+    -- document's are merged with it in one ordered pass.
+    EXECUTE $q$
+        WITH postings AS (
+            DELETE FROM search_postings p USING unnest($1, $2) AS x(term, rowid)
+            WHERE p.term = x.term AND p.rowid = x.rowid
+            RETURNING p.term
+        ),
+        df AS (
+            UPDATE search_df f SET n = f.n - c.n
+            FROM (SELECT term, count(*) AS n FROM postings GROUP BY term) c
+            WHERE f.term = c.term
+            RETURNING f.term, f.n
+        )
+        SELECT coalesce(array_agg(term), '{}') FROM df WHERE n <= 0
+    $q$ INTO emptied USING gone_terms, gone_rows;
+    DELETE FROM search_df WHERE term = ANY (emptied);  -- (as a rebuild leaves it)
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_remove(k "char", rid bigint) RETURNS void
+LANGUAGE sql AS $$ SELECT memors_search_remove_many(k, ARRAY[rid]) $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    PERFORM memors_search_remove_many('p', ARRAY(SELECT DISTINCT rowid FROM search_queue));
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT hashtextextended(u.lexeme, st.id), count(*)
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        GROUP BY 1
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+-- A passage's tombstone or erasure queues it for the flush at commit.
+CREATE OR REPLACE FUNCTION memors_search_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    k "char" := CASE TG_TABLE_NAME WHEN 'passages' THEN 'p' WHEN 'pages' THEN 'g'
+                                   WHEN 'facts' THEN 'f' ELSE 'e' END;
+BEGIN
+    IF k = 'p' THEN  -- indexed, and taken out, at commit
+        INSERT INTO search_queue(rowid)
+        VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.rowid ELSE NEW.rowid END);
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM memors_search_remove(k, OLD.rowid);
+    ELSE
+        PERFORM memors_search_refresh(k, NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    t tombstones := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+    k "char" := CASE t.type WHEN 'passage' THEN 'p' WHEN 'page' THEN 'g'
+                            WHEN 'fact' THEN 'f' END;
+BEGIN
+    IF k = 'p' THEN
+        INSERT INTO search_queue(rowid) SELECT rowid FROM passages WHERE id = t.target;
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    ELSIF k IS NOT NULL THEN
+        PERFORM memors_search_refresh(k, t.target);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE CONSTRAINT TRIGGER passages_search_flush_removed AFTER DELETE ON passages
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE CONSTRAINT TRIGGER tombstones_search_flush AFTER INSERT OR DELETE ON tombstones
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
 """
 
 

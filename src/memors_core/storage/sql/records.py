@@ -714,26 +714,58 @@ class SqlTombstones(Repo):
         item: int | None = None,
         at: str | None = None,
     ) -> bool:
-        if not self.is_live(ident):
-            return False
-        self.run(
+        return bool(self.add_many(namespace, kind, [ident], state, reason, item, at))
+
+    def add_many(
+        self,
+        namespace: str,
+        kind: str,
+        idents: Iterable[str],
+        state: str,
+        reason: str | None = None,
+        item: int | None = None,
+        at: str | None = None,
+    ) -> list[str]:
+        # A few statements whatever the number of rows: forgetting a document
+        # of thousands of passages is not thousands of round trips.
+        idents = list(dict.fromkeys(idents))
+        if not idents:
+            return []
+        dead = {
+            r[0]
+            for r in self.all(
+                "SELECT target FROM tombstones WHERE target IN (SELECT value FROM json_each(?))",
+                (json.dumps(idents),),
+            )
+        }
+        fresh = [i for i in idents if i not in dead]
+        if not fresh:
+            return []
+        when = at or now()
+        self.db.executemany(
             "INSERT INTO tombstones(rowid, namespace, target, type, state, reason, item, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.tx.tick("tombstones"), namespace, ident, kind, state, reason, item, at or now()),
+            [
+                (self.tx.tick("tombstones"), namespace, i, kind, state, reason, item, when)
+                for i in fresh
+            ],
         )
         if kind == "passage":
-            self.tx.pages.mark_citing(ident, state)
+            self.tx.pages.mark_citing_many(fresh, state)
         elif kind == "fact":
-            self.tx.pages.mark_built_with(ident, state)
-        self.tx.after_commit(
-            log.info,
-            "fact_superseded" if (kind == "fact" and state == "superseded") else f"{kind}_{state}",
-            namespace=namespace,
-            address=address(kind, ident),
-            reason=reason,
-            item=item,
-        )
-        return True
+            for ident in fresh:
+                self.tx.pages.mark_built_with(ident, state)
+        event = "fact_superseded" if (kind == "fact" and state == "superseded") else None
+        for ident in fresh:
+            self.tx.after_commit(
+                log.info,
+                event or f"{kind}_{state}",
+                namespace=namespace,
+                address=address(kind, ident),
+                reason=reason,
+                item=item,
+            )
+        return fresh
 
     def since(self, namespace: str, after: int) -> list[Tombstone]:
         return [

@@ -166,9 +166,22 @@ class TestPostgresSearch(PostgresStorage):
         remember(storage, "Raft replicates a log.", about="Raft protocol")
         remember(storage, "A leader of Paxos.", namespace=OTHER_NS)
         gone = remember(storage, "The secret leader rotation.")
+        with storage.write() as tx:  # documents of several passages sharing words
+            _, forgotten = add_document(tx, [f"Leader {n} of the raft log." for n in range(6)])
+            _, erased = add_document(tx, [f"The raft log's entry {n}." for n in range(4)])
         kept, counted = frequencies()
         assert kept == counted and kept
         assert forget(storage, "passage", gone)
+        with storage.write() as tx:  # a whole document forgotten in one transaction
+            assert tx.tombstones.add_many(NS, "passage", forgotten, "forgotten") == forgotten
+        with storage.write() as tx:  # several passages erased in one transaction
+            conn = tx.native("postgres")
+            conn.execute("SET LOCAL memors.purge_gate = 'open'")
+            conn.execute("DELETE FROM passages WHERE id = ANY (%s)", (erased[:3],))
+        kept, counted = frequencies()
+        assert kept == counted
+        assert not {address("passage", p) for p in forgotten} & set(scores(storage, "leader"))
+        assert list(scores(storage, "entry")) == [address("passage", erased[3])]
         with storage.write() as tx:  # a merge moves the entity terms
             tx.entities.merge(
                 tx.entities.resolve("Raft", NS), tx.entities.resolve("Raft protocol", NS), NS
