@@ -190,10 +190,10 @@ def _erase(
 
     if passages:
         _erase_kind_state(tx, plugins, namespace, passages, limits)
-    for passage in passages:
-        purges.erase_passage(passage.id)
-        purges.redact_items(passage.id, REDACTED)
-        erased.append(address("passage", passage.id))
+    if passage_ids:
+        purges.erase_passages(passage_ids)
+        purges.redact_items_many(passage_ids, REDACTED)
+        erased.extend(address("passage", p) for p in passage_ids)
     if kind == "document":
         purges.erase_document(ident)
         erased.insert(0, address("document", ident))

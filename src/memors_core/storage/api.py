@@ -665,6 +665,9 @@ class Purges(Protocol):
     def erase_passage(self, ident: str) -> None:
         """Erase a passage with its mentions, version links, profile and tombstone."""
 
+    def erase_passages(self, idents: Sequence[str]) -> None:
+        """:meth:`erase_passage` for many passages, a few statements in all."""
+
     def erase_document(self, ident: str) -> None:
         """Erase a document with its versions and tombstone (its passages apart)."""
 
@@ -678,6 +681,9 @@ class Purges(Protocol):
         """Replace the payload (and any resolution) of every work item that
         mentions ``ident`` by ``replacement``; an open one gets a fingerprint
         no scan yields, so the next compact refreshes or obsoletes it."""
+
+    def redact_items_many(self, idents: Sequence[str], replacement: Any) -> None:
+        """:meth:`redact_items` for every work item that mentions any of ``idents``."""
 
     def record(self, namespace: str, target: str, erased: list[str]) -> int:
         """The audit record (what was erased, never the content) with every

@@ -4,7 +4,7 @@ record and its finishing steps (the engines' own parts are in their purge module
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memors_core.domain.dates import now
@@ -133,6 +133,11 @@ class SqlPurges(Repo):
             self.erase_rows(table, column, ident)
 
     def erase_passage(self, ident: str) -> None:
+        self.erase_passages([ident])
+
+    def erase_passages(self, idents: Sequence[str]) -> None:
+        # Table by table, not passage by passage: a document of thousands of
+        # passages is a few statements, not thousands of round trips.
         for table, column in (
             ("version_passages", "passage"),
             ("mentions", "passage"),
@@ -140,7 +145,7 @@ class SqlPurges(Repo):
             ("tombstones", "target"),
             ("passages", "id"),
         ):
-            self.erase_rows(table, column, ident)
+            self.erase_rows_many(table, column, idents)
 
     def erase_document(self, ident: str) -> None:
         for table, column in (
@@ -166,14 +171,29 @@ class SqlPurges(Repo):
         it its own way."""
         self.run(f"DELETE FROM {table} WHERE {column} = ?", (value,))
 
+    def erase_rows_many(self, table: str, column: str, values: Sequence[str]) -> None:
+        """:meth:`erase_rows` for every one of ``values``."""
+        if not values:
+            return
+        self.run(
+            f"DELETE FROM {table} WHERE {column} IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(values)),),
+        )
+
     def redact_items(self, ident: str, replacement: Any) -> None:
+        self.redact_items_many([ident], replacement)
+
+    def redact_items_many(self, idents: Sequence[str], replacement: Any) -> None:
+        if not idents:
+            return
         note = json.dumps(replacement)
         self.run(
             "UPDATE work_items SET payload = ?1, resolution = CASE WHEN resolution IS NULL "
             "THEN NULL ELSE ?1 END, "
             "fingerprint = CASE WHEN status = 'open' THEN 'purged' ELSE fingerprint END "
-            "WHERE instr(payload, ?2) > 0 OR instr(coalesce(resolution, ''), ?2) > 0",
-            (note, ident),
+            "WHERE EXISTS (SELECT 1 FROM json_each(?2) j WHERE instr(payload, j.value) > 0 "
+            "OR instr(coalesce(resolution, ''), j.value) > 0)",
+            (note, json.dumps(list(idents))),
         )
 
     # --- the audit record and the steps left -------------------------------------
