@@ -261,3 +261,34 @@ def test_web_benchmark_prints_every_figure(engine):
                 assert "static file p50" in line, line
             else:
                 assert "KiB of HTML" in line, line
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_large_forget_benchmark_prints_every_figure(engine):
+    """benchmarks/large_forget.py on a document of 0.1 MB: remember, forget
+    and purge are timed beside the 10 s target (on PostgreSQL as a
+    superuser, the tables' owner and an application role)."""
+    if engine == "postgres":
+        from memors_core.testing import postgres
+
+        postgres.require_server()
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.large_forget", "--mb", "0.1", "--engines", engine],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("one document of 0.1 MB"), proc.stdout
+    who = ["sqlite"] if engine == "sqlite" else ["postgres, superuser", "postgres, owner"]
+    if engine == "postgres":
+        who.append("postgres, app role")
+    for label in who:
+        for step in ("remember", "forget", "purge"):
+            found = [x for x in lines if x.startswith(f"{label}: {step}")]
+            assert len(found) == 1, (label, step, proc.stdout)
+            assert re.search(r" \d+\.\d\d s ", found[0]), found[0]
+            if step != "remember":
+                assert found[0].endswith("<= 10 s"), found[0]
