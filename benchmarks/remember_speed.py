@@ -14,7 +14,8 @@ Corpora, written as JSONL for ``memors-mcp remember --jsonl``:
   ``../shared/data/locomo-dev.json`` (when it is there), one document each,
   with its speaker as entity.
 
-For each corpus, ``--runs`` times and alternately: a fresh store, then
+For each corpus, after one warm-up load, ``--runs`` times and in turns
+(off then on, then on then off): a fresh store, then
 ``memors-mcp remember --jsonl`` with ``MEMORS_VECTORS=off`` and with it on,
 timed as a user feels it (wall time until the command returns; its CPU
 time too). With vectors on, the command leaves the vectors to the detached
@@ -134,8 +135,12 @@ def measure(name: str, docs: list[dict], runs: int, work: Path) -> None:
     cpus: dict[str, list[float]] = {"off": [], "on": []}
     later: list[float] = []
     passages = 0
+    # A warm-up (the source file and bytecode in the page cache), then each
+    # pair in turn order, so that neither setting always goes first.
+    run([*cli, "--db", str(work / f"{name}-warm.db"), "remember", "--jsonl", str(source)],
+        {**base, "MEMORS_VECTORS": "off"})  # fmt: skip
     for n in range(runs):
-        for setting in ("off", "on"):
+        for setting in ("off", "on") if n % 2 == 0 else ("on", "off"):
             db = work / f"{name}-{setting}-{n}.db"
             env = {**base, "MEMORS_VECTORS": setting}
             wall, cpu = run([*cli, "--db", str(db), "remember", "--jsonl", str(source)], env)

@@ -148,8 +148,8 @@ class Memory:
         return self.store.path
 
     def close(self) -> None:
-        """Close the store; a background run of vectors stops after its
-        chunk under way (what it leaves is made by the next run)."""
+        """Close the store; a background run of vectors stops after the
+        model's batch under way (what it leaves is made by the next run)."""
         if self._background is not None:
             self._background.stop()
         self.store.close()

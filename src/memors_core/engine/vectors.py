@@ -150,13 +150,13 @@ def catch_up(
                 if not batch:
                     break
                 after = batch[-1][0]
-                made = model.embed(
-                    [t for _, _, t in batch],
-                    None if report is None else lambda n, at=done, of=total: report(
-                        task="reindex", phase="embedding", done=at + n,
-                        total=max(of, at + n), unit="passages",
-                    ),
-                )  # fmt: skip
+                try:
+                    made = model.embed(
+                        [t for _, _, t in batch],
+                        lambda n, at=done, of=total: _between(report, stop, at + n, of),
+                    )
+                except _Stopped:
+                    break
                 with storage.write() as tx:
                     stored += tx.vectors.add(
                         namespace, zip((p for _, p, _ in batch), made, strict=True)
@@ -178,6 +178,21 @@ def catch_up(
     if stored:
         log.info("vectors_added", namespace=namespace, added=stored)
     return done, stored
+
+
+class _Stopped(Exception):
+    """A run asked to stop, between two batches of the model."""
+
+
+def _between(
+    report: Reporter | None, stop: Callable[[], bool] | None, done: int, total: int
+) -> None:
+    """After each batch of the model: progress, and a stop asked for."""
+    if stop is not None and stop():
+        raise _Stopped
+    if report is not None:
+        report(task="reindex", phase="embedding", done=done, total=max(total, done),
+               unit="passages")  # fmt: skip
 
 
 def reindex(
@@ -240,7 +255,9 @@ class Background:
             )
 
     def stop(self) -> None:
-        """Stop after the chunk under way (it is stored), and wait for that."""
+        """Stop after the model's batch under way (up to 32 texts; the
+        chunk's vectors made so far are dropped, and made by the next
+        run), and wait for that."""
         with self._cond:
             self._stopped = True
             self._cond.notify_all()

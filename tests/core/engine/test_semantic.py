@@ -401,3 +401,38 @@ def test_a_server_starting_resumes_what_an_earlier_run_left(vector_memory, monke
     assert vector_memory.wait_for_vectors()
     assert vector_memory.vectors_waiting() == vector_memory.vectors_waiting("work") == 0
     assert vector_count(vector_memory, "work") == 1
+
+
+def test_closing_stops_a_background_run_between_two_batches(vector_store, monkeypatch):
+    import threading
+
+    from memors_core.engine import vectors
+
+    monkeypatch.setattr(vectors, "CHUNK", 10_000)  # one chunk: only a batch boundary can stop it
+    monkeypatch.setattr(semantic, "BATCH", 2)
+    model, started, gate = semantic.embedder(), threading.Event(), threading.Event()
+
+    class Slow:
+        def embed(self, texts, report=None):
+            def each(n):
+                started.set()
+                assert gate.wait(timeout=300)
+                if report is not None:
+                    report(n)
+
+            return model.embed(texts, each)
+
+    monkeypatch.setattr(semantic, "embedder", lambda: Slow())
+    memory = Memory.open(vector_store)
+    memory.remember_many([{"text": f"Note {n} about the garden shed."} for n in range(9)])
+    assert started.wait(timeout=300)  # the run is inside the model, at its first batch
+    closing = threading.Thread(target=memory.close)
+    closing.start()
+    while not memory._background._stopped:  # close has asked the run to stop
+        closing.join(0.01)
+    gate.set()
+    closing.join()
+    monkeypatch.setattr(semantic, "embedder", lambda: model)
+    with Memory.open(vector_store) as again:
+        assert again.vectors_waiting() == 9  # stopped before the chunk was stored
+        assert again.make_vectors() == 9
