@@ -1863,8 +1863,9 @@ class StorageContract(VectorContract):
         newest = remember(storage, "Erased before the export.")
         with storage.read() as tx:
             head = tx.passages.head()
-        with storage.erasing() as tx:
+        with storage.erasing() as tx:  # as purge does: the erasure and its audit row
             tx.purges.erase_passage(newest)
+            tx.purges.record(NS, address("passage", newest), [address("passage", newest)])
         with storage.read() as tx:
             rows = list(tx.transfer.export())
         copy = open_storage("copy")
