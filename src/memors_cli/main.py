@@ -552,6 +552,57 @@ def subcommand(argv: list[str]) -> str | None:
     return None
 
 
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every argument the parser took must be text that can be stored:
+    a byte that is not UTF-8 (Python hands it over as a lone surrogate),
+    a lone surrogate or a NUL is bad input naming the argument, exit 2,
+    before any store is opened. Paths too: a file's name may become its
+    URI, and the engines take UTF-8 names only."""
+    names = argument_names(parser)
+    for dest, value in vars(args).items():
+        for one in value if isinstance(value, list) else [value]:
+            why = bad_text(one) if isinstance(one, str) else None
+            if why:
+                from .output import fail
+
+                name = names.get(dest, dest)
+                fail(f"{name} is not valid text ({why})", code="bad-input", exit_code=EXIT_USAGE)
+
+
+def bad_text(value: str) -> str | None:
+    """Why an argument cannot be taken as text, or None: a byte of the
+    command line that is not UTF-8 is named as the byte it was."""
+    from memors_core.domain.valid_text import problem
+
+    why = problem(value)
+    if why and "surrogate" in why:
+        for i, char in enumerate(value):
+            if "\udc80" <= char <= "\udcff":  # surrogateescape's stand-in for a byte
+                return f"byte 0x{ord(char) - 0xDC00:02X} at character {i + 1} is not UTF-8"
+            if "\ud800" <= char <= "\udfff":
+                break
+    return why
+
+
+def argument_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """How the user wrote each argument of ``parser`` and its subcommands,
+    by the attribute it is stored in: the longest option (``--reason``), or a
+    positional's metavar (``QUERY``)."""
+    import argparse
+
+    names: dict[str, str] = {}
+    stack = [parser]
+    while stack:
+        for action in stack.pop()._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+            elif action.option_strings:
+                names.setdefault(action.dest, max(action.option_strings, key=len))
+            else:
+                names.setdefault(action.dest, str(action.metavar or action.dest))
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv == ["--version"]:  # the quick path: no parser, no logging
@@ -563,8 +614,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A command builds the parser of its own subcommand only (``--help`` and
     # errors about the subcommand's name still see them all).
     command = subcommand(argv)
-    args = apply_global_options(build_parser(only=command).parse_args(argv))
+    parser = build_parser(only=command)
+    args = apply_global_options(parser.parse_args(argv))
     output.JSON_MODE = bool(getattr(args, "json", False))
+    check_arguments(parser, args)
     output.configure_logging(args.log_level, every_logger=args.command == "serve")
     from .commands import dispatch
 

@@ -22,6 +22,9 @@ class Exit(Exception):
 def fail(message: str, *, code: str = "error", exit_code: int = 2) -> NoReturn:
     """Print one line on stderr (and the JSON error on stdout) and exit."""
     line = " ".join(str(message).split()) or "error"
+    # A message that quotes what the user gave may hold bytes that are not
+    # UTF-8 (as lone surrogates): shown escaped, so printing it cannot fail.
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")
     if JSON_MODE:
         import json
 

@@ -215,3 +215,19 @@ def test_a_store_with_vectors_read_without_the_extra_is_searched_by_words(vcli, 
     r = vcli("search", "rescue dog", "--json", env=no_extra)
     assert r.code == 0 and r.json["mode"] == "lexical" and "notice" not in r.json
     assert r.json["results"][0]["text"].startswith("Melanie adopted")
+
+
+def test_a_query_that_is_not_text_is_bad_input_with_vectors(vcli):
+    """``search $'caf\\xe9'`` on a store with vectors was an internal error
+    (the model's tokenizer cannot take a lone surrogate): now, in every mode,
+    one line naming the query, exit 2."""
+    load(vcli)
+    for mode in ([], ["--mode", "semantic"], ["--mode", "hybrid"]):
+        r = vcli("search", "caf\udce9", *mode)  # the byte 0xE9, as a shell passes it
+        assert r.code == 2, r
+        [line] = r.err.strip().splitlines()
+        assert "QUERY is not valid text (byte 0xE9" in line, line
+    from memors_core import BadInput, Memory
+
+    with Memory.open(vcli.db) as memory, pytest.raises(BadInput, match="not valid text"):
+        memory.search("lone \ud800 surrogate", mode="semantic")

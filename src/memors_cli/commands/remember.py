@@ -13,6 +13,7 @@ from typing import Any
 from memors_core.wire import to_json
 
 from .. import files
+from ..main import bad_text
 from ..output import Progress, fail
 from ._common import (
     DOCUMENT_SETTING,
@@ -62,6 +63,17 @@ def cmd_remember(args: argparse.Namespace) -> int:
     if args.jsonl and args.jsonl != "-":
         files.check_regular(Path(args.jsonl))
 
+    # What the directories hold, walked before anything is stored: a file's
+    # URI is its path, so a name that is not UTF-8 refuses the whole load.
+    listed = {
+        s: list(_walk(Path(s))) if Path(s).is_dir() else [Path(s)] for s in inputs if s != "-"
+    }
+    for p in (p for found in listed.values() for p in found):
+        why = bad_text(str(p))
+        if why:
+            shown = os.fsencode(p).decode("utf-8", "backslashreplace")
+            fail(f"{shown}: the file name is not valid text ({why}); rename it", code="bad-input")
+
     with open_memory(args) as memory:
         limit = memory.limits.document_bytes
         if not many:
@@ -95,10 +107,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
             start_embedder(args, memory)
             return 0
 
-        paths = {
-            s: list(_walk(Path(s))) if Path(s).is_dir() else [Path(s)] for s in inputs if s != "-"
-        }
-        progress = LoadProgress(paths, inputs, args.jsonl)
+        progress = LoadProgress(listed, inputs, args.jsonl)
         skipped: list[str] = []
         not_regular: list[files.NotRegularFile] = []  # entries of a directory, skipped
         labels: list[str] = []  # what to call the n-th document in an error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memors_core.domain import text
+from memors_core.domain import text, valid_text
 from memors_core.errors import BadInput
 from memors_core.settings import FIELD_SETTING
 
@@ -78,12 +78,9 @@ def opt_str(value: Any, field: str, limit: int, setting: str = "") -> str | None
             f"{field} is too long ({len(value)} characters; at most {limit}"
             f"{', ' + setting if setting else ''})"
         )
-    if "\x00" in value:
-        raise BadInput(f"{field} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # e.g. undecodable bytes in a command-line argument
-        raise BadInput(f"{field} is not valid text (it contains unpaired surrogates)") from None
+    why = valid_text.problem(value)  # e.g. undecodable bytes in a command-line argument
+    if why:
+        raise BadInput(f"{field} is not valid text ({why})")
     return value
 
 
@@ -131,6 +128,9 @@ def check_document(
     if nested_deeper_than(metadata, METADATA_DEPTH):
         # Deeper would be stored, then fail every read (recursion limits).
         raise BadInput(f"metadata is nested too deeply (at most {METADATA_DEPTH} levels)")
+    bad = valid_text.first_problem(metadata, "metadata")
+    if bad:
+        raise BadInput(bad)
     try:
         import json
 

@@ -362,6 +362,11 @@ def check_request(
             f"query too long ({len(query)} characters; at most {query_chars}, "
             "MEMORS_MAX_QUERY_CHARS)"
         )
+    from memors_core.domain.valid_text import problem
+
+    why = problem(query)
+    if why:
+        raise BadInput(f"query is not valid text ({why})")
     if granularity not in GRANULARITIES:
         raise BadInput(
             f"unknown granularity {granularity!r}: use one of {', '.join(GRANULARITIES)}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from memors_core.domain import valid_text
 from memors_core.domain.counters import WORK_ITEMS_TOTAL
 from memors_core.domain.dates import now
 from memors_core.domain.ids import parse_address
@@ -288,6 +289,11 @@ def merge_resolution(resolution: Any, fields: dict[str, Any]) -> dict[str, Any]:
         if key in merged and merged[key] != value:
             raise BadInput(f"{key!r} is given twice with different values")
         merged[key] = value
+    # Text that cannot be stored (a lone surrogate, a NUL) is refused by the
+    # name of its field before any kind sees it.
+    bad = valid_text.first_problem(merged, "resolution")
+    if bad:
+        raise BadInput(bad.removeprefix("resolution."))
     return merged
 
 
