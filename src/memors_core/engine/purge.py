@@ -13,6 +13,7 @@ reported by lint until then.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from typing import TYPE_CHECKING
@@ -44,6 +45,13 @@ def _reached(stage: str) -> None:
     if want:
         name, _, sig = want.partition("@")
         if name == stage:
+            if sig == "SIGINT":
+                # It stands for Ctrl-C at a command in the foreground: a process
+                # started with SIGINT ignored (``make test &`` from a script) would
+                # otherwise never see it. Only this test hook does so; the CLI
+                # itself keeps the disposition it inherited.
+                with contextlib.suppress(ValueError):  # (not the main thread)
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
             os.kill(os.getpid(), getattr(signal, sig or "SIGKILL"))
 
 

@@ -10,9 +10,11 @@ the marker is in none of the database, ``-wal`` and ``-shm`` bytes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,6 +62,23 @@ def purge(db: Path, target: str, stop: str | None = None):
     return run_cli("purge", target, "--yes", "--json", db=db, env=env)
 
 
+@contextlib.contextmanager
+def sigint(disposition: str) -> Iterator[None]:
+    """Start the processes of the block with SIGINT at its default, or
+    ignored as a background job of a script inherits it (``make test &``,
+    nohup, some CI runners): the Ctrl-C the hook sends must arrive either way."""
+    before = signal.signal(
+        signal.SIGINT, signal.SIG_IGN if disposition == "ignored" else signal.default_int_handler
+    )
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+DISPOSITIONS = pytest.mark.parametrize("disposition", ["default", "ignored"])
+
+
 @pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("finisher", ["purge", "search"])
 def test_a_purge_killed_at_each_stage_is_finished_by_a_rerun_or_by_opening_the_store(
@@ -100,9 +119,11 @@ def test_a_purge_killed_at_each_stage_is_finished_by_a_rerun_or_by_opening_the_s
     assert json.loads(r.out)["results"] == []
 
 
-def test_ctrl_c_before_the_erasure_commits_says_nothing_was_purged(store):
+@DISPOSITIONS
+def test_ctrl_c_before_the_erasure_commits_says_nothing_was_purged(store, disposition):
     db, made = store
-    r = purge(db, made["document"], stop="erase@SIGINT")
+    with sigint(disposition):
+        r = purge(db, made["document"], stop="erase@SIGINT")
     assert r.code == 2
     assert "interrupted; nothing was purged" in r.err
     assert "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1
@@ -110,11 +131,15 @@ def test_ctrl_c_before_the_erasure_commits_says_nothing_was_purged(store):
     assert unfinished(db) == []
 
 
+@DISPOSITIONS
 @pytest.mark.parametrize("stage", ["committed", "fts", "vacuum", "checkpoint"])
-def test_ctrl_c_after_the_erasure_committed_says_so_and_how_to_finish(store, stage: str):
+def test_ctrl_c_after_the_erasure_committed_says_so_and_how_to_finish(
+    store, stage: str, disposition
+):
     db, made = store
     target = made["document"]
-    r = purge(db, target, stop=f"{stage}@SIGINT")
+    with sigint(disposition):
+        r = purge(db, target, stop=f"{stage}@SIGINT")
     assert r.code == 2
     [line] = r.err.strip().splitlines()
     assert f"{target} was erased (audit record" in line
