@@ -129,6 +129,32 @@ def test_reindex_makes_what_is_missing_and_says_so(vcli):
     assert usage.err == "memors-mcp: say what to make: reindex --vectors (passages' vectors)\n"
 
 
+def waiting_after(vcli, deadline: float) -> float:
+    """The passages of namespace default still without a vector, polled
+    from ``metrics`` until none or the (liveness only) deadline."""
+    import time
+
+    gauge = 'memors_kb_passages_without_vector{namespace="default"}'
+    while True:
+        shown = vcli("metrics").out
+        waiting = float(
+            next(line for line in shown.splitlines() if line.startswith(gauge)).split()[1]
+        )
+        if waiting == 0 or time.monotonic() > deadline:
+            return waiting
+        time.sleep(0.5)
+
+
+def test_compact_starts_a_run_for_passages_still_without_vectors(vcli):
+    import time
+
+    load(vcli, env={"MEMORS_VECTORS": "off"})  # stored without vectors, nothing started
+    assert vcli("compact").code == 0  # (on PostgreSQL, also what sets pgvector up)
+    assert waiting_after(vcli, time.monotonic() + 600) == 0
+    usage = vcli("reindex", "--vectors", "--background", "--all-namespaces")
+    assert usage.code == 2 and usage.err == "memors-mcp: --background embeds one namespace (--ns)\n"
+
+
 def test_remember_returns_and_a_detached_run_makes_the_vectors(vcli):
     import json
     import time
@@ -141,17 +167,7 @@ def test_remember_returns_and_a_detached_run_makes_the_vectors(vcli):
     r = vcli("remember", "--jsonl", "-", input=lines)
     assert r.code == 0 and r.err == "", r
     # The run remember started makes them; a liveness bound only, far above any machine's time.
-    deadline = time.monotonic() + 600
-    gauge = 'memors_kb_passages_without_vector{namespace="default"}'
-    while True:
-        shown = vcli("metrics").out
-        waiting = float(
-            next(line for line in shown.splitlines() if line.startswith(gauge)).split()[1]
-        )
-        if waiting == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    assert waiting == 0
+    assert waiting_after(vcli, time.monotonic() + 600) == 0
     found = vcli("search", "who got a new puppy?", "--mode", "hybrid", "--json").json
     assert found["mode"] == "hybrid" and "notice" not in found
     assert found["results"][0]["text"].startswith("Melanie adopted")
