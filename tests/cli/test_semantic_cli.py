@@ -136,9 +136,10 @@ def waiting_after(vcli, deadline: float) -> float:
 
     gauge = 'memors_kb_passages_without_vector{namespace="default"}'
     while True:
-        shown = vcli("metrics").out
+        shown = vcli("metrics")
+        assert shown.code == 0, shown  # (a failure says why, not a StopIteration below)
         waiting = float(
-            next(line for line in shown.splitlines() if line.startswith(gauge)).split()[1]
+            next(line for line in shown.out.splitlines() if line.startswith(gauge)).split()[1]
         )
         if waiting == 0 or time.monotonic() > deadline:
             return waiting
