@@ -21,7 +21,8 @@ _ADDRESS = re.compile(r"memo://([a-z]+)/([^\s\"'<>]+)")
 _WORD = re.compile(r"[^\W_]+")
 # After a sentence's last word: closing emphasis, quotes, brackets and its stop.
 _TAIL = re.compile(r"[*_`\"'’”)\]]*[.!?:;,]?[*_`\"'’”)]*")
-_SLOT = re.compile("\ue010(\\d+)\ue011")
+#: Where the character that marks a sentence's end is drawn from: the Private Use Areas.
+_PRIVATE = (range(0xE000, 0xF900), range(0xF0000, 0xFFFFE), range(0x100000, 0x10FFFE))
 
 
 def clip(text: str | None, n: int) -> str:
@@ -105,12 +106,20 @@ def page_html(
     replaced by these links (they numbered the payload, not the page).
     """
     marked = SPACED_MARKERS.sub("", content)
+    # A slot is a sentence's number between two of a private-use character the
+    # page's text does not hold, so no text can pass for a slot and show
+    # another sentence's links.
+    mark = _unused(marked)
+    if mark is None:  # (a text holding all 137,000 of them: one is shown as �)
+        mark = chr(_PRIVATE[0][0])
+        marked = marked.replace(mark, "\ufffd")
     ends = _sentence_ends(marked, [s for s, _ in sentences])
+    slot = re.compile(f"{re.escape(mark)}(\\d+){re.escape(mark)}")
     pieces: list[str] = []
     last = 0
     for i, end in sorted(((i, e) for i, e in enumerate(ends) if e is not None), key=lambda x: x[1]):
         pieces.append(marked[last:end])
-        pieces.append(f"\ue010{i}\ue011")
+        pieces.append(f"{mark}{i}{mark}")
         last = end
     pieces.append(marked[last:])
     rendered = markdown_html("".join(pieces))
@@ -130,7 +139,17 @@ def page_html(
             return '<sup class="cites uncited" title="no source shares its words">?</sup>'
         return f'<sup class="cites" data-sentence="{i}">{"".join(links)}</sup>'
 
-    return _SLOT.sub(cites, rendered), [i for i, e in enumerate(ends) if e is None]
+    return slot.sub(cites, rendered), [i for i, e in enumerate(ends) if e is None]
+
+
+def _unused(text: str) -> str | None:
+    """A private-use character that ``text`` does not contain (None: it holds them all)."""
+    present = set(text)
+    for area in _PRIVATE:
+        for code in area:
+            if chr(code) not in present:
+                return chr(code)
+    return None
 
 
 def without_title(content: str, title: str) -> str:
