@@ -281,6 +281,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="allow a non-loopback host; then a bearer token from MEMORS_HTTP_TOKEN is required",
     )
+    p.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        help="browsers reach the server over HTTPS through a proxy: the web view's cookies "
+        "are Secure",
+    )
 
     p = add("remember", "remember documents: files, directories (recursively), - for stdin")
     p.add_argument("inputs", nargs="*", metavar="FILE|DIR|-", help="what to remember")

@@ -2,7 +2,9 @@
 
 Loopback only unless ``--allow-remote``; then every request needs
 ``Authorization: Bearer $MEMORS_HTTP_TOKEN`` (compared in constant time,
-never logged). DNS-rebinding protection (Host and Origin checks) stays on in
+never logged; wrong ones are throttled per client address) or, for the web
+view, a login cookie. What one request or connection can cost is bounded
+(``bounds.py``): bodies, heads, idle connections. DNS-rebinding protection (Host and Origin checks) stays on in
 both cases: the bind host and the loopback names are allowed, plus any
 ``host[:port]`` listed in ``MEMORS_HTTP_ALLOWED_HOSTS`` (comma-separated) for
 a server reached under another name.
@@ -31,12 +33,27 @@ from mcp.server.transport_security import (
     TransportSecuritySettings,
 )
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memors_core import BadInput, Memory
 from memors_core.log import get_logger
 
+from .bounds import (
+    LOGIN_BODY_LIMIT,
+    TOKEN_ENV,
+    BodyLimit,
+    Throttle,
+    check_settings,
+    check_token,
+    client_key,
+    header_timeout_from_env,
+    keepalive_from_env,
+    login_ttl_from_env,
+    protocol_class,
+    throttle_from_env,
+    too_many,
+)
 from .server import MemorsMCPServer, build_server
 from .sessions import (
     MAX_SESSIONS_ENV,
@@ -45,11 +62,10 @@ from .sessions import (
     max_sessions_from_env,
 )
 from .stdio import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR
-from .web.security import LOGIN_COOKIE, login_cookie_value
+from .web.security import LOGIN_COOKIE, SECURITY_HEADERS, Logins, cookie_value
 
 log = get_logger("memors.mcp")
 
-TOKEN_ENV = "MEMORS_HTTP_TOKEN"
 ALLOWED_HOSTS_ENV = "MEMORS_HTTP_ALLOWED_HOSTS"
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -106,32 +122,47 @@ class BearerTokenAuth:
     """Refuse every HTTP request without the right bearer token (401).
 
     A browser cannot send a bearer header, so the web view also takes the
-    login cookie its ``/login`` form sets (an HMAC of the token, HttpOnly,
-    SameSite=Strict); ``/login`` and the static assets need neither, and a
-    browser asking for a web page without them is sent to ``/login``.
-    ``/mcp`` and ``/metrics`` take the header only.
+    login cookie its ``/login`` form sets (a random id per login, see
+    :class:`Logins`); ``/login``, ``/logout`` and the static assets need
+    neither, and a browser asking for a web page without them is sent to
+    ``/login``. ``/mcp`` and ``/metrics`` take the header only. A wrong token
+    counts against the client's address in ``throttle``: past its burst, every
+    request that carries a token is answered 429 unchecked until it refills.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, logins: Logins, throttle: Throttle) -> None:
         self.app = app
         self.expected = token.encode("utf-8")
-        self.cookie = login_cookie_value(token)
+        self.logins = logins
+        self.throttle = throttle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         path = scope.get("path") or "/"
-        given = (_header(scope, b"authorization") or "").encode("latin-1")
-        scheme, _, token = given.partition(b" ")
-        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected):
-            await self.app(scope, receive, send)
-            return
-        web = not is_agent_path(path)
-        if web and (path == "/login" or path.startswith("/static/") or self._has_cookie(scope)):
-            await self.app(scope, receive, send)
-            return
         client = scope.get("client") or ("?", 0)
+        header = _header(scope, b"authorization")
+        if header is not None:
+            key = client_key(scope)
+            wait = self.throttle.retry_after(key)
+            if wait > 0:
+                log.warning("auth_throttled", path=path, client=client[0], retry_after=wait)
+                await too_many(wait)(scope, receive, send)
+                return
+            scheme, _, token = header.encode("latin-1").partition(b" ")
+            if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected):
+                await self.app(scope, receive, send)
+                return
+            self.throttle.failed(key)
+        web = not is_agent_path(path)
+        if web and (
+            path in ("/login", "/logout")
+            or path.startswith("/static/")
+            or self.logins.valid(cookie_value(_header(scope, b"cookie"), LOGIN_COOKIE))
+        ):
+            await self.app(scope, receive, send)
+            return
         log.warning("unauthorized_request", path=path, client=client[0])
         if web and scope.get("method") == "GET":
             response: Response = RedirectResponse("/login", status_code=303)
@@ -139,17 +170,10 @@ class BearerTokenAuth:
             response = JSONResponse(
                 {"error": {"code": "unauthorized", "message": "a valid bearer token is required"}},
                 status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="memors"'},
+                # (closed: a body sent with the request is not read, nor waited for)
+                headers={"WWW-Authenticate": 'Bearer realm="memors"', "Connection": "close"},
             )
         await response(scope, receive, send)
-
-    def _has_cookie(self, scope: Scope) -> bool:
-        raw = _header(scope, b"cookie") or ""
-        for part in raw.split(";"):
-            name, _, value = part.strip().partition("=")
-            if name == LOGIN_COOKIE and hmac.compare_digest(value.strip(), self.cookie):
-                return True
-        return False
 
 
 def is_agent_path(path: str) -> bool:
@@ -194,7 +218,7 @@ def _is_initialize(body: bytes) -> bool:
 class McpGate:
     """In front of the SDK's app: whole, UTF-8 request bodies, and bounded sessions.
 
-    A POST body is read (up to ``body_limit``) before the SDK sees it: a client
+    A POST body is read (``BodyLimit``, outside, bounds it) before the SDK sees it: a client
     that hangs up mid-body is one log line, not a traceback, and a body that is not
     UTF-8 is refused (400) as the CLI and stdio refuse it. Sessions are counted in
     :class:`SessionRegistry`: an expired one answers 404, and a new one past the cap
@@ -205,13 +229,11 @@ class McpGate:
         self,
         app: ASGIApp,
         registry: SessionRegistry,
-        max_body: int,
         guard: TransportSecurityMiddleware,
         path: str = "/mcp",
     ) -> None:
         self.app = app
         self.registry = registry
-        self.max_body = max_body
         self.guard = guard
         self.path = path
         self.reaper: asyncio.Task[None] | None = None
@@ -243,10 +265,7 @@ class McpGate:
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
         chunks: list[bytes] = []
         size = 0
-        declared = (_header(scope, b"content-length") or "").strip()
-        # A declared length past the limit is refused before a byte of the body is read.
-        too_large = declared.isdigit() and int(declared) > self.max_body
-        while not too_large:
+        while True:
             message = await receive()
             if message["type"] == "http.disconnect":
                 client = scope.get("client") or ("?", 0)
@@ -258,19 +277,9 @@ class McpGate:
                 continue
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_body:
-                too_large = True
-                break
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        if too_large:
-            log.warning("http_body_too_large", path=scope.get("path"), limit=self.max_body)
-            refusal = _jsonrpc_error(
-                413, INVALID_REQUEST, f"request body too large (more than {self.max_body:,} bytes)"
-            )
-            await refusal(scope, receive, send)
-            return None
         body = b"".join(chunks)
         try:
             body.decode("utf-8")
@@ -413,14 +422,23 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 def _web_app(
     memory: Memory,
     namespace: str,
-    token: str | None,
+    remote: Remote | None,
     max_body: int,
     guard: TransportSecurityMiddleware,
+    secure_cookies: bool,
 ) -> ASGIApp:
     """The web view, behind the same Host and Origin checks as ``/mcp``."""
     from .web import build_web_app
 
-    web = build_web_app(memory, namespace, token, max_body)
+    web = build_web_app(
+        memory,
+        namespace,
+        remote.token if remote else None,
+        max_body,
+        logins=remote.logins if remote else None,
+        throttle=remote.throttle if remote else None,
+        secure_cookies=secure_cookies,
+    )
 
     async def checked(scope: Scope, receive: Receive, send: Send) -> None:
         refused = await guard.validate_request(Request(scope, receive))
@@ -432,15 +450,34 @@ def _web_app(
     return checked
 
 
+class Remote:
+    """Remote mode's state: the token, the signed-in browsers, the throttle."""
+
+    def __init__(self, token: str, logins: Logins, throttle: Throttle) -> None:
+        self.token = token
+        self.logins = logins
+        self.throttle = throttle
+
+
+def _too_large(scope: Scope, limit: int) -> Response:
+    message = f"request body too large (more than {limit:,} bytes); nothing was done"
+    if is_agent_path(scope.get("path") or "/"):
+        return _jsonrpc_error(413, INVALID_REQUEST, message)
+    return PlainTextResponse(message, status_code=413, headers=SECURITY_HEADERS)
+
+
 def build_http_app(
     server: MemorsMCPServer,
     memory: Memory,
     host: str,
     token: str | None = None,
     namespace: str = "default",
+    *,
+    secure_cookies: bool = False,
 ) -> ASGIApp:
     """The ASGI app: ``/mcp``, ``/metrics`` and the web view at ``/``, behind
-    the bearer check when ``token``."""
+    the bearer check when ``token``; every body bounded. ``secure_cookies``:
+    the browser reaches it over TLS (a proxy in front), so cookies are Secure."""
     security = security_settings(host)
     guard = TransportSecurityMiddleware(security)
 
@@ -456,6 +493,9 @@ def build_http_app(
     # nor grow without bound with MEMORS_MAX_DOCUMENT_BYTES.
     max_body = body_limit(memory.limits.document_bytes)
     registry = SessionRegistry(idle_timeout_from_env(), max_sessions_from_env())
+    remote = None
+    if token is not None:
+        remote = Remote(token, Logins(login_ttl_from_env()), throttle_from_env())
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path="/mcp",
         transport_security=security,
@@ -464,11 +504,18 @@ def build_http_app(
         session_idle_timeout=registry.idle_s,
         max_sessions=registry.max_sessions,
     )
-    app = McpGate(app, registry, max_body, guard)
-    app = WebOrAgents(app, _web_app(memory, namespace, token, max_body, guard))
-    if token is not None:
-        app = BearerTokenAuth(app, token)
-    return app
+    app = McpGate(app, registry, guard)
+    app = WebOrAgents(app, _web_app(memory, namespace, remote, max_body, guard, secure_cookies))
+    if remote is not None:
+        app = BearerTokenAuth(app, remote.token, remote.logins, remote.throttle)
+
+    def limit_for(scope: Scope) -> int:
+        # Before a browser has signed in, the only body it may send is the login form.
+        if remote is not None and scope.get("path") in ("/login", "/logout"):
+            return LOGIN_BODY_LIMIT
+        return max_body
+
+    return BodyLimit(app, limit_for, _too_large)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -533,6 +580,7 @@ def serve_http(
     port: int,
     allow_remote: bool,
     level: str,
+    behind_tls_proxy: bool = False,
 ) -> int:
     """Serve ``db``'s ``namespace`` at ``http://host:port/mcp`` until a signal."""
     token: str | None = None
@@ -542,18 +590,17 @@ def serve_http(
             f"which then requires a bearer token from {TOKEN_ENV})"
         )
     if allow_remote:
-        token = os.environ.get(TOKEN_ENV, "")
-        if not token.strip():
-            raise BadInput(
-                f"--allow-remote requires a bearer token: set {TOKEN_ENV} to a long random secret"
-            )
+        token = check_token(os.environ.get(TOKEN_ENV))
     idle_timeout_from_env()  # a bad setting is refused before anything starts
     max_sessions_from_env()
+    check_settings()
     sock = bind(host, port)
     memory = Memory.open(db)
     try:
         server = build_server(memory, namespace, log_level=level)
-        app = build_http_app(server, memory, host, token, namespace)
+        app = build_http_app(
+            server, memory, host, token, namespace, secure_cookies=behind_tls_proxy
+        )
         memory.resume_vectors()  # what an earlier run left without vectors, in the background
         import uvicorn
 
@@ -566,6 +613,9 @@ def serve_http(
             lifespan="on",
             server_header=False,
             timeout_graceful_shutdown=3,
+            # h11 with a deadline for a request's head; idle keep-alive connections close.
+            http=protocol_class(header_timeout_from_env()),
+            timeout_keep_alive=keepalive_from_env(),  # type: ignore[arg-type]
         )
         bound = sock.getsockname()
         shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

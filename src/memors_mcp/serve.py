@@ -38,6 +38,8 @@ class ServeSettings:
     port: int = 8765
     #: Serve HTTP on a non-loopback host (then a bearer token is required).
     allow_remote: bool = False
+    #: Browsers reach the server over TLS, through a proxy in front: cookies are Secure.
+    behind_tls_proxy: bool = False
 
 
 def serve(settings: ServeSettings) -> int:
@@ -54,9 +56,12 @@ def serve(settings: ServeSettings) -> int:
             port=settings.port,
             allow_remote=settings.allow_remote,
             level=level,
+            behind_tls_proxy=settings.behind_tls_proxy,
         )
     if settings.allow_remote:
         raise BadInput("--allow-remote goes with --http")
+    if settings.behind_tls_proxy:
+        raise BadInput("--behind-tls-proxy goes with --http")
     with stdout_to_stderr():
         memory = Memory.open(settings.db)
         server = build_server(memory, settings.namespace, log_level=level)

@@ -46,7 +46,7 @@ def leaf_parsers(parser: argparse.ArgumentParser, path=()):
 # --- the synopsis ----------------------------------------------------------------------------
 
 SYNOPSIS = {
-    ("serve",): {"--http", "--host", "--port", "--allow-remote"},
+    ("serve",): {"--http", "--host", "--port", "--allow-remote", "--behind-tls-proxy"},
     ("remember",): {"--jsonl", "--uri", "--title", "--entity"},
     ("search",): {"--granularity", "--limit", "--as-of"},
     ("get",): set(),

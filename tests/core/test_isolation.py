@@ -312,7 +312,9 @@ def test_remote_http_lets_nothing_through_without_the_token_and_never_logs_it(
         {"X-Authorization": f"Bearer {token}"},
     ]
     args = ("--allow-remote", "--log-level", "debug")  # debug: every log line, access log on
-    with ServerProcess(db, *args, MEMORS_HTTP_TOKEN=token) as server:
+    # (the throttle would answer 429 after ten wrong tokens: raised to see every 401)
+    throttle = {"MEMORS_HTTP_AUTH_FAILURES": "1000"}
+    with ServerProcess(db, *args, MEMORS_HTTP_TOKEN=token, **throttle) as server:
         for extra in wrong:
             for path in ("/mcp", "/mcp/", "/", "/metrics", "/nowhere", "/ns/default/"):
                 status, _ = http_post(f"{server.base}{path}", json.dumps(call).encode(),

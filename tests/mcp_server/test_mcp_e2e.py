@@ -209,7 +209,7 @@ def test_stdio_serves_simultaneous_calls(fresh_store, tmp_path: Path) -> None:
         (["--allow-remote"], {"MEMORS_HTTP_TOKEN": "  "}, "set MEMORS_HTTP_TOKEN"),
         (
             ["--host", "memors.example.invalid", "--allow-remote"],
-            {"MEMORS_HTTP_TOKEN": "t"},
+            {"MEMORS_HTTP_TOKEN": "t" * 16},
             "cannot resolve",
         ),
         (["--port", "70000"], {}, "--port must be from 0 to 65535"),
@@ -294,7 +294,7 @@ def test_dns_rebinding_protection_stays_on(fresh_store, tmp_path: Path) -> None:
         assert http_get(f"{server.base}/metrics", {"Origin": "http://evil.example"})[0] == 403
         good = {**post_headers, "Origin": f"http://localhost:{server.port}"}
         assert http_post(server.url, body, good)[0] == 200
-    token = "t0ken"
+    token = "t0ken-" + os.urandom(8).hex()
     with ServerProcess(
         fresh_store("rebind2.db"),
         "--allow-remote",

@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import time
 import types
 import urllib.parse
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from http_raw import send_chunked, status_of
 from mcp_clients.harness import DUPLICATE, ServerProcess
 from memors_core import Memory
 from memors_core.plugins.manager import build_plugin_manager
@@ -373,7 +375,8 @@ def test_remote_mode_asks_for_the_token_and_keeps_it_off_the_agent_routes(memory
     cookie = right.cookies()["memors_login"]
     flags = [part.strip().lower() for part in cookie.split(";")]
     assert "httponly" in flags and "samesite=strict" in flags, cookie
-    assert TOKEN not in cookie  # the browser holds an HMAC, not the token
+    assert TOKEN not in cookie  # the browser holds a random login id, not the token
+    assert "max-age=43200" in flags and "secure" not in flags, cookie  # 12 hours
     home = client.get("/ns/default/")
     assert home.status == 200 and "Raft" in home.text
     assert client.get(url_path(stored.passages[0])).status == 200
@@ -401,6 +404,47 @@ def test_remote_mode_asks_for_the_token_and_keeps_it_off_the_agent_routes(memory
         assert client.request(method, path, body, mcp_headers).status == 401  # cookie alone
         bearer = {**mcp_headers, "Authorization": f"Bearer {TOKEN}"}
         assert client.request(method, path, body, bearer, cookies=False).status == 200
+
+
+def test_each_login_is_its_own_and_logout_ends_it(memory, serve) -> None:
+    """Two browsers signing in get different cookies; signing out (a form with
+    its cross-site token) ends that login on the server, so its old cookie no
+    longer opens a page, while the other browser stays signed in."""
+    server, first = serve("--allow-remote", MEMORS_HTTP_TOKEN=TOKEN)
+    second = Client(server)
+    for client in (first, second):
+        answer = client.post("/login", {"csrf": client.get("/login").csrf(), "token": TOKEN})
+        assert answer.status == 303, answer
+    assert first.jar["memors_login"] != second.jar["memors_login"]
+    home = first.get("/ns/default/")
+    assert home.status == 200 and 'action="/logout"' in home.text
+    old = first.jar["memors_login"]
+
+    refused = first.post("/logout", {}, {"Origin": server.base})  # no cross-site token
+    assert refused.status == 403 and first.get("/ns/default/").status == 200
+    out = first.post("/logout", {"csrf": home.csrf()}, {"Origin": server.base})
+    assert out.status == 303 and out.header("location") == "/login", out
+    assert "max-age=0" in out.cookies()["memors_login"].lower()
+    first.jar["memors_login"] = old  # a copy of the cookie kept from before
+    assert first.get("/ns/default/").status == 303
+    assert second.get("/ns/default/").status == 200
+
+
+def test_a_login_expires_and_its_cookies_are_secure_behind_a_tls_proxy(memory, serve) -> None:
+    """``MEMORS_HTTP_LOGIN_TTL_S`` bounds a login from sign-in (the cookie
+    says so in Max-Age, and the server forgets it); ``--behind-tls-proxy``
+    marks every cookie Secure."""
+    _, client = serve(
+        "--allow-remote", "--behind-tls-proxy", MEMORS_HTTP_TOKEN=TOKEN, MEMORS_HTTP_LOGIN_TTL_S="1"
+    )
+    form = client.get("/login")
+    assert "secure" in [p.strip().lower() for p in form.cookies()["memors_csrf"].split(";")]
+    answer = client.post("/login", {"csrf": form.csrf(), "token": TOKEN})
+    flags = [p.strip().lower() for p in answer.cookies()["memors_login"].split(";")]
+    assert "secure" in flags and "max-age=1" in flags, flags
+    time.sleep(1.5)
+    away = client.get("/ns/default/")
+    assert away.status == 303 and away.header("location") == "/login", away
 
 
 # --- working the queue over plain HTTP ----------------------------------------------------------
@@ -770,6 +814,65 @@ def test_the_queue_pages_with_after_and_the_entities_with_offset(memory, serve) 
         names += listed(answer, r'href="/ns/default/entity/[0-9a-f-]+">(Service \d\d)</a>')
         path = next_link(answer)
     assert names == [f"Service {n:02d}" for n in range(60)]
+
+
+def test_a_number_past_64_bits_in_a_url_is_a_one_line_400(memory, serve) -> None:
+    """``after``, ``offset`` and ``limit`` past the store's 64-bit integers are
+    refused in one line (SQLite answered 500); the largest one is a number like
+    any other."""
+    stored = memory.remember("[[Raft]] elects a leader by randomized timeouts.")
+    _, client = serve()
+    huge = str(2**63)
+    for path in (
+        f"/ns/default/queue?after={huge}",
+        f"/ns/default/entities?offset={huge}",
+        f"/ns/default/lint?offset={huge}",
+        f"/ns/default/search?q=leader&limit={huge}",
+        f"{url_path(stored.entities[0])}?offset={10**40}",
+    ):
+        answer = client.get(path)
+        assert answer.status == 400, (path, answer)
+        assert "expected a whole number up to 9223372036854775807" in answer.problem(), path
+    last = client.get(f"/ns/default/queue?after={2**63 - 1}")
+    assert last.status == 200 and "← first" in last.text, last  # nothing after it
+    assert client.get(f"/ns/default/entities?offset={2**63 - 1}").status == 200
+
+
+def test_a_form_too_large_is_413_and_one_with_too_many_fields_400(memory, serve) -> None:
+    """A form whose one field passes the body limit, sent chunked so no
+    Content-Length announces it, is refused with 413 (it was a 500); a
+    multipart form with more fields than the parser takes is a one-line 400.
+    Neither changes the item."""
+    conflicting_facts(memory, "Raft")
+    [conflict] = open_items(memory, "conflict")
+    server, client = serve()
+    path = item_path(conflict)
+    token = client.get(path).csrf()
+    boundary = "memorsboundary"
+
+    def part(name: str, value: str) -> bytes:
+        return (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'
+        ).encode()
+
+    start = part("csrf", token) + part("resolve", "skip")
+    start += f'--{boundary}\r\nContent-Disposition: form-data; name="reason"\r\n\r\n'.encode()
+    cookie = "Cookie: " + "; ".join(f"{k}={v}" for k, v in client.jar.items())
+    kind = f"Content-Type: multipart/form-data; boundary={boundary}"
+    answer = send_chunked(server.port, path, 23 * 1024 * 1024, kind, cookie, first=start)
+    status, text = status_of(answer), answer
+    assert status == 413 and "request body too large" in text, (status, text[:500])
+
+    many = b"".join([part("csrf", token), *(part(f"f{n}", "x") for n in range(10_001))])
+    crowded = client.request(
+        "POST",
+        path,
+        many + f"--{boundary}--\r\n".encode(),
+        {"Content-Type": f"multipart/form-data; boundary={boundary}", "Origin": server.base},
+    )
+    assert crowded.status == 400 and "Too many fields" in crowded.problem(), crowded
+    assert item_of(memory, conflict).status == "open"
+    assert "Traceback" not in server.stderr
 
 
 # --- a URL for every address ---------------------------------------------------------------------

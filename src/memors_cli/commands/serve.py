@@ -18,5 +18,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             allow_remote=args.allow_remote,
+            behind_tls_proxy=args.behind_tls_proxy,
         )
     )

@@ -9,6 +9,7 @@ Every GET only reads; every POST carries a cross-site request token.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from urllib.parse import quote, urlencode
 import anyio
 import attrs
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -28,8 +30,9 @@ from memors_core.domain.inputs import check_namespace, field_value, resolution_o
 from memors_core.domain.search import GRANULARITIES, MODES
 from memors_core.log import get_logger
 
+from ..bounds import BodyTooLarge, Throttle, client_key
 from . import render
-from .security import CSRF_COOKIE, CSRF_FIELD, LOGIN_COOKIE, SECURITY_HEADERS, Guard
+from .security import CSRF_COOKIE, CSRF_FIELD, LOGIN_COOKIE, SECURITY_HEADERS, Guard, Logins
 
 log = get_logger("memors.web")
 
@@ -39,6 +42,9 @@ PAGE_SIZE = 50
 #: What a hover preview and a source list show of a passage.
 PREVIEW_CHARS = 400
 BUILT_IN_FORMS = ("page", "stale", "conflict", "merge", "duplicate")
+#: The largest row id, offset or count a URL may ask for (SQLite's and
+#: PostgreSQL's integers are 64-bit).
+MAX_NUMBER = 2**63 - 1
 
 
 def _templates() -> Any:
@@ -62,11 +68,24 @@ def _templates() -> Any:
 class WebView:
     """The routes of the web view over one open :class:`Memory`."""
 
-    def __init__(self, memory: Memory, namespace: str, token: str | None, max_body: int) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        namespace: str,
+        token: str | None,
+        max_body: int,
+        *,
+        logins: Logins | None = None,
+        throttle: Throttle | None = None,
+        secure_cookies: bool = False,
+    ) -> None:
         self.memory = memory
         self.namespace = namespace
         self.guard = Guard(token)
         self.max_body = max_body
+        self.logins = logins
+        self.throttle = throttle
+        self.secure_cookies = secure_cookies
         self.env = _templates()
 
     # --- plumbing ---------------------------------------------------------------
@@ -90,13 +109,29 @@ class WebView:
             url=lambda address: web_path(address, ns),
             q=quote,
             login=self.guard.token is not None,
+            signed_in=self.logins is not None
+            and self.logins.valid(request.cookies.get(LOGIN_COOKIE)),
             **{k: v for k, v in context.items() if k != "ns"},
         )
         response = HTMLResponse(body, status_code=code)
         _secure(response)
         if fresh:
-            response.set_cookie(CSRF_COOKIE, browser, httponly=True, samesite="strict", path="/")
+            self.set_cookie(response, CSRF_COOKIE, browser)
         return response
+
+    def set_cookie(
+        self, response: Response, name: str, value: str, max_age: int | None = None
+    ) -> None:
+        """HttpOnly, SameSite=Strict, and Secure when the browser comes over TLS."""
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            httponly=True,
+            samesite="strict",
+            secure=self.secure_cookies,
+            path="/",
+        )
 
     def error(self, request: Request, status: int, message: str) -> HTMLResponse:
         return self.page(request, "error.html", code=status, message=message)
@@ -134,6 +169,7 @@ class WebView:
         return [
             Route("/", wrap(self.home)),
             Route("/login", wrap(self.login), methods=["GET", "POST"]),
+            Route("/logout", wrap(self.logout), methods=["POST"]),
             Route("/go", wrap(self.go)),
             Route("/ns/{ns}/", wrap(self.namespace_home)),
             Route("/ns/{ns}", wrap(self.namespace_redirect)),
@@ -153,6 +189,10 @@ class WebView:
         async def run(request: Request) -> Response:
             try:
                 return await handler(request)
+            except BodyTooLarge:
+                raise  # (answered 413 already, by the limit outside)
+            except HTTPException as exc:  # a form the parser refuses (too many fields…)
+                return self.error(request, exc.status_code, str(exc.detail))
             except NotFound as exc:
                 return self.error(request, 404, str(exc))
             except BadInput as exc:
@@ -180,15 +220,39 @@ class WebView:
             return RedirectResponse("/", status_code=303)
         if request.method == "GET":
             return self.page(request, "login.html", failed=False)
+        assert self.logins is not None and self.throttle is not None
+        key = client_key(request.scope)
+        wait = self.throttle.retry_after(key)
+        if wait > 0:  # refused before the form is read or the token compared
+            log.warning("web_login_throttled", client=(request.client or ("?",))[0])
+            seconds = max(1, math.ceil(wait))
+            answer = self.page(request, "login.html", code=429, failed=False, wait=seconds)
+            answer.headers["Retry-After"] = str(seconds)
+            return answer
         form = await self.form(request)
         if isinstance(form, Response):
             return form
         if not self.guard.token_ok(form.get("token")):
+            self.throttle.failed(key)
             log.warning("web_login_refused", client=(request.client or ("?",))[0])
             return self.page(request, "login.html", code=401, failed=True)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(
-            LOGIN_COOKIE, self.guard.login_value(), httponly=True, samesite="strict", path="/"
+        login = self.logins.start()
+        self.set_cookie(response, LOGIN_COOKIE, login, max_age=math.ceil(self.logins.ttl_s))
+        log.info("web_login", client=(request.client or ("?",))[0])
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        """End this browser's login (a form, so another site cannot sign anyone out)."""
+        if self.logins is None:
+            return RedirectResponse("/", status_code=303)
+        form = await self.form(request)
+        if isinstance(form, Response):
+            return form
+        self.logins.end(request.cookies.get(LOGIN_COOKIE))
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(
+            LOGIN_COOKIE, path="/", secure=self.secure_cookies, httponly=True, samesite="strict"
         )
         return response
 
@@ -588,6 +652,8 @@ def _int(value: str | None, default: int) -> int:
         raise BadInput(f"expected a whole number, got {value[:40]!r}") from None
     if number < 0:
         raise BadInput(f"expected a whole number ≥ 0, got {number}")
+    if number > MAX_NUMBER:
+        raise BadInput(f"expected a whole number up to {MAX_NUMBER}, got {value[:40]}")
     return number
 
 
@@ -664,9 +730,30 @@ def _resolution(kind: str, form: dict[str, Any]) -> dict[str, Any]:
     raise BadInput("choose what to do with this item")
 
 
-def build_web_app(memory: Memory, namespace: str, token: str | None, max_body: int) -> Starlette:
-    """The web view's ASGI app (its auth for remote use sits in front of it)."""
-    return WebView(memory, namespace, token, max_body).build()
+def build_web_app(
+    memory: Memory,
+    namespace: str,
+    token: str | None,
+    max_body: int,
+    *,
+    logins: Logins | None = None,
+    throttle: Throttle | None = None,
+    secure_cookies: bool = False,
+) -> Starlette:
+    """The web view's ASGI app (its auth for remote use sits in front of it;
+    ``logins`` and ``throttle`` are shared with it)."""
+    if token is not None and (logins is None or throttle is None):
+        raise ValueError("a token needs its logins and throttle")
+    view = WebView(
+        memory,
+        namespace,
+        token,
+        max_body,
+        logins=logins,
+        throttle=throttle,
+        secure_cookies=secure_cookies,
+    )
+    return view.build()
 
 
 __all__ = ["PAGE_SIZE", "WebView", "build_web_app"]

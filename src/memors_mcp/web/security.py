@@ -5,8 +5,12 @@ gets (Content-Security-Policy first).
 A form's token is an HMAC of a random per-browser cookie (``memors_csrf``,
 HttpOnly, SameSite=Strict) under a per-process secret: another site can
 neither read the cookie nor forge the token, and a server restart makes old
-forms ask to be reloaded rather than act. The login cookie is an HMAC of the
-bearer token, so the token itself is never stored in the browser.
+forms ask to be reloaded rather than act.
+
+A login (remote mode) is a random session id in the ``memors_login`` cookie,
+known to this process only (:class:`Logins`): it expires after a set time,
+``POST /logout`` revokes it, and a restart signs everyone out. The token itself
+is never stored in the browser.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 CSRF_COOKIE = "memors_csrf"
 LOGIN_COOKIE = "memors_login"
@@ -54,17 +61,69 @@ class Guard:
             return False
         return hmac.compare_digest(self.form_token(browser), given)
 
-    def login_value(self) -> str:
-        """What the login cookie holds once the bearer token was given."""
-        assert self.token is not None
-        return login_cookie_value(self.token)
-
     def token_ok(self, given: object) -> bool:
         if self.token is None or not isinstance(given, str):
             return False
         return hmac.compare_digest(given.strip().encode(), self.token.encode())
 
 
-def login_cookie_value(token: str) -> str:
-    """The login cookie for ``token`` (the same HMAC :class:`Guard` sets)."""
-    return hmac.new(token.encode(), b"memors web login", hashlib.sha256).hexdigest()
+#: Signed-in browsers kept at most (past it, the oldest login ends).
+MAX_LOGINS = 1000
+
+
+class Logins:
+    """The web view's signed-in browsers: a random id per login, each valid for
+    ``ttl_s`` seconds from sign-in unless revoked first; at most
+    ``max_logins`` (a new one past that ends the oldest).
+
+    Not thread-safe: the HTTP app calls it from the event loop only.
+    """
+
+    def __init__(
+        self,
+        ttl_s: float,
+        max_logins: int = MAX_LOGINS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.ttl_s = ttl_s
+        self.max_logins = max_logins
+        self.clock = clock
+        self.ends: OrderedDict[str, float] = OrderedDict()  # id -> when it expires
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def start(self) -> str:
+        """A new login's id (the cookie's value)."""
+        now = self.clock()
+        for old in [k for k, end in self.ends.items() if end <= now]:
+            del self.ends[old]
+        while len(self.ends) >= self.max_logins:
+            self.ends.popitem(last=False)
+        login = secrets.token_urlsafe(32)
+        self.ends[login] = now + self.ttl_s
+        return login
+
+    def valid(self, login: str | None) -> bool:
+        if not login:
+            return False
+        end = self.ends.get(login)
+        if end is None:
+            return False
+        if end <= self.clock():
+            del self.ends[login]
+            return False
+        return True
+
+    def end(self, login: str | None) -> bool:
+        """Revoke a login (logout); whether it was one."""
+        return self.ends.pop(login or "", None) is not None
+
+
+def cookie_value(raw: str | None, name: str) -> str | None:
+    """The value of cookie ``name`` in a ``Cookie`` header, or None."""
+    for part in (raw or "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value.strip()
+    return None
