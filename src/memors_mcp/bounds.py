@@ -53,6 +53,11 @@ DEFAULT_LOGIN_TTL_S = 12 * 3600.0
 MAX_THROTTLED_ADDRESSES = 10_000
 #: The body of a request that is not signed in yet (the ``/login`` form).
 LOGIN_BODY_LIMIT = 64 * 1024
+#: After answering a request whose body is still coming, the server stops
+#: sending and reads (and drops) at most this long and this much before it
+#: closes, so the client reads the answer instead of a reset.
+LINGER_S = 2.0
+LINGER_BYTES = 16 * 1024 * 1024
 
 
 def check_token(raw: str | None) -> str:
@@ -193,7 +198,7 @@ def too_many(wait: float, *, json_body: bool = True) -> Response:
     """The 429 a throttled address gets, saying when to come back."""
     seconds = max(1, math.ceil(wait))
     message = f"too many wrong tokens from this address: try again in {seconds} s"
-    headers = {"Retry-After": str(seconds), "Connection": "close"}
+    headers = {"Retry-After": str(seconds)}
     if json_body:
         from starlette.responses import JSONResponse
 
@@ -216,8 +221,9 @@ class BodyLimit:
     """Count a request's body as it streams in and refuse it (413) past
     ``limit_for(scope)`` bytes: at once when its ``Content-Length`` says so,
     else at the chunk that crosses the limit, which raises :class:`BodyTooLarge`
-    into the app (so nothing reads on). The answer closes the connection, so the
-    rest of the body is never read either."""
+    into the app (so nothing reads on). The connection then closes (after a
+    short linger, see :func:`protocol_class`), so the rest of the body is not
+    read either."""
 
     def __init__(
         self,
@@ -269,7 +275,6 @@ class BodyLimit:
         client = scope.get("client") or ("?", 0)
         log.warning("http_body_too_large", path=scope.get("path"), limit=limit, client=client[0])
         response = self.refusal(scope, limit)
-        response.headers["Connection"] = "close"
 
         async def nothing() -> Message:
             return {"type": "http.disconnect"}
@@ -292,26 +297,34 @@ def protocol_class(header_timeout: float) -> type:
     ``header_timeout`` seconds of the connection opening (or of its first byte,
     on a kept-alive one), and its body may not stall for longer than that
     while the server waits for it; a body still coming after the answer was
-    sent is not read on (the connection closes). uvicorn's own keep-alive
-    timeout closes idle connections between requests."""
+    sent is not read on: the server ends its side, drops what comes for at
+    most :data:`LINGER_S` seconds and :data:`LINGER_BYTES` bytes (so the client
+    gets to read the answer rather than a reset), then closes. uvicorn's own
+    keep-alive timeout closes idle connections between requests."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class BoundedH11Protocol(H11Protocol):
         deadline: Any = None
+        lingered: int | None = None  # bytes dropped since the answer, once lingering
 
         def connection_made(self, transport: Any) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm()
 
         def data_received(self, data: bytes) -> None:
+            if self.lingered is not None:
+                self.lingered += len(data)
+                if self.lingered > LINGER_BYTES:
+                    self.transport.close()
+                return
             if self.conn.their_state is h11.IDLE and self.deadline is None:
                 self._arm()  # the next request's head is on its way
             super().data_received(data)
             if self.transport.is_closing():
                 return
             if self.conn.our_state is h11.DONE and self.conn.their_state is h11.SEND_BODY:
-                self._close("http_body_after_answer", timed=False)
+                self._linger()
             elif self.conn.their_state is h11.SEND_BODY:
                 self._arm()  # the body goes on: it may stall this long again
             elif self.conn.their_state is not h11.IDLE:
@@ -320,7 +333,7 @@ def protocol_class(header_timeout: float) -> type:
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self.transport.is_closing() and self.conn.their_state is h11.SEND_BODY:
-                self._close("http_body_after_answer", timed=False)
+                self._linger()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
@@ -348,13 +361,24 @@ def protocol_class(header_timeout: float) -> type:
                 else:
                     self._close("http_body_timeout")
 
-        def _close(self, event: str, *, timed: bool = True) -> None:
+        def _linger(self) -> None:
+            if self.lingered is not None:
+                return
+            self.lingered = 0
+            self._disarm()
+            self._unset_keepalive_if_required()
+            log.info("http_body_after_answer", client=self.client[0] if self.client else "?")
+            with contextlib.suppress(h11.LocalProtocolError):
+                self.conn.send(h11.ConnectionClosed())
+            if self.transport.can_write_eof():
+                self.transport.write_eof()  # (after the answer is flushed)
+            self.flow.resume_reading()
+            self.loop.call_later(LINGER_S, self.transport.close)
+
+        def _close(self, event: str) -> None:
             self._disarm()
             client = self.client[0] if self.client else "?"
-            if timed:
-                log.warning(event, client=client, timeout_s=header_timeout)
-            else:
-                log.info(event, client=client)
+            log.warning(event, client=client, timeout_s=header_timeout)
             with contextlib.suppress(h11.LocalProtocolError):
                 self.conn.send(h11.ConnectionClosed())
             self.transport.close()

@@ -170,8 +170,7 @@ class BearerTokenAuth:
             response = JSONResponse(
                 {"error": {"code": "unauthorized", "message": "a valid bearer token is required"}},
                 status_code=401,
-                # (closed: a body sent with the request is not read, nor waited for)
-                headers={"WWW-Authenticate": 'Bearer realm="memors"', "Connection": "close"},
+                headers={"WWW-Authenticate": 'Bearer realm="memors"'},
             )
         await response(scope, receive, send)
 
