@@ -182,6 +182,7 @@ def test_remote_mode_refuses_a_token_it_cannot_keep_safe(cli, token: str, needle
     assert token.strip() not in r.err or len(token.strip()) < 3  # the secret is not echoed
 
 
+@settings(deadline=None)
 @given(st.text(max_size=40))
 def test_a_token_is_taken_exactly_when_it_is_long_printable_ascii(token: str) -> None:
     acceptable = len(token) >= MIN_TOKEN_CHARS and all("!" <= c <= "~" for c in token)
@@ -264,7 +265,7 @@ class Clock:
         return self.now
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(
     st.integers(1, 5),
     st.floats(0.5, 20),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memors_mcp.web.render import page_html
@@ -45,6 +45,7 @@ NOISE = st.text(
 )
 
 
+@settings(deadline=None)  # (the first example loads the Markdown renderer)
 @given(NOISE, NOISE)
 def test_any_private_use_text_keeps_each_sentence_to_its_own_links(a: str, b: str) -> None:
     body = render(f"{a} Alpha ships on Monday. {a}{b} Beta ships on Tuesday. {b}")
