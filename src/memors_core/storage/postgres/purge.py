@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING
 
 from memors_core.errors import StoreBusy
 from memors_core.log import get_logger
-from memors_core.storage.postgres.privileges import ERASE_FUNCTION, GATE
+from memors_core.storage.postgres.privileges import (
+    ERASE_FUNCTION,
+    FINISHING_STEPS,
+    GATE,
+    PENDING_FUNCTION,
+)
 from memors_core.storage.postgres.schema import ERASABLE
 from memors_core.storage.sql.purges import SqlPurges
 
@@ -40,7 +45,7 @@ if TYPE_CHECKING:
 log = get_logger("memors")
 
 #: The finishing steps after the erasure commits, in the order they run.
-STEPS: tuple[str, ...] = ("vacuum",)
+STEPS: tuple[str, ...] = FINISHING_STEPS
 
 #: How long a finishing step that must not wait (opening the store) waits
 #: for a table's lock before it leaves the step for later.
@@ -82,6 +87,11 @@ class PgPurges(SqlPurges):
             )
         else:
             super().erase_rows_many(table, column, values)
+
+    def mark_pending(self, audit: int) -> None:
+        # Only memors' function writes purge_pending: it checks that this
+        # transaction's audit record names everything erased, and which steps.
+        self.one(f"SELECT {PENDING_FUNCTION}(CAST(? AS bigint))", (audit,))
 
 
 # --- the finishing step (outside a transaction) -------------------------------------

@@ -15,7 +15,11 @@ docs/postgres.md shows the application role that cannot switch them off.
 
 from __future__ import annotations
 
-from memors_core.storage.postgres.privileges import erasure_extended_sql, erasure_sql
+from memors_core.storage.postgres.privileges import (
+    erasure_extended_sql,
+    erasure_sql,
+    guarded_history_sql,
+)
 from memors_core.storage.sql.tables import FIRST_PURGEABLE, PAGE_RECORDS, PURGEABLE
 
 T = 'TEXT COLLATE "C"'
@@ -477,6 +481,8 @@ MIGRATIONS: list[str] = [
     _doc_frequency(),
     VECTOR_STATS_MIGRATION,
     _set_removal(),
+    # Issue 29: the application role writes only what memors' operations write.
+    guarded_history_sql(),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from memors_core.semantic import DIMENSIONS
+from memors_core.storage.postgres.privileges import VECTOR_WRITERS, _definer
 from memors_core.storage.sql.vectors import SqlVectors
 
 #: The database objects vectors need beyond migration 6, made once pgvector is there.
@@ -63,6 +64,14 @@ CREATE OR REPLACE TRIGGER tombstones_vectors AFTER INSERT ON tombstones
     FOR EACH ROW EXECUTE FUNCTION memors_vectors_drop();
 CREATE OR REPLACE TRIGGER passages_vectors AFTER DELETE ON passages
     FOR EACH ROW EXECUTE FUNCTION memors_vectors_drop();
+
+-- They run with the owner's rights: an application role only adds vectors
+-- (docs/postgres.md, "Roles and privileges").
+DO $$
+BEGIN
+{"".join(_definer(f) for f in VECTOR_WRITERS)}\
+{"".join(f"    REVOKE EXECUTE ON FUNCTION {f} FROM PUBLIC;{chr(10)}" for f in VECTOR_WRITERS)}\
+END $$;
 """
 
 NO_SERVER_EXTENSION = (

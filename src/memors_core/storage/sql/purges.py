@@ -205,11 +205,15 @@ class SqlPurges(Repo):
             (namespace, target, json.dumps(erased), now()),
         )
         audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
+        self.mark_pending(audit)
+        return audit
+
+    def mark_pending(self, audit: int) -> None:
+        """Record that purge ``audit`` (this transaction's) has its finishing steps to run."""
         self.run(
             "INSERT INTO purge_pending(purge, steps) VALUES (?, ?)",
             (audit, json.dumps(self.db.purge_steps)),
         )
-        return audit
 
     def last(self, namespace: str, target: str) -> PurgeRecord | None:
         row = self.one(

@@ -3,8 +3,9 @@ role that is not a superuser, and an application role for the agents."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -42,10 +43,11 @@ def postgres_url() -> Iterator[str]:
     postgres.drop_database(url)
 
 
-@pytest.fixture(scope="module")
-def roles() -> Iterator[Roles]:
+@contextlib.contextmanager
+def roles_database(migrate: Callable[[str], None] | None = None) -> Iterator[Roles]:
     """A new database owned by a new login role (no superuser) that migrated
-    it, and a new login role granted the application role's privileges."""
+    it (``migrate(owner_url)``, by default opening it with memors), and a
+    new login role granted the application role's privileges."""
     import psycopg
     from psycopg import sql
 
@@ -67,7 +69,10 @@ def roles() -> Iterator[Roles]:
                 sql.Identifier(made.dbname), sql.Identifier(made.owner)
             )
         )
-        Memory.open(made.owner_url).close()  # the owner migrates the store
+        if migrate is None:
+            Memory.open(made.owner_url).close()  # the owner migrates the store
+        else:
+            migrate(made.owner_url)
         grant_application_role(made.owner_url, made.app)
         yield made
     finally:
@@ -77,3 +82,10 @@ def roles() -> Iterator[Roles]:
         for role in (made.app, made.owner):
             admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
         admin.close()
+
+
+@pytest.fixture(scope="module")
+def roles() -> Iterator[Roles]:
+    """A store set up as docs/postgres.md says (see :func:`roles_database`)."""
+    with roles_database() as made:
+        yield made
