@@ -202,7 +202,9 @@ def _revoke_granted() -> str:
                      AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE'))
                     OR (c.relname = 'work_items' AND a.privilege_type IN ('DELETE', 'TRUNCATE'))
                     OR (c.relname = 'passage_vectors'
-                        AND a.privilege_type IN ('UPDATE', 'DELETE', 'TRUNCATE'))) LOOP
+                        AND a.privilege_type IN ('UPDATE', 'DELETE', 'TRUNCATE'))
+                    OR (c.relname = 'passage_profiles'
+                        AND a.privilege_type IN ('UPDATE', 'TRUNCATE'))) LOOP
         EXECUTE format('REVOKE %s ON TABLE %I FROM %s', r.privilege_type, r.relname,
                        CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE r.grantee::regrole::text END);
     END LOOP;
@@ -438,6 +440,11 @@ def grant_statements(conn, role: str) -> list[str]:
         elif table == "work_items":
             # Items are created, refreshed and finished, never deleted.
             out.append(render("GRANT SELECT, INSERT, UPDATE ON TABLE {} TO {role}", table))
+        elif table == "passage_profiles":
+            # The words the substitution check reads of a passage: added
+            # once, never rewritten; purge deletes them with their passage
+            # (and a missing one is made again from the passage's text).
+            out.append(render("GRANT SELECT, INSERT, DELETE ON TABLE {} TO {role}", table))
         elif table == "passage_vectors":
             # A passage's vector is added once; its tombstone or purge takes it away.
             out.append(render("GRANT SELECT, INSERT ON TABLE {} TO {role}", table))

@@ -32,6 +32,7 @@ WATCHED = (
     "search_df",
     "search_queue",
     "vector_stats",
+    "passage_profiles",
 )
 
 
@@ -230,6 +231,9 @@ def _routes(f: dict[str, str]) -> dict[str, list[str]]:
         "the erase function made the caller's": [
             "ALTER FUNCTION memors_erase(text, text, text) SECURITY INVOKER"
         ],
+        # -- the profiles the substitution check reads (added once, never rewritten)
+        "a profile rewritten": ["UPDATE passage_profiles SET data = data || ' forged'"],
+        "profiles truncated": ["TRUNCATE passage_profiles"],
         "replica mode": [
             "SET LOCAL session_replication_role = replica",
             f"UPDATE work_items SET status = 'open' WHERE id = {f['done']}",
