@@ -152,6 +152,10 @@ def new_database() -> str:
                 import time
 
                 time.sleep(0.05 * (attempt + 1))
+            except errors.InvalidCatalogName:
+                # A run with another schema (another checkout sharing the
+                # server) dropped this template as an older one: build it again.
+                tpl = template()
         else:  # pragma: no cover - a server far too busy
             raise RuntimeError(f"could not copy the template database {tpl}")
     return _with_dbname(admin_url(), name)
