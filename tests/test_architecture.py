@@ -7,7 +7,12 @@ Imports under ``if TYPE_CHECKING:`` are left out: they never run.
 
 from __future__ import annotations
 
+import re
+import tomllib
+
 import grimp
+
+from paths import ROOT
 
 PACKAGES = ("memors_core", "memors_kinds", "memors_mcp", "memors_cli")
 
@@ -76,3 +81,40 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_no_import_cycle_in_src():
     graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True)
     assert _cycles(graph) == []
+
+
+def _map_rows() -> set[str]:
+    """The folders docs/architecture.md's map has a row for."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The map, folder by folder", 1)[1]
+    return set(re.findall(r"^\| `([^`]+/)` \|", section, flags=re.MULTILINE))
+
+
+def test_every_package_has_a_row_in_the_map():
+    packages = {
+        f"{init.parent.relative_to(ROOT).as_posix()}/"
+        for init in (ROOT / "src").rglob("__init__.py")
+        if "egg-info" not in init.as_posix()
+    }
+    assert {"src/memors_core/storage/sql/", "src/memors_kinds/duplicate/"} <= packages
+    missing = sorted(packages - _map_rows())
+    assert missing == [], f"docs/architecture.md's map lacks a row for {missing}"
+
+
+def test_readme_and_contributor_notes_point_to_the_map():
+    for name in ("README.md", "DEVELOPERS.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert "(docs/architecture.md)" in text, name
+        assert "| `src/memors_core/` |" not in text, f"{name} keeps a layout table of its own"
+
+
+def test_quick_is_inside_the_layer_contract():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layered = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    named = {
+        module.strip()
+        for contract in layered
+        for layer in contract["layers"]
+        for module in layer.split("|")
+    }
+    assert "memors_core.quick" in named
