@@ -475,9 +475,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--force", action="store_true", help="store even if a check flags it (flags are recorded)"
     )
 
-    add(
+    p = add(
         "lint",
         "report problems (read-only): contradictions, orphans, missing/stale pages, expired facts",
+    )
+    p.add_argument(
+        "--rule",
+        action="append",
+        dest="rules",
+        metavar="RULE",
+        help="report only this rule's findings (repeat for several; default: every rule)",
     )
     add("metrics", "print the Prometheus metrics of the whole store")
 

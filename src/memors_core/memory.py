@@ -585,20 +585,27 @@ class Memory:
             fingerprint=fingerprint,
         )
 
-    def lint(self, namespace: str = "default") -> LintReport:
+    def lint(self, namespace: str = "default", rules: list[str] | None = None) -> LintReport:
         """A read-only report of problems. The rules read a read-only store:
         this one if it was opened ``readonly``, else the file opened again
-        read-only for the run (a rule cannot write)."""
-        from memors_core.engine.lint import run_lint
+        read-only for the run (a rule cannot write).
+
+        ``rules``: report only these rules' findings (None: every rule's). A
+        finding whose work item was skipped, with nothing it depends on changed
+        since, is acknowledged and left out; facts that expired as history
+        (recorded once they had ended, or followed by a newer fact) are not
+        findings."""
+        from memors_core.engine.lint import check_rules, run_lint
 
         check_namespace(namespace)
+        check_rules(rules, self.pm)
         with contextlib.ExitStack() as stack:
             storage = self.store
             if not storage.readonly:
                 storage = open_storage(storage.location, readonly=True)
                 stack.callback(storage.close)
             with storage.read() as tx:
-                return run_lint(tx, namespace, self.pm)
+                return run_lint(tx, namespace, self.pm, rules)
 
     def metrics(self) -> str:
         """The Prometheus text exposition for the whole store."""

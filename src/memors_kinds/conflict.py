@@ -18,6 +18,7 @@ import attrs
 from memors_core import hookimpl
 from memors_core.domain.dates import interval, normalise, now, overlaps
 from memors_core.domain.ids import address, parse_address
+from memors_core.domain.model import Finding
 from memors_core.domain.refs import fact_ref, passage_ref
 from memors_core.errors import BadInput
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
@@ -117,6 +118,11 @@ class ConflictKind(Kind):
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         a, b = item.key.split("|")
         return self._candidate(ctx, a, b) if ctx.store.facts.disagree(a, b) else None
+
+    def settles(self, ctx: KindContext, finding: Finding) -> str | None:
+        if finding.rule != "contradiction" or len(finding.related) != 1:
+            return None
+        return "|".join(parse_address(a)[1] for a in (finding.address, finding.related[0]))
 
     def _member(self, item: Item, fact: str) -> None:
         facts = [f["address"] for f in item.payload["facts"]]

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from memors_core import hookimpl
-from memors_core.domain.model import PageResolution
+from memors_core.domain.ids import parse_address
+from memors_core.domain.model import Finding, PageResolution
 from memors_core.domain.rules import PAGE_MIN_PASSAGES
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
 
@@ -65,6 +66,11 @@ class PageKind(Kind):
         if len(ctx.store.entities.live_passages(canonical)) < PAGE_MIN_PASSAGES:
             return None
         return self._candidate(ctx, canonical)
+
+    def settles(self, ctx: KindContext, finding: Finding) -> str | None:
+        if finding.rule != "missing-page":
+            return None
+        return ctx.store.entities.require(parse_address(finding.address)[1]).canonical
 
     def validate(self, ctx: KindContext, item: Item, resolution: PageResolution) -> None:
         _pages.validate_page(ctx, item, resolution)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from memors_core import hookimpl
-from memors_core.domain.model import PageResolution
+from memors_core.domain.ids import parse_address
+from memors_core.domain.model import Finding, PageResolution
 from memors_core.domain.refs import page_ref
 from memors_core.domain.rows import Page
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
@@ -71,6 +72,12 @@ class StaleKind(Kind):
         if page is None or not ctx.store.pages.is_stale(page.id):
             return None
         return self._candidate(ctx, page, ctx.store.pages.changes(page))
+
+    def settles(self, ctx: KindContext, finding: Finding) -> str | None:
+        if finding.rule != "stale-page":
+            return None
+        page = ctx.store.pages.get(parse_address(finding.address)[1], ctx.namespace)
+        return None if page is None else ctx.store.entities.require(page.entity).canonical
 
     def validate(self, ctx: KindContext, item: Item, resolution: PageResolution) -> None:
         _pages.validate_page(ctx, item, resolution)

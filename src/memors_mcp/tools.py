@@ -786,15 +786,27 @@ def register_tools(
 
     # --- lint -------------------------------------------------------------------------------
 
-    def lint(namespace: Namespace = None) -> Annotated[CallToolResult, LintOutput]:
-        return run_tool("lint", lambda: memory.lint(namespace=ns(namespace)))
+    def lint(
+        rules: Annotated[
+            list[str] | None,
+            Field(
+                description=(
+                    'Report only these rules\' findings (e.g. ["missing-page"]). '
+                    "Default: every rule's."
+                )
+            ),
+        ] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, LintOutput]:
+        return run_tool("lint", lambda: memory.lint(namespace=ns(namespace), rules=rules))
 
     tool(
         lint,
         "Report problems in a namespace without changing anything: contradictions (facts that "
         "disagree), orphan entities, entities that need a page, stale pages and expired facts, "
-        "each with a rule name, the main address and related addresses. Use `compact` to get "
-        "work items that fix them.",
+        "each with a rule name, the main address and related addresses (`rules` keeps only "
+        "those rules' findings). Facts that ended as history and items you skipped (until "
+        "their inputs change) are not findings. Use `compact` to get work items that fix them.",
         _annotations("Lint the store", read_only=True),
     )
 

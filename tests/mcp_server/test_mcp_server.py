@@ -113,7 +113,7 @@ def test_tool_inputs_are_spec_names(store: Memory) -> None:
             "force",
             "resolution",
         },
-        "lint": set(),
+        "lint": {"rules"},
     }
     for name, fields in expected.items():
         assert set(tools[name].input_schema["properties"]) == fields | {"namespace"}, name
@@ -171,6 +171,7 @@ BAD_CALLS = [
     ("submit", {"item": 1, "skip": True, "reason": "r"}, ["no work item 1"]),
     ("submit", {"item": 1}, ["no work item 1"]),
     ("lint", {"namespace": "white space"}, ["bad namespace"]),
+    ("lint", {"rules": ["missing-pages"]}, ["unknown lint rule 'missing-pages'"]),
     ("search", {"query": "x", "dry_run": True}, ["unknown argument 'dry_run'", "it takes"]),
     ("no_such_tool", {}, ["no_such_tool"]),
 ]
@@ -406,6 +407,38 @@ def test_prompt_walks_through_the_queue(store: Memory) -> None:
     assert positions == sorted(positions), "the steps are out of order"
     assert '"namespace": "elsewhere", "kinds": ["conflict"]' in chosen
     assert "No items are open" in chosen
+
+
+def test_the_prompts_last_step_lint_confirms(store: Memory) -> None:
+    """Worked to the end through MCP (a history bounded, a page skipped),
+    the prompt's "call `lint` to confirm" comes back clean."""
+    store.remember("\n\n".join(passages_about("Raft", 3)))
+    store.record_fact("Paxos", "status", "draft", valid_from="1989-01-01")
+    store.record_fact("Paxos", "status", "published", valid_from="1998-01-01")
+
+    async def body(client: Client):
+        before = await client.call_tool("lint", {})
+        only = await client.call_tool("lint", {"rules": ["missing-page"]})
+        items = (await client.call_tool("compact", {})).structured_content["items"]
+        for item in items:
+            if item["kind"] == "page":
+                args = {"item": item["id"], "skip": True, "reason": "not needed yet"}
+            else:
+                older = min(item["payload"]["facts"], key=lambda f: f["valid_from"])
+                args = {"item": item["id"], "bound": {"fact": older["address"]}}
+                args["bound"]["valid_to"] = "1998-01-01"
+            done = await client.call_tool("submit", args)
+            assert not done.is_error and done.structured_content["status"] in ("done", "skipped")
+        return before, only, await client.call_tool("lint", {})
+
+    before, only, after = drive(store, body)
+    assert {f["rule"] for f in before.structured_content["findings"]} == {
+        "contradiction",
+        "missing-page",
+    }
+    assert [f["rule"] for f in only.structured_content["findings"]] == ["missing-page"]
+    assert after.structured_content["findings"] == [], after.structured_content
+    assert text_of(after).startswith("namespace default: 0 finding(s)")
 
 
 def test_mcp_and_cli_answer_with_the_same_json(cli, tmp_path: Path) -> None:

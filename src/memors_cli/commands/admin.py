@@ -19,9 +19,12 @@ from ._common import DOCUMENT_SETTING, force_progress, open_memory, print_result
 
 def cmd_lint(args: argparse.Namespace) -> int:
     with Memory.open(args.db, readonly=True) as memory:  # creates and changes nothing
-        data = to_json(memory.lint(namespace=args.ns))
+        data = to_json(memory.lint(namespace=args.ns, rules=args.rules))
     lines = [f"{f['rule']:<14} {f['address']}  {f['message']}" for f in data["findings"]]
-    print_result(args, data, "\n".join(lines) if lines else f"namespace {args.ns}: no findings")
+    among = f" ({', '.join(args.rules)})" if args.rules else ""
+    print_result(
+        args, data, "\n".join(lines) if lines else f"namespace {args.ns}: no findings{among}"
+    )
     return 1 if data["findings"] else 0
 
 

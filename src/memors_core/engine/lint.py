@@ -14,21 +14,26 @@ and never writes.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from memors_core.domain.dates import now_ts
 from memors_core.domain.ids import address
 from memors_core.domain.model import Finding, LintReport
 from memors_core.domain.rules import PAGE_MIN_PASSAGES
+from memors_core.errors import BadInput
 from memors_core.log import get_logger
 from memors_core.plugins.hookspecs import hookimpl
-from memors_core.plugins.kinds import LintContext
+from memors_core.plugins.kinds import Kind, KindContext, LintContext
 from memors_core.plugins.manager import Plugins
 
 if TYPE_CHECKING:
     from memors_core.storage.api import Tx
 
 log = get_logger("memors.lint")
+
+#: The plugin name core's own rules are registered as (``plugins.manager``).
+_PLUGIN = "memors.lint"
 
 #: The rules core ships, in the order they run.
 BUILTIN_RULES = (
@@ -89,7 +94,7 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
                 [c["address"] for c in changes],
             )
         )
-    for fact in tx.facts.expired(ns, now_ts()):
+    for fact in tx.facts.expired(ns, now_ts(), history=False):
         findings.append(
             Finding(
                 "expired-fact",
@@ -145,14 +150,69 @@ def _changes_line(changes: list[dict[str, str]]) -> str:
 
 # --- running the rules ------------------------------------------------------------
 
+#: The rule plugins' failures are reported under.
+PLUGIN_ERROR = "plugin-error"
 
-def run_lint(tx: Tx, namespace: str, plugins: Plugins) -> LintReport:
-    """Run every lint rule on ``namespace`` in the read-only transaction ``tx``.
+
+def check_rules(rules: object, plugins: Plugins) -> None:
+    """Bad input unless ``rules`` is None or a list of rule names. A name no
+    rule reports is refused when only core's rules are installed (a plugin's
+    rules are known by their findings alone, so with plugins any name goes)."""
+    if rules is None:
+        return
+    if not isinstance(rules, list | tuple) or not all(
+        isinstance(r, str) and r.strip() for r in rules
+    ):
+        raise BadInput(f"rules must be a list of lint rule names, like {BUILTIN_RULES[0]!r}")
+    if any(name != _PLUGIN for name in plugins.lint_plugins):
+        return
+    unknown = [r for r in rules if r not in (*BUILTIN_RULES, PLUGIN_ERROR)]
+    if unknown:
+        raise BadInput(
+            f"unknown lint rule {unknown[0]!r}: the rules are {', '.join(BUILTIN_RULES)}"
+        )
+
+
+def run_lint(
+    tx: Tx, namespace: str, plugins: Plugins, rules: Collection[str] | None = None
+) -> LintReport:
+    """Run every lint rule on ``namespace`` in the read-only transaction ``tx``
+    and report the findings of ``rules`` (None: every rule's).
 
     A plugin whose rules raise, or return something that is not a list of
     :class:`Finding`, is reported as a ``plugin-error`` finding naming the
-    plugin; the other rules still run.
+    plugin; the other rules still run. A finding whose work item was skipped,
+    with nothing it depends on changed since, is acknowledged: left out.
     """
     findings = plugins.lint_rules(LintContext(tx, namespace))
+    if rules is not None:
+        findings = [f for f in findings if f.rule in rules]
+    findings = _unacknowledged(tx, namespace, plugins, findings)
     log.debug("lint_ran", namespace=namespace, findings=len(findings))
     return LintReport(namespace=namespace, findings=findings)
+
+
+def _unacknowledged(
+    tx: Tx, namespace: str, plugins: Plugins, findings: list[Finding]
+) -> list[Finding]:
+    """The findings no skipped item acknowledges (see :meth:`Kind.settles`)."""
+    ctx = KindContext(tx, namespace)
+    kinds = list(plugins.kinds)
+    return [f for f in findings if not any(_skipped(ctx, kind, f) for kind in kinds)]
+
+
+def _skipped(ctx: KindContext, kind: Kind, finding: Finding) -> bool:
+    """Whether an item of ``kind`` that settles ``finding`` was skipped and
+    its inputs are as they were then. A kind that fails here acknowledges nothing."""
+    try:
+        key = kind.settles(ctx, finding)
+        if key is None:
+            return False
+        item = ctx.store.items.last_for_key(ctx.namespace, kind.name, key)
+        if item is None or item.status != "skipped":
+            return False
+        now = kind.current(ctx, item)
+    except Exception as exc:  # a plugin's kind: its finding stays reported
+        log.warning("lint_settles_failed", kind=kind.name, error=f"{type(exc).__name__}: {exc}")
+        return False
+    return now is not None and now.fingerprint == item.fingerprint

@@ -19,6 +19,7 @@ from memors_core.errors import PluginError
 from memors_core.settings import Limits
 
 if TYPE_CHECKING:
+    from memors_core.domain.model import Finding
     from memors_core.storage.api import Tx
 
 __all__ = [
@@ -225,6 +226,16 @@ class Kind:
         for cand in self.scan(ctx):
             if cand.key == item.key:
                 return cand
+        return None
+
+    def settles(self, ctx: KindContext, finding: Finding) -> str | None:
+        """The key of the item of this kind that would settle the lint
+        ``finding`` (``missing-page`` for the ``page`` kind), or None (the
+        default) when no item of this kind does. Lint leaves out a finding whose
+        item was skipped while its inputs stay as they were (:meth:`current`
+        gives the skipped item's fingerprint): the skip acknowledged it. Once
+        something it depends on changes, the finding is reported again. Read
+        only ``ctx.store``, which is read-only here."""
         return None
 
     def validate(self, ctx: KindContext, item: Item, resolution: Any) -> None:

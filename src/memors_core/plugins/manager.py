@@ -208,6 +208,12 @@ class Plugins:
             checks[plugin] = CheckResult(passed=False, flagged=[{"error": error}])
         return checks
 
+    @property
+    def lint_plugins(self) -> list[str]:
+        """The names of the plugins that implement ``memors_lint_rules``
+        (``memors.lint``, core's built-in rules, among them)."""
+        return [impl.plugin_name for impl in self._impls("memors_lint_rules")]
+
     def lint_rules(self, context: LintContext) -> list[Finding]:
         """Every plugin's lint findings.
 

@@ -303,9 +303,13 @@ class Facts(Protocol):
     def disagree(self, a: str, b: str) -> bool:
         """Whether the live facts ``a`` and ``b`` are such a pair."""
 
-    def expired(self, namespace: str, now_ts: str) -> list[Fact]:
+    def expired(self, namespace: str, now_ts: str, *, history: bool = True) -> list[Fact]:
         """Live facts of ``namespace`` whose validity ended at or before ``now_ts`` (a
-        timestamp like ``to_ts``), oldest first."""
+        timestamp like ``to_ts``), oldest first. ``history=False`` leaves out the
+        facts that are history rather than news: recorded once their validity had
+        ended (a fact about the past, the bounded copy a conflict's ``bound``
+        makes), or followed by a live fact on the same subject (after merges) and
+        predicate whose validity reaches past their end (``expired-fact``)."""
 
     def bounded_copy(self, ident: str, at: str) -> str | None:
         """The copy of ``ident`` with other bounds recorded at ``at``, if any."""

@@ -1210,6 +1210,22 @@ class StorageContract(VectorContract):
             assert (row.value, row.valid_to, row.recorded_at) == ("alpha", "2021-01-01", stamp)
             assert [f.id for f in tx.facts.by_ids([copy, uuid7(), old])] == [copy, old]
 
+    def test_expired_facts_that_are_history(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            # recorded (now) after its validity ended: history
+            past = tx.facts.record(NS, "Raft", "maintainer", "Ongaro", None, "2016-01-01")
+            # ends after it was recorded, a newer fact on the same predicate follows it
+            followed = tx.facts.record(NS, "Zab", "release", "3.4", None, "2999-01-01")
+            tx.facts.record(NS, "zab", "Release", "3.5", "2999-01-01", None)
+            # ends after it was recorded, nothing follows: news once it has ended
+            news = tx.facts.record(NS, "Paxos", "status", "draft", None, "2999-01-01")
+            # what ends before it does not follow it
+            tx.facts.record(NS, "Paxos", "status", "sketch", "1980-01-01", "1981-01-01")
+        later = instant("3000-01-01")
+        with storage.read() as tx:
+            assert [f.id for f in tx.facts.expired(NS, later)][:3] == [past, followed, news]
+            assert [f.id for f in tx.facts.expired(NS, later, history=False)] == [news]
+
     def test_a_fact_source_must_be_a_passage_of_the_namespace(self, storage: Storage) -> None:
         passage = remember(storage, "Raft elects a leader.", namespace=OTHER_NS)
         with storage.write() as tx:

@@ -543,6 +543,12 @@ _DISAGREE = f"""a.predicate_folded = b.predicate_folded AND a.value_folded <> b.
     AND (b.from_ts IS NULL OR a.to_ts IS NULL OR b.from_ts < a.to_ts)
     AND {live("a")} AND {live("b")}"""
 
+#: A live fact ``n`` takes over from ``f`` (of ``_FACT_FROM``): one subject after
+#: merges, predicates that fold equal, a validity that reaches past ``f``'s end.
+_FOLLOWED = f"""SELECT 1 FROM facts n JOIN entities en ON en.id = n.subject
+    WHERE en.canonical = e.canonical AND n.predicate_folded = f.predicate_folded
+    AND n.id <> f.id AND (n.to_ts IS NULL OR n.to_ts > f.to_ts) AND {live("n")}"""
+
 
 class SqlFacts(Repo):
     def record(
@@ -667,12 +673,17 @@ class SqlFacts(Repo):
             is not None
         )
 
-    def expired(self, namespace: str, now_ts: str) -> list[Fact]:
+    def expired(self, namespace: str, now_ts: str, *, history: bool = True) -> list[Fact]:
+        # History: recorded once its validity had ended (a bounded copy, a fact
+        # about the past), or followed by a live fact on the same subject and
+        # predicate whose validity reaches past its end.
+        past = "" if history else f"AND f.to_ts > f.recorded_at AND NOT EXISTS ({_FOLLOWED})"
         return [
             Fact(*r)
             for r in self.all(
                 f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE f.namespace = ? "
-                f"AND f.to_ts IS NOT NULL AND f.to_ts <= ? AND {live('f')} ORDER BY f.rowid",
+                f"AND f.to_ts IS NOT NULL AND f.to_ts <= ? AND {live('f')} {past} "
+                "ORDER BY f.rowid",
                 (namespace, now_ts),
             )
         ]
