@@ -283,7 +283,14 @@ def test_the_index_is_created_by_the_kinds_migrations_and_recorded_once(pg_url):
                 "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'dup%'",
             )
         }
-        assert tables == {"dup_prefix", "dup_recent", "dup_folded", "dup_members", "dup_indexed"}
+        assert tables == {
+            "dup_prefix",
+            "dup_recent",
+            "dup_folded",
+            "dup_members",
+            "dup_indexed",
+            "dup_settled",
+        }
         collations = query(
             memory,
             "SELECT DISTINCT collation_name FROM information_schema.columns "

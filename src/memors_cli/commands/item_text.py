@@ -90,9 +90,13 @@ def _payload_lines(payload: dict[str, Any]) -> list[str]:
                 lines.append(f"  [{ref}] {ps.get('address')}  (document {ps.get('document')})")
                 if ps.get("best_match"):
                     lines.append(
-                        f"      closest: {ps['best_match']} (jaccard {ps.get('best_jaccard')})"
+                        f"      closest: {ps['best_match']} "
+                        f"(jaccard {_number(ps.get('best_jaccard'))})"
                     )
-                lines.extend(_indented(ps.get("text", "")))
+                if ps.get("same_text_as") and "text" not in ps:
+                    lines.append(f"      (the same text as {ps['same_text_as']})")
+                else:
+                    lines.extend(_indented(ps.get("text", "")))
         elif key == "facts" and isinstance(value, list):
             lines.append(f"facts ({len(value)}):" if value else "facts: none")
             for f in value:
@@ -117,7 +121,7 @@ def _payload_lines(payload: dict[str, Any]) -> list[str]:
             total = payload.get("pair_count", len(value))
             lines.append(f"pairs ({len(value)} of {total}):" if value else "pairs: none")
             lines.extend(
-                f"  {pr.get('a')} ~ {pr.get('b')}  jaccard {pr.get('jaccard')}"
+                f"  {pr.get('a')} ~ {pr.get('b')}  jaccard {_number(pr.get('jaccard'))}"
                 if isinstance(pr, dict)
                 else f"  {pr}"
                 for pr in value
@@ -131,8 +135,13 @@ def _payload_lines(payload: dict[str, Any]) -> list[str]:
             else:
                 lines.append(f"{key}: none")
         elif value is not None:
-            lines.append(f"{key}: {value}")
+            lines.append(f"{key}: {_number(value)}")
     return lines
+
+
+def _number(value: Any) -> Any:
+    """A float for people: two decimals (a Jaccard of 7/9 reads 0.78)."""
+    return f"{value:.2f}" if isinstance(value, float) else value
 
 
 def item_text(data: dict[str, Any], kinds: KindRegistry) -> str:

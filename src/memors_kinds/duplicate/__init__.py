@@ -113,6 +113,60 @@ def _partners(
     return out
 
 
+#: Jaccard values in a payload: four decimals, never below the threshold.
+JACCARD_DECIMALS = 4
+
+
+def _rounded(value: Fraction | float) -> float:
+    """A Jaccard for people: ``7/9`` is ``0.7777`` (cut, not rounded up, so
+    that only identical sets show 1.0)."""
+    scale = 10**JACCARD_DECIMALS
+    return int(Fraction(value) * scale) / scale
+
+
+def _snippet(text: str, most: int = 60) -> str:
+    """The start of a member's text, on one line, for a queue line."""
+    flat = " ".join(text.split())
+    return f"“{flat}”" if len(flat) <= most else f"“{flat[: most - 1].rstrip()}…”"
+
+
+def _unsettled(
+    ctx: KindContext, index: PrefixIndex, found: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The clusters not settled already: a cluster all of whose members one
+    finished item kept or released (and that is still finished) was decided
+    on; it is asked again only once a passage it did not see joins it."""
+    settled = index.settled(ctx.namespace, {m for c in found for m in c["members"]})
+    if not settled:
+        return found
+    finished: dict[int, bool] = {}
+
+    def done(ident: int) -> bool:
+        if ident not in finished:
+            item = ctx.store.items.get(ident, ctx.namespace)
+            finished[ident] = item is not None and item.status == "done"
+        return finished[ident]
+
+    out = []
+    for cluster in found:
+        common = set.intersection(*(settled.get(m, set()) for m in cluster["members"]))
+        if not any(done(i) for i in sorted(common)):
+            out.append(cluster)
+    return out
+
+
+def _resettle(tx: Tx, index: PrefixIndex, namespace: str) -> None:
+    """Rebuild what finished items settled (a full scan: after an import,
+    or a store whose settlements were never recorded)."""
+    index.forget_settled(namespace)
+    after = 0
+    while batch := tx.items.list(namespace, "duplicate", "done", after=after, limit=500):
+        for item in batch:
+            passages = (item.payload or {}).get("passages") or []
+            index.settle(namespace, item.id, (parse_address(p["address"])[1] for p in passages))
+        after = batch[-1].id
+
+
 def _near(ctx: KindContext, members: Sequence[str]) -> NearDuplicates:
     rows = ctx.store.passages.live_shingles(ctx.namespace, ids=members)
     return NearDuplicates(sorted((r.id, r.document, r.shingles or b"") for r in rows))
@@ -138,10 +192,10 @@ class DuplicateKind(Kind):
         if not isinstance(payload.get("passages"), list) or "jaccard" not in payload:
             return super().summary(payload)
         pairs = payload.get("pair_count", len(payload.get("pairs") or []))
-        return (
-            f"{len(payload['passages'])} passages, {pairs} pair(s), "
-            f"jaccard >= {payload['jaccard']:.2f}"
-        )
+        members = payload.get("passage_count", len(payload["passages"]))
+        line = f"{members} passages, {pairs} pair(s), jaccard >= {payload['jaccard']:.2f}"
+        first = next((p.get("text") for p in payload["passages"] if p.get("text")), None)
+        return f"{line}: {_snippet(first)}" if isinstance(first, str) else line
 
     def migrations(self, engine: str) -> list[str]:
         if engine == "sqlite":
@@ -158,6 +212,7 @@ class DuplicateKind(Kind):
             found = self._full_scan(ctx, index, indexed or 0)
         else:
             found, scope = self._incremental_scan(ctx, index, indexed)
+        found = _unsettled(ctx, index, found)
         ctx.progress("items", 0, len(found), "items")
         return Scan((self._candidate(ctx, cluster) for cluster in found), scope)
 
@@ -194,6 +249,7 @@ class DuplicateKind(Kind):
         index.add(fresh, recent=False)
         index.forget_clusters(ns)
         index.remember_clusters(ns, (c["members"] for c in found))
+        _resettle(tx, index, ns)
         index.set_indexed(ns, head)
         return found
 
@@ -251,21 +307,27 @@ class DuplicateKind(Kind):
             refs = [passage_ref(p) for p in ctx.store.passages.by_ids(members)]
             near = _near(ctx, members)
             passages = []
+            first_with: dict[str, str] = {}  # text -> the first member showing it
             for r in refs:
                 ident = parse_address(r.address)[1]
                 best = near.best(ident)
+                shown = attrs.asdict(r)
+                same = first_with.setdefault(r.text, r.address)
+                if same != r.address:  # an exact copy: its text is shown once, by the first
+                    del shown["text"]
+                    shown["same_text_as"] = same
                 passages.append(
                     {
-                        **attrs.asdict(r),
-                        "best_jaccard": float(best[0]) if best else None,
+                        **shown,
+                        "best_jaccard": _rounded(best[0]) if best else None,
                         "best_match": address("passage", best[1]) if best else None,
                     }
                 )
             return {
                 "passages": passages,
-                "jaccard": cluster["jaccard"],
+                "jaccard": _rounded(cluster["jaccard"]),
                 "pairs": [
-                    {"a": address("passage", a), "b": address("passage", b), "jaccard": j}
+                    {"a": address("passage", a), "b": address("passage", b), "jaccard": _rounded(j)}
                     for a, b, j in cluster["pairs"]
                 ],
                 "pair_count": cluster["pair_count"],
@@ -318,6 +380,10 @@ class DuplicateKind(Kind):
                 f"kept (item {item.id})",
                 item.id,
             )
+        # One decision settles the cluster: the members neither kept nor
+        # forgotten are released, not asked about again (see _unsettled).
+        settled = [*report["kept"], *report["left"]]
+        _index(ctx.store).settle(ctx.namespace, item.id, (parse_address(a)[1] for a in settled))
         ctx.report = report
         return resolution.keep[0]
 

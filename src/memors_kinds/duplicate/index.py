@@ -9,7 +9,9 @@ Jaccard >= 0.75 with by a few range look-ups; the clusters of the last
 scan (passage id -> cluster key, the cluster's first member); and, per
 namespace, the passage clock up to which it is indexed. Passages are named
 by their ``seq``; a forgotten passage stays indexed (the scan reads only
-live ones), a purged one is erased.
+live ones), a purged one is erased. It also keeps which passages each
+settled item decided on (passage id -> item id), so that what one decision
+released is not asked again; a full scan rebuilds it from the items.
 """
 
 from __future__ import annotations
@@ -58,3 +60,12 @@ class PrefixIndex(Protocol):
 
     def erase(self, passages: Sequence[tuple[int, str]]) -> None:
         """Erase everything kept of these ``(seq, id)`` passages (purge)."""
+
+    def settle(self, namespace: str, item: int, passages: Iterable[str]) -> None:
+        """Remember that ``item`` settled these passages (its kept and released members)."""
+
+    def settled(self, namespace: str, passages: Iterable[str]) -> dict[str, set[int]]:
+        """For each of ``passages`` that a decision settled, the items that settled it."""
+
+    def forget_settled(self, namespace: str) -> None:
+        """Drop every settlement of ``namespace`` (a full scan rebuilds them)."""

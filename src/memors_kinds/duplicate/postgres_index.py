@@ -4,7 +4,7 @@ migrations and every statement over them (:class:`PrefixIndex`).
 The tables and their meaning are those of
 :mod:`memors_kinds.duplicate.sqlite_index` (``dup_prefix`` and the small
 ``dup_recent`` folded into it once it reaches 1/``FOLD_RATIO`` of the
-passages before it, ``dup_folded``, ``dup_members``, ``dup_indexed``),
+passages before it, ``dup_folded``, ``dup_members``, ``dup_indexed``, ``dup_settled``),
 reached through ``tx.native("postgres")``: the store's psycopg connection,
 inside its transaction, binding parameters client-side (``%s``). Nothing
 here reads a core table, and nothing here imports psycopg: the connection
@@ -62,6 +62,19 @@ CREATE TABLE dup_indexed(
     namespace {_T} PRIMARY KEY,
     passage_seq BIGINT NOT NULL
 );
+""",
+    # 2: which passages each settled item decided on (kept or released),
+    # filled by the next scan of each namespace: a full one, as the
+    # namespace is marked not indexed.
+    f"""
+DROP TABLE IF EXISTS dup_settled;
+CREATE TABLE dup_settled(
+    namespace {_T} NOT NULL,
+    passage {_T} NOT NULL,
+    item BIGINT NOT NULL,
+    PRIMARY KEY (namespace, passage, item)
+);
+DELETE FROM dup_indexed;
 """,
 ]
 
@@ -355,6 +368,27 @@ class PostgresPrefixIndex:
                 "ON CONFLICT(namespace, passage) DO UPDATE SET cluster = excluded.cluster",
                 (namespace, [p for p, _c in part], [c for _p, c in part]),
             )
+
+    # --- what settled items decided on ---------------------------------------------
+
+    def settle(self, namespace: str, item: int, passages: Iterable[str]) -> None:
+        self.conn.execute(
+            "INSERT INTO dup_settled(namespace, passage, item) "
+            "SELECT %s, p, %s FROM unnest(%s::text[]) AS p ON CONFLICT DO NOTHING",
+            (namespace, item, sorted(set(passages))),
+        )
+
+    def settled(self, namespace: str, passages: Iterable[str]) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = {}
+        for passage, item in self.conn.execute(
+            "SELECT passage, item FROM dup_settled WHERE namespace = %s AND passage = ANY(%s::text[])",
+            (namespace, sorted(passages)),
+        ):
+            out.setdefault(passage, set()).add(item)
+        return out
+
+    def forget_settled(self, namespace: str) -> None:
+        self.conn.execute("DELETE FROM dup_settled WHERE namespace = %s", (namespace,))
 
     # --- purge -----------------------------------------------------------------------
 

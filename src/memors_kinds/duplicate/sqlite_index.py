@@ -15,7 +15,8 @@ incremental one into the small ``dup_recent``, whose inserts touch few pages
 folded into ``dup_prefix`` once the passages since the last fold
 (``dup_folded``) reach 1/``FOLD_RATIO`` of those before it. ``passage`` is
 the passage's ``seq``. ``dup_members`` — the clusters of the last scan;
-``dup_indexed`` — up to which passage ``seq`` each namespace is indexed.
+``dup_indexed`` — up to which passage ``seq`` each namespace is indexed;
+``dup_settled`` — the passages each settled item kept or released.
 """
 
 from __future__ import annotations
@@ -65,6 +66,19 @@ CREATE TABLE dup_indexed(
     namespace TEXT PRIMARY KEY,
     passage_seq INTEGER NOT NULL
 ) WITHOUT ROWID;
+""",
+    # 2: which passages each settled item decided on (kept or released),
+    # filled by the next scan of each namespace: a full one, as the
+    # namespace is marked not indexed.
+    """
+DROP TABLE IF EXISTS dup_settled;
+CREATE TABLE dup_settled(
+    namespace TEXT NOT NULL,
+    passage TEXT NOT NULL,
+    item INTEGER NOT NULL,
+    PRIMARY KEY (namespace, passage, item)
+) WITHOUT ROWID;
+DELETE FROM dup_indexed;
 """,
 ]
 
@@ -238,6 +252,27 @@ class SqlitePrefixIndex:
             "INSERT OR REPLACE INTO dup_members(namespace, passage, cluster) VALUES (?, ?, ?)",
             [(namespace, member, members[0]) for members in clusters for member in members],
         )
+
+    # --- what settled items decided on ---------------------------------------------
+
+    def settle(self, namespace: str, item: int, passages: Iterable[str]) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO dup_settled(namespace, passage, item) VALUES (?, ?, ?)",
+            [(namespace, p, item) for p in sorted(set(passages))],
+        )
+
+    def settled(self, namespace: str, passages: Iterable[str]) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = {}
+        for passage, item in self.conn.execute(
+            "SELECT passage, item FROM dup_settled WHERE namespace = ? "
+            "AND passage IN (SELECT value FROM json_each(?))",
+            (namespace, json.dumps(sorted(passages))),
+        ):
+            out.setdefault(passage, set()).add(item)
+        return out
+
+    def forget_settled(self, namespace: str) -> None:
+        self.conn.execute("DELETE FROM dup_settled WHERE namespace = ?", (namespace,))
 
     # --- purge -----------------------------------------------------------------------
 

@@ -36,7 +36,7 @@ DUPLICATE = (
 #: memors_core.storage.sqlite.transfer); ``kind_schema`` is each store's own
 #: record of the kind migrations it applied when it was opened.
 NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "kind_schema", "dup_prefix",
-               "dup_recent", "dup_folded", "dup_members", "dup_indexed",
+               "dup_recent", "dup_folded", "dup_members", "dup_indexed", "dup_settled",
                "passage_profiles"}  # fmt: skip
 #: And on PostgreSQL: its migrations' record and its search index (rebuilt on import).
 PG_NOT_CARRIED = {
