@@ -111,6 +111,8 @@ class OllamaStandIn:
     subjects) or ``modes[subject]`` (a mode, or a list of them by turn);
     ``requests`` records what arrived."""
 
+    handler: type[BaseHTTPRequestHandler]  # set below, once _Handler is defined
+
     def __init__(self, models: tuple[str, ...] = ("test-model:latest",)) -> None:
         self.models = list(models)
         self.mode: str | list[str] = "good"
@@ -129,7 +131,7 @@ class OllamaStandIn:
     def start(self) -> OllamaStandIn:
         standin = self
 
-        class Handler(_Handler):
+        class Handler(self.handler):  # type: ignore[name-defined,misc]
             owner = standin
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -369,3 +371,6 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
         self._end_chunked()
+
+
+OllamaStandIn.handler = _Handler

@@ -396,8 +396,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--full", action="store_true", help="rescan everything, not only what changed")
     p.add_argument(
         "--executor",
-        choices=["ollama"],
-        help="write pages with a local model (page and stale kinds)",
+        choices=["ollama", "openai"],
+        help="write pages with a local model: ollama (Ollama's API) or openai (any "
+        "OpenAI-compatible server: llama.cpp, vLLM, LM Studio…); page and stale kinds",
     )
     p.add_argument(
         "--apply", action="store_true", help="with --executor: submit for real (default: dry run)"

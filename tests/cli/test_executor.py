@@ -516,7 +516,7 @@ def test_a_bad_timeout_is_a_usage_error(cli, run, ollama, value):
 
 def test_apply_and_allow_remote_need_the_executor(cli):
     r = cli("compact", "--apply")
-    assert r.code == 2 and "--executor ollama" in r.err
+    assert r.code == 2 and "--executor (ollama or openai)" in r.err
 
 
 # --- the loopback rule ----------------------------------------------------------------------

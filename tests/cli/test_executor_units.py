@@ -3,15 +3,18 @@ building the prompt, the endpoint and loopback rule."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memors_cli.executor import client, endpoint, prompt
+from memors_cli.executor import endpoint, ollama, prompt, settings, structured, transport
 from memors_cli.executor.answer import parse_page
 from memors_cli.executor.endpoint import resolve_endpoint
 from memors_cli.executor.errors import ItemFailed
 from memors_cli.executor.prompt import build_prompt
+from memors_core.domain.text import SPACED_MARKERS, citation_refs
 from ollama_standin import good_page
 
 PAGE = "# Raft\n\nRaft elects a leader.\n\n## Facts\n\n- Raft designed by Diego Ongaro.\n"
@@ -265,8 +268,134 @@ def test_bad_urls_are_usage_errors(url):
     ],
 )
 def test_model_names_match_as_ollama_resolves_them(asked, listed):
-    assert client._canonical_model(asked) == client._canonical_model(listed)
+    assert ollama._canonical_model(asked) == ollama._canonical_model(listed)
 
 
 def test_different_tags_are_different_models():
-    assert client._canonical_model("llama3.1:8b") != client._canonical_model("llama3.1")
+    assert ollama._canonical_model("llama3.1:8b") != ollama._canonical_model("llama3.1")
+
+
+# --- structured output: the schema and the page it renders into -------------------------------
+
+
+def test_the_schema_names_only_the_refs_shown_and_is_strict():
+    schema = structured.page_schema([3, 1, 2, 3])
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["title", "sections", "facts"]
+    sentence = schema["properties"]["sections"]["items"]["properties"]["sentences"]["items"]
+    assert sentence["required"] == ["text", "cites"] and sentence["additionalProperties"] is False
+    assert sentence["properties"]["cites"]["items"]["enum"] == [1, 2, 3]
+
+
+def test_a_structured_answer_renders_into_the_page_the_checks_read():
+    answer = json.dumps(
+        {
+            "title": "# Raft",
+            "sections": [
+                {
+                    "heading": "",
+                    "sentences": [
+                        {"text": "Raft is a consensus algorithm.", "cites": [1]},
+                        {"text": "It elects a leader [9]", "cites": [2, 3, 2]},
+                    ],
+                },
+                {"heading": "Safety", "sentences": [{"text": "It is safe?", "cites": [3]}]},
+                {"heading": "Empty", "sentences": []},
+            ],
+            "facts": ["Raft was designed by Diego Ongaro.", "  "],
+        }
+    )
+    title, body = structured.render_page(answer)
+    assert title == "Raft"
+    assert body == (
+        "Raft is a consensus algorithm [1]. It elects a leader [2][3].\n\n"
+        "## Safety\n\nIt is safe [3]?\n\n"
+        "## Facts\n\n- Raft was designed by Diego Ongaro.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "says"),
+    [
+        ("# Raft\n\nA Markdown page [1].", "does not parse"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"title": 3, "sections": [], "facts": []}', "the title is not a string"),
+        ('{"title": " ", "sections": [], "facts": []}', "the title is empty"),
+        ('{"title": "Raft", "sections": {}, "facts": []}', "sections is not a list"),
+        ('{"title": "Raft", "sections": [{"heading": ""}], "facts": []}', "no list of sentences"),
+        (
+            '{"title": "Raft", "sections": [{"heading": "", "sentences": '
+            '[{"text": "x", "cites": ["1"]}]}], "facts": []}',
+            "cites are not a list",
+        ),
+        ('{"title": "Raft", "sections": [], "facts": "x"}', "facts is not a list"),
+    ],
+)
+def test_an_answer_that_is_not_the_json_is_said_so(answer, says):
+    with pytest.raises(ItemFailed) as caught:
+        structured.render_page(answer)
+    assert caught.value.code == "not-structured" and says in caught.value.message
+
+
+def test_a_structured_page_without_a_body_fails_as_a_bad_answer():
+    with pytest.raises(ItemFailed) as caught:
+        structured.render_page('{"title": "Raft", "sections": [], "facts": []}')
+    assert caught.value.code == "bad-answer"
+
+
+@given(st.text(max_size=40), st.lists(st.integers(1, 9), max_size=3))
+def test_any_sentence_renders_with_exactly_its_markers(text, cites):
+    answer = json.dumps(
+        {
+            "title": "T",
+            "sections": [{"heading": "", "sentences": [{"text": text, "cites": cites}]}],
+            "facts": ["f"],
+        }
+    )
+    _, body = structured.render_page(answer)
+    first = body.split("\n\n")[0]
+    if first.startswith("## Facts"):  # the sentence was blank
+        return
+    assert citation_refs("".join(SPACED_MARKERS.findall(first))) == list(dict.fromkeys(cites))
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            b'{"error": {"message": "bad", "type": "invalid_request_error", "param": null, '
+            b'"code": "model_not_found"}}',
+            ("bad", "model_not_found"),
+        ),
+        (b'{"error": "model \'x\' not found"}', ("model 'x' not found", None)),
+        (
+            b'{"detail": [{"loc": ["body", "response_format"]}]}',
+            ('[{"loc": ["body", "response_format"]}]', None),
+        ),
+        (b"<html>oops</html>", ("<html>oops</html>", None)),
+    ],
+)
+def test_error_bodies_of_each_shape_are_read(body, expected):
+    assert transport.error_text(body) == expected
+
+
+def test_the_openai_executor_needs_its_url_and_adds_v1(capsys):
+    env = {"MEMORS_EXECUTOR_MODEL": "m"}
+    with pytest.raises(SystemExit):
+        settings.load_settings(settings.OPENAI, env, allow_remote=False)
+    assert "set MEMORS_EXECUTOR_URL" in capsys.readouterr().err
+    loaded = settings.load_settings(
+        settings.OPENAI, {**env, "MEMORS_EXECUTOR_URL": "127.0.0.1:8080"}, allow_remote=False
+    )
+    assert loaded.endpoint.url == "http://127.0.0.1:8080/v1"
+    kept = settings.load_settings(
+        settings.OPENAI,
+        {
+            **env,
+            "MEMORS_EXECUTOR_URL": "http://localhost:1234/api/v1/",
+            "MEMORS_EXECUTOR_API_KEY": "sk-secret",
+        },
+        allow_remote=False,
+    )
+    assert kept.endpoint.base_path == "/api/v1" and kept.api_key == "sk-secret"
+    assert "sk-secret" not in repr(kept)

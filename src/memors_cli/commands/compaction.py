@@ -1,4 +1,4 @@
-"""``compact`` (its scan, or the Ollama executor with ``--executor``) and
+"""``compact`` (its scan, or an executor with ``--executor``) and
 ``items`` (the work items it found)."""
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
     force_progress(args)
     kinds = _kinds_arg(args.kinds)
     if args.executor is None and (args.apply or args.allow_remote):
-        fail("--apply and --allow-remote go with --executor ollama", code="usage")
+        fail("--apply and --allow-remote go with --executor (ollama or openai)", code="usage")
     if args.limit is not None and args.limit < 0:
         fail("--limit must be 0 or more", code="usage")
-    if args.executor == "ollama":
+    if args.executor is not None:
         from ..executor import run_executor
 
         return run_executor(args, kinds)

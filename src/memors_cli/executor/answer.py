@@ -29,6 +29,12 @@ def strip_thinking(text: str) -> str:
     return text
 
 
+def unfence(text: str) -> str:
+    """The text inside a fence around the whole of it (any language), else the text."""
+    fenced = _FENCED.match(text)
+    return fenced.group(3).strip() if fenced else text
+
+
 def parse_page(answer: str) -> tuple[str, str]:
     """The title and Markdown body of a model's answer, or :class:`ItemFailed`.
 

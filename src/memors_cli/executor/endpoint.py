@@ -1,5 +1,5 @@
-"""The Ollama endpoint from ``MEMORS_OLLAMA_URL``, checked before any
-connection: it must resolve to loopback addresses only, unless
+"""The executor's endpoint (``MEMORS_OLLAMA_URL``, ``MEMORS_EXECUTOR_URL``),
+checked before any connection: it must resolve to loopback addresses only, unless
 ``--allow-remote``."""
 
 from __future__ import annotations
@@ -39,8 +39,13 @@ def _is_loopback(address: str) -> bool:
     return ip.is_loopback
 
 
-def resolve_endpoint(url: str, allow_remote: bool) -> Endpoint:
-    """Parse MEMORS_OLLAMA_URL and apply the loopback rule — before any
+def resolve_endpoint(
+    url: str,
+    allow_remote: bool,
+    var: str = "MEMORS_OLLAMA_URL",
+    default_port: int | None = OLLAMA_PORT,
+) -> Endpoint:
+    """Parse the URL set in ``var`` and apply the loopback rule — before any
     connection: the host must resolve, and only to loopback addresses,
     unless ``allow_remote``. A name that does not resolve is not known to be
     loopback, so it is refused too."""
@@ -53,16 +58,18 @@ def resolve_endpoint(url: str, allow_remote: bool) -> Endpoint:
     parts = urlsplit(raw)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        usage_error(f"MEMORS_OLLAMA_URL must be an http:// or https:// URL, got {url!r}")
+        usage_error(f"{var} must be an http:// or https:// URL, got {url!r}")
     try:
         port = parts.port
     except ValueError:
-        usage_error(f"MEMORS_OLLAMA_URL has a bad port: {url!r}")
+        usage_error(f"{var} has a bad port: {url!r}")
     host = parts.hostname
     if not host:
-        usage_error(f"MEMORS_OLLAMA_URL has no host: {url!r}")
-    if port is None:
-        port = (443 if scheme == "https" else 80) if scheme_given else OLLAMA_PORT
+        usage_error(f"{var} has no host: {url!r}")
+    if port is None and not scheme_given and default_port:
+        port = default_port
+    elif port is None:
+        port = 443 if scheme == "https" else 80
     shown_host = f"[{host}]" if ":" in host else host
     base_path = parts.path.rstrip("/")
     shown = f"{scheme}://{shown_host}:{port}{base_path}"
@@ -84,7 +91,7 @@ def resolve_endpoint(url: str, allow_remote: bool) -> Endpoint:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         usage_error(
-            f"MEMORS_OLLAMA_URL {shown}: host {host} does not resolve, so it is not known "
+            f"{var} {shown}: host {host} does not resolve, so it is not known "
             f"to be loopback; {hint}",
             code="remote-endpoint",
         )
@@ -92,7 +99,7 @@ def resolve_endpoint(url: str, allow_remote: bool) -> Endpoint:
     remote = [a for a in addresses if not _is_loopback(a)]
     if not addresses or remote:
         usage_error(
-            f"MEMORS_OLLAMA_URL {shown}: host {host} resolves to "
+            f"{var} {shown}: host {host} resolves to "
             f"{', '.join(remote or addresses) or 'nothing'}, not only to loopback "
             f"addresses; {hint}",
             code="remote-endpoint",

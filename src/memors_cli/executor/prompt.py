@@ -17,7 +17,7 @@ NUM_PREDICT = 4096
 
 # The rules of SPEC §5 as a model must follow them: cite with markers, keep to
 # the cited passages' words and specifics, state every fact.
-SYSTEM_PROMPT = """\
+_INTRO = """\
 You write one page of a knowledge base about one subject, using only the source \
 material in the user's message: numbered passages and recorded facts. Every page is \
 checked by a program before it is stored, so follow these rules exactly.
@@ -25,6 +25,11 @@ checked by a program before it is stored, so follow these rules exactly.
 1. Use only what the passages and facts say. Add nothing from your own knowledge: no \
 background, no opinions, no advice, no introduction, no conclusion, no remarks about \
 the sources, the page or these instructions.
+"""
+
+# The rules that say how the page is written down: as Markdown with markers,
+# or as the JSON object of structured output (:mod:`.structured`).
+_MARKDOWN_RULES = """\
 2. Write each sentence in the words of the passages it draws on (copying a passage's \
 sentence word for word is fine), and end it with their markers: a passage's ref in \
 square brackets, before the full stop, as in "Raft elects a leader [2]." A sentence \
@@ -40,9 +45,38 @@ helps. Do not name the passages or facts in words (no "passage 2", no "F1").
 5. Answer in Markdown and nothing else. The first line is "# " followed by the page \
 title (the subject's name), then a blank line, then the page body. No code fences \
 around the page, no JSON, no text before or after the page.
+"""
+
+_JSON_RULES = """\
+2. Write each sentence in the words of the passages it draws on (copying a passage's \
+sentence word for word is fine), and list their refs in the sentence's "cites": \
+{"text": "Raft elects a leader.", "cites": [2]}. A sentence may combine at most three \
+passages and must cite each of them: "cites": [1, 3]. Every number, date and name in \
+a sentence must appear in the passages it cites. Put no markers in the text.
+3. State every recorded fact, if any are listed, in "facts": one string per fact, \
+written as the subject, the predicate and the value with their words exactly as given \
+(you may add small words like "is", "was" or "the"): the fact "X | designed by | Y" \
+becomes "X was designed by Y."
+4. Cover what the passages say, briefly, in "sections": each a short "heading" (or "" \
+for none) and its "sentences". Do not name the passages or facts in words (no \
+"passage 2", no "F1").
+5. Answer with one JSON object and nothing else: {"title": the page title (the \
+subject's name), "sections": [{"heading": "...", "sentences": [{"text": "...", \
+"cites": [1]}]}], "facts": ["..."]}.
+"""
+
+_OUTRO = """\
 6. Do not think out loud and do not write a <think> block: answer with the page \
 directly.
 7. Write in the language of the passages."""
+
+
+def system_prompt(structured: bool) -> str:
+    """The rules, with the page written as Markdown or as structured JSON."""
+    return _INTRO + (_JSON_RULES if structured else _MARKDOWN_RULES) + _OUTRO
+
+
+SYSTEM_PROMPT = system_prompt(structured=False)
 
 STALE_RULES = """\
 This page already exists and needs an update: the previous version is below, without \
@@ -86,11 +120,13 @@ def _renumbered(previous: str, refs: dict[str, int]) -> str:
     return SPACED_MARKERS.sub(marker, previous)
 
 
-def build_prompt(item: dict[str, Any]) -> tuple[list[dict[str, str]], list[str] | None, int]:
+def build_prompt(
+    item: dict[str, Any], structured: bool = False
+) -> tuple[list[dict[str, str]], list[str] | None, int]:
     """The chat messages for one page or stale item, the passages the page
     will cite (None: all of the payload's) and how many passages were shown.
     Passages are shown with their payload ``ref``, the number the page's
-    markers use."""
+    markers use. ``structured``: the page is asked for as JSON."""
     payload = item["payload"]
     entity = payload.get("entity") or {}
     name = _one_line(entity.get("name")) or "the subject"
@@ -130,9 +166,9 @@ def build_prompt(item: dict[str, Any]) -> tuple[list[dict[str, str]], list[str] 
             )
     else:
         out.append("FACTS: none recorded (write no Facts section).")
-    system = SYSTEM_PROMPT
+    system = system_prompt(structured)
     if stale:
-        system = f"{SYSTEM_PROMPT}\n\n{STALE_RULES}"
+        system = f"{system}\n\n{STALE_RULES}"
         page = payload.get("page") or {}
         previous = _renumbered(str(page.get("content", "")), refs).strip()
         if len(previous) > PREVIOUS_PAGE_BUDGET:
@@ -158,7 +194,10 @@ def build_prompt(item: dict[str, Any]) -> tuple[list[dict[str, str]], list[str] 
                 )
         out.append("WHAT CHANGED: " + ("; ".join(said) if said else "its sources changed") + ".")
     out.append("")
-    out.append(f'Write the page about {name} now. Start with the line "# {name}".')
+    if structured:
+        out.append(f'Write the page about {name} now, titled "{name}".')
+    else:
+        out.append(f'Write the page about {name} now. Start with the line "# {name}".')
     messages = [
         {"role": "system", "content": system},
         {"role": "user", "content": "\n".join(out)},
@@ -180,8 +219,15 @@ def chat_options(messages: list[dict[str, str]]) -> dict[str, Any]:
 REVISION_HEAD = (
     "The program's checks refused this page, so it was not stored. Fix what they "
     "flagged below and answer with the complete corrected page, in the same format "
-    '(first line "# {title}"), keeping every sentence that was not flagged.'
+    "({form}), keeping every sentence that was not flagged."
 )
+
+
+def _revision_head(title: str, structured: bool) -> str:
+    form = "the same JSON object" if structured else f'first line "# {_one_line(title)}"'
+    return REVISION_HEAD.format(form=form)
+
+
 REVISION_TAIL = "Use only the passages and facts above. Answer with the page and nothing else."
 
 _CLASS_TEXT = {"number": "the number", "date": "the date", "time": "the time", "name": "the name"}
@@ -238,13 +284,15 @@ def _flag_advice(
     return [f"- {check}: " + ", ".join(f"{k}={v}" for k, v in flag.items())]
 
 
-def revision_request(item: dict[str, Any], title: str, checks: dict[str, Any]) -> str:
+def revision_request(
+    item: dict[str, Any], title: str, checks: dict[str, Any], structured: bool = False
+) -> str:
     """The follow-up user message after a refusal: each flag in words the
     model can act on (the sentence, what is missing or which token is in
     none of which sources, what to change), passages named by their ref."""
     payload = item["payload"]
     refs = passage_refs(payload)
-    lines = [REVISION_HEAD.format(title=_one_line(title)), ""]
+    lines = [_revision_head(title, structured), ""]
     for name, check in checks.items():
         if check.get("passed", True):
             continue
@@ -254,12 +302,12 @@ def revision_request(item: dict[str, Any], title: str, checks: dict[str, Any]) -
     return "\n".join(lines)
 
 
-def bad_input_request(title: str, message: str) -> str:
+def bad_input_request(title: str, message: str, structured: bool = False) -> str:
     """The follow-up user message after a page was refused as bad input
     (a marker naming no passage, …)."""
     return "\n".join(
         [
-            REVISION_HEAD.format(title=_one_line(title)),
+            _revision_head(title, structured),
             "",
             f"- {message}",
             "",

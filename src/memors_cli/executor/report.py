@@ -99,4 +99,6 @@ def summary_line(result: dict[str, Any]) -> str:
         line += f" ({result['open']} open; --limit took {s['items']})"
     if result["dry_run"] and s["items"]:
         line += "; nothing stored (add --apply to submit)"
+    if result.get("fallback"):
+        line += "; pages asked for as Markdown (the server gave no structured output)"
     return line
