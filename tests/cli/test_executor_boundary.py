@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -114,3 +116,32 @@ def test_other_commands_do_not_load_the_executor(fresh_store, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_the_contract_covers_every_executor_module(tmp_path):
+    """A memors_mcp module importing any executor module (the OpenAI client
+    too) breaks the contract: a copy of the sources with such a module added
+    fails lint-imports."""
+    executor_modules = [m for m in _modules_of("memors_cli") if m.startswith(EXECUTOR + ".")]
+    assert f"{EXECUTOR}.openai" in executor_modules and f"{EXECUTOR}.ollama" in executor_modules
+    shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    probe = tmp_path / "src" / "memors_mcp" / "_probe.py"
+    probe.write_text(
+        "".join(f"import {m}\n" for m in executor_modules if m != f"{EXECUTOR}.__main__"), "utf-8"
+    )
+    tool = Path(sys.executable).with_name("lint-imports")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "src")}
+    proc = subprocess.run(
+        [str(tool), "--no-cache"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode != 0, proc.stdout
+    assert "the MCP server cannot reach the CLI or the executor BROKEN" in proc.stdout
+    for module in executor_modules:
+        assert f"memors_mcp._probe -> {module}" in proc.stdout, proc.stdout
