@@ -72,6 +72,7 @@ class OpenAIStandIn(OllamaStandIn):
         self.structured = "json_schema"  # json_schema | refuse | ignore
         self.api_key: str | None = None  # required when set
         self.models_route = True
+        self.error_shape = "openai"  # or "vllm": the error's fields at the top level
 
     @property
     def url(self) -> str:
@@ -89,6 +90,12 @@ class _OpenAIHandler(_Handler):
     owner: OpenAIStandIn
     server_version = "openai-standin"
 
+    def _error(self, message: str, type_: str, code: str | None, param: str | None = None) -> dict:
+        """An error body in the API's shape (``{"error": {…}}``), or in vLLM's
+        older one (``{"object": "error", "message", …}``)."""
+        body = _error(message, type_, code, param)
+        return {"object": "error", **body["error"]} if self.owner.error_shape == "vllm" else body
+
     def _authorized(self) -> bool:
         key = self.owner.api_key
         sent = self.headers.get("Authorization") or ""
@@ -97,7 +104,7 @@ class _OpenAIHandler(_Handler):
         given = sent.removeprefix("Bearer ") or "(none)"
         self._json(
             401,
-            _error(
+            self._error(
                 f"Incorrect API key provided: {given}. You can find your API key in your "
                 "server's settings.",
                 "invalid_request_error",
@@ -119,7 +126,7 @@ class _OpenAIHandler(_Handler):
             ]
             self._json(200, {"object": "list", "data": data})
             return
-        self._json(404, _error(f"Not Found: {self.path}", "not_found_error", None))
+        self._json(404, self._error(f"Not Found: {self.path}", "not_found_error", None))
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -133,18 +140,19 @@ class _OpenAIHandler(_Handler):
         if not self._authorized():
             return
         if self.path != "/v1/chat/completions":
-            self._json(404, _error(f"Not Found: {self.path}", "not_found_error", None))
+            self._json(404, self._error(f"Not Found: {self.path}", "not_found_error", None))
             return
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             self._json(
-                400, _error("'messages' is required", "invalid_request_error", None, "messages")
+                400,
+                self._error("'messages' is required", "invalid_request_error", None, "messages"),
             )
             return
         model = body.get("model")
         if model not in self.owner.models:
             self._json(
                 404,
-                _error(
+                self._error(
                     f"The model `{model}` does not exist or you do not have access to it.",
                     "invalid_request_error",
                     "model_not_found",
@@ -155,7 +163,7 @@ class _OpenAIHandler(_Handler):
         if fmt is not None and self.owner.structured == "refuse":
             self._json(
                 400,
-                _error(
+                self._error(
                     "Invalid parameter: 'response_format' of type 'json_schema' is not "
                     "supported by this server.",
                     "invalid_request_error",
@@ -177,7 +185,7 @@ class _OpenAIHandler(_Handler):
         if mode == "model-gone":
             self._json(
                 404,
-                _error(
+                self._error(
                     f"The model `{model}` does not exist.",
                     "invalid_request_error",
                     "model_not_found",
@@ -187,7 +195,7 @@ class _OpenAIHandler(_Handler):
         if mode == "error500":
             sent = self.headers.get("Authorization") or ""
             message = f"the model crashed while serving the request ({sent})"
-            self._json(500, _error(message, "server_error", None))
+            self._json(500, self._error(message, "server_error", None))
             return
         if mode == "malformed":
             self._raw(200, b'{"choices": [{"message": {"content": "# Oops', "application/json")
@@ -265,7 +273,9 @@ class _OpenAIHandler(_Handler):
                 self._wait()
                 return
             if n == 0 and mode == "error-line":
-                self._event(json.dumps(_error("the model ran out of memory", "server_error", None)))
+                self._event(
+                    json.dumps(self._error("the model ran out of memory", "server_error", None))
+                )
                 self.wfile.write(b"0\r\n\r\n")
                 return
         self._event(chunk({}, reason))

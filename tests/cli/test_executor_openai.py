@@ -207,6 +207,18 @@ def test_a_bad_answer_fails_its_item_and_the_run_goes_on(cli, run, server, mode,
     assert "Traceback" not in r.err
 
 
+def test_errors_in_vllms_older_shape_are_read_too(cli, run, server):
+    seed(cli.db, ("Raft", "Paxos", "Zab"))
+    server.error_shape = "vllm"  # {"object": "error", "message", "type", "param", "code"}
+    server.modes = {"raft": "error-line", "paxos": "model-gone"}
+    r = run("--apply", "--json")
+    assert r.code == 1, r
+    raft, paxos, zab = r.json["items"]
+    assert raft["error"] == "the server reported an error: the model ran out of memory"
+    assert paxos["error"].endswith("The model `test-model` does not exist.")
+    assert r.json["error"]["code"] == "model-not-found" and zab["outcome"] == "not-attempted"
+
+
 def test_an_unknown_model_is_one_line_listing_the_served_ones(cli, run, server):
     seed(cli.db)
     r = run("--apply", env={"MEMORS_EXECUTOR_MODEL": "nosuch"})

@@ -372,6 +372,11 @@ def test_any_sentence_renders_with_exactly_its_markers(text, cites):
             b'{"detail": [{"loc": ["body", "response_format"]}]}',
             ('[{"loc": ["body", "response_format"]}]', None),
         ),
+        (
+            b'{"object": "error", "message": "The model `x` does not exist.", '
+            b'"type": "NotFoundError", "param": null, "code": 404}',
+            ("The model `x` does not exist.", "404"),
+        ),
         (b"<html>oops</html>", ("<html>oops</html>", None)),
     ],
 )

@@ -66,9 +66,8 @@ class OpenAIClient:
         return ItemFailed(f"the server answered {status} to {what}: {message}", code="http-error")
 
     def _reported(self, obj: dict[str, Any]) -> ItemFailed:
-        err = obj.get("error")
-        message = err.get("message") if isinstance(err, dict) else err
-        text = self.http.scrub(short(str(message or json.dumps(err))))
+        message, _ = error_text(json.dumps(obj).encode("utf-8"))
+        text = self.http.scrub(short(message))
         return ItemFailed(f"the server reported an error: {text}", code="server-error")
 
     def _json(self, what: str, raw: bytes) -> dict[str, Any]:
@@ -81,7 +80,7 @@ class OpenAIClient:
             ) from None
         if not isinstance(obj, dict):
             raise ItemFailed(f"the answer to {what} is not a JSON object", code="bad-response")
-        if obj.get("error"):
+        if obj.get("error") or obj.get("object") == "error":
             raise self._reported(obj)
         return obj
 

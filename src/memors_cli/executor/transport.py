@@ -63,7 +63,8 @@ class Response:
 def error_text(body: bytes) -> tuple[str, str | None]:
     """What an error answer says, and its code if it gives one: OpenAI's
     ``{"error": {"message", "type", "param", "code"}}``, Ollama's
-    ``{"error": "…"}``, a validation error's ``{"detail": …}``, or the text."""
+    ``{"error": "…"}``, vLLM's ``{"object": "error", "message", …}``, a
+    validation error's ``{"detail": …}``, or the text."""
     text = body.decode("utf-8", "replace")
     try:
         obj = json.loads(text)
@@ -71,7 +72,10 @@ def error_text(body: bytes) -> tuple[str, str | None]:
         return text, None
     if not isinstance(obj, dict):
         return text, None
-    err = obj.get("error", obj.get("detail"))
+    if obj.get("object") == "error" and "error" not in obj:
+        err: Any = obj  # vLLM's older shape: the error's fields at the top
+    else:
+        err = obj.get("error", obj.get("detail"))
     if isinstance(err, dict):
         code = err.get("code") or err.get("type")
         message = err.get("message") or json.dumps(err)
