@@ -84,6 +84,9 @@ def search(
             as_of_ts,
             lambda names: reader.named(namespace, names),
         )
+        pages = [h.address.rsplit("/", 1)[1] for h in hits if h.granularity == "page"]
+        if pages and reader.any_unverified(pages):
+            return None  # a page stored over flags shows its unverified sentences: the full path
     finally:
         reader.close()
     return {

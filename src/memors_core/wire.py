@@ -70,7 +70,17 @@ def make_converter() -> cattrs.Converter:
 
     conv.register_unstructure_hook(Compacted, unstructure_compacted)
 
-    from memors_core.domain.model import SearchResults
+    from memors_core.domain.model import SearchHit, SearchResults
+
+    base_hit = conv.get_unstructure_hook(SearchHit)
+
+    def unstructure_hit(value: SearchHit) -> dict[str, Any]:
+        out = base_hit(value)
+        if out.get("unverified") is None:
+            out.pop("unverified", None)  # only on a page stored over flags
+        return out
+
+    conv.register_unstructure_hook(SearchHit, unstructure_hit)
 
     base_search = conv.get_unstructure_hook(SearchResults)
 

@@ -126,6 +126,6 @@ def write(ctx: KindContext, item: Item, resolution: Any, previous: Page | None) 
         previous,
         item.id,
         ctx.flags,
-        sentences=sentence_sources(sentences, [*passages, *facts]),
+        sentences=sentence_sources(sentences, [*passages, *facts], ctx.flags),
         facts=[f["address"] for f in payload.get("facts") or []],
     )

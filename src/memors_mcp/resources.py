@@ -60,6 +60,12 @@ def render_page(v: dict[str, Any]) -> str:
         f"an inference about {v['entity']}.",
     ]
     lines += _record_lines(v)
+    unverified = sum(1 for s in v.get("sentences") or [] if s.get("flags"))
+    if unverified:
+        lines.append(
+            f"Unverified: {unverified} sentence(s) stored over the checks' flags "
+            "(force), marked UNVERIFIED below; not vouched for by any source."
+        )
     if v.get("previous"):
         lines.append(f"Previous version: {v['previous']}")
     if v.get("sources"):
@@ -69,7 +75,13 @@ def render_page(v: dict[str, Any]) -> str:
     if v.get("sentences"):
         lines += ["", "Sentences and the sources each cites:"]
         for n, s in enumerate(v["sentences"], 1):
+            flags = s.get("flags") or []
             cited = ", ".join(s["sources"]) if s["sources"] else "none (no marker)"
+            if flags:
+                why = "; ".join(f"{f.get('check')}: {f.get('message')}" for f in flags)
+                cited = f"UNVERIFIED (stored over its checks' flags: {why})" + (
+                    f"; it cites {', '.join(s['sources'])}" if s["sources"] else ""
+                )
             lines.append(f"{n}. {' '.join(s['text'].split())} — {cited}")
     return "\n".join(lines) + "\n"
 

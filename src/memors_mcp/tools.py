@@ -79,6 +79,8 @@ class SearchHit(TypedDict):
     granularity: str
     text: str
     score: float
+    #: A page stored over its checks' flags: its sentences no source vouches for.
+    unverified: NotRequired[list[str]]
 
 
 class SearchOutput(TypedDict):
@@ -537,7 +539,8 @@ def register_tools(
         "answering from memory; name the people or things the question is about, as they were "
         "remembered: a known entity's name finds what is about it. Returns up to `limit` "
         "results, best first, each with an address, its granularity, its text (or a snippet) "
-        "and a score (BM25; in hybrid mode the fused rank score; with `all`: a share, 0-1), "
+        "and a score (BM25; in hybrid mode the fused rank score; with `all`: a share, 0-1) "
+        "(a page stored over its checks' flags also lists its `unverified` sentences), "
         "and the `mode` used (a `notice` says why when it is not the one asked for); call "
         "`get` on an address for the whole thing and its links.",
         _annotations("Search memory", read_only=True),
@@ -566,8 +569,9 @@ def register_tools(
 
     tool(
         get,
-        "Fetch one stored thing by address with its links: a page with its content and source "
-        "passages, an entity with its passages, facts and page, a document with its passages, a "
+        "Fetch one stored thing by address with its links: a page with its content, source "
+        "passages and `sentences` (each with the `sources` it cites; one with `flags` was stored "
+        "over the checks with `force` and is unverified, whatever it cites), an entity with its passages, facts and page, a document with its passages, a "
         "work item with its payload. Forgotten and superseded things are returned too, with "
         "`status` saying so (live, forgotten, superseded).",
         _annotations("Get by address", read_only=True),

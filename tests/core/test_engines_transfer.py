@@ -192,7 +192,7 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Moved]:
 def test_a_sqlite_store_imports_into_postgresql_row_for_row(moved: Moved) -> None:
     lines = moved.dump.read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines]
-    assert rows[0]["schema"] == 5 and rows[0]["namespaces"] == list(NAMESPACES)
+    assert rows[0]["schema"] == 8 and rows[0]["namespaces"] == list(NAMESPACES)
     # the store has a row of every exported table (clock: the purge's high-water marks)
     assert {r["table"] for r in rows[1:-1]} == TABLE_NAMES
     assert moved.imported["rows"] == dict(Counter(r["table"] for r in rows[1:-1]))

@@ -51,9 +51,13 @@ def test_get_shows_a_page_s_facts_and_sentences_with_their_sources(memory: Memor
     page = to_json(memory.get(made["page"]))
     assert page["facts"] == [made["fact"]]
     assert page["sentences"] == [
-        {"text": "Raft elects a leader and replicates its log.", "sources": [made["a"], made["b"]]},
-        {"text": "Its leader is n1.", "sources": [made["fact"]]},
-        {"text": "Raft is a consensus protocol.", "sources": []},
+        {
+            "text": "Raft elects a leader and replicates its log.",
+            "sources": [made["a"], made["b"]],
+            "flags": [],
+        },
+        {"text": "Its leader is n1.", "sources": [made["fact"]], "flags": []},
+        {"text": "Raft is a consensus protocol.", "sources": [], "flags": []},
     ]
     assert page["stale"] is False
     # Forgetting the fact marks the page stale; what it shows of its build stays.
@@ -91,6 +95,7 @@ def test_the_cli_lists_each_sentence_with_its_sources(cli) -> None:
     assert json.loads(cli("get", made["page"], "--json").out)["sentences"][1] == {
         "text": "Its leader is n1.",
         "sources": [made["fact"]],
+        "flags": [],
     }
 
 

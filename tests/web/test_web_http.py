@@ -579,6 +579,35 @@ def test_a_page_dry_run_shows_the_flagged_token_and_stores_nothing(memory, serve
     assert "node 1 stays consistent" in memory.get(page).content
 
 
+def test_a_forced_page_marks_its_unverified_sentence_not_as_a_citation(memory, serve) -> None:
+    """Issue 31: "Etcd is written in Rust.", stored with force over every
+    check, was followed by a citation superscript exactly like a real one."""
+    memory.remember("\n\n".join(passages_about("Etcd", 3)), title="Etcd")
+    [item] = open_items(memory, "page")
+    first = item["payload"]["passages"][0]["text"].replace("[[", "").replace("]]", "")
+    content = f"# Etcd\n\n{first} [1]\n\nEtcd is written in Rust.\n"
+    report = memory.submit(item["id"], content=content, title="Etcd", force=True)
+    assert report.stored, report
+    _, client = serve()
+    page = client.get(url_path(report.address))
+    assert page.status == 200, page
+    body = page.text.split('<article class="page-body">', 1)[1].split("</article>", 1)[0]
+    # the sentence that holds keeps its one citation; the forced one has none
+    assert body.count('<sup class="cites"') == 1 and body.count('class="cite"') == 1
+    after = body.split("Etcd is written in Rust.", 1)[1]
+    assert after.startswith('<span class="unverified" role="note"'), after[:300]
+    mark = after.split("</p>", 1)[0]
+    assert "unverified</span>" in mark and 'class="cite"' not in mark
+    assert "<b>substitution</b>: the name &#x27;Rust&#x27; is in none of its sources" in mark
+    assert "<b>corruption</b>: shares only" in mark
+    # the list of what it was stored over, not raw JSON
+    assert '<h2 id="unverified">Stored over its checks\' flags</h2>' in page.text
+    assert '<pre class="json">' not in page.text.split("<h2>Versions</h2>", 1)[0]
+    found = client.get("/ns/default/search?q=etcd+rust&granularity=page")
+    assert found.status == 200, found
+    assert "<q>Etcd is written in Rust.</q>" in found.text and 'class="unverified"' in found.text
+
+
 def test_a_form_from_before_the_item_changed_is_refused(memory, serve) -> None:
     memory.remember("\n\n".join(passages_about("Raft", 3)), title="Raft")
     [item] = open_items(memory, "page")

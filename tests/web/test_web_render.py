@@ -9,7 +9,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memors_mcp.web.render import page_html
+from memors_mcp.web.render import page_html, unverified_html
 
 SENTENCES = [
     ("Alpha ships on Monday.", ["memo://passage/a"]),
@@ -53,3 +53,15 @@ def test_any_private_use_text_keeps_each_sentence_to_its_own_links(a: str, b: st
     assert body.count('class="cites"') == 2
     for text in (a.strip(), b.strip()):
         assert text in body
+
+
+def test_an_unverified_sentence_gets_its_reasons_escaped_and_no_citation() -> None:
+    flags = [{"check": "<i>x</i>", "message": "the name '<script>' is in none of its sources"}]
+    sentences = [SENTENCES[0], ("Beta ships on Tuesday.", ["memo://passage/b"], flags)]
+    body, _ = page_html(
+        "Alpha ships on Monday. Beta ships on Tuesday.", sentences, NUMBERS, str, str
+    )
+    assert cited(body) == ["memo://passage/a"]
+    assert body.count('class="cites"') == 1
+    assert "<script>" not in body and "&lt;script&gt;" in body and "&lt;i&gt;x" in body
+    assert unverified_html(flags, 1) in body

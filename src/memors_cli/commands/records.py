@@ -21,7 +21,9 @@ def cmd_get(args: argparse.Namespace) -> int:
 
 def page_text(data: dict[str, Any]) -> str:
     """A page for people: its fields as ``get`` prints any row, with its
-    checked sentences numbered, each followed by the addresses it cites."""
+    checked sentences numbered, each followed by the addresses it cites
+    (an unverified one, stored over its checks' flags, first by what
+    flagged it)."""
     keys = list(data)
     if "sentences" not in keys:
         return render(data)
@@ -31,7 +33,11 @@ def page_text(data: dict[str, Any]) -> str:
     for n, sentence in enumerate(sentences, 1):
         lines.append(f"  {n}. {' '.join(str(sentence.get('text', '')).split())}")
         cited = sentence.get("sources") or []
-        lines.append("     cites " + (", ".join(cited) if cited else "nothing (no marker)"))
+        flags = sentence.get("flags") or []
+        for flag in flags:
+            lines.append(f"     UNVERIFIED, {flag.get('check')}: {flag.get('message')}")
+        nothing = "nothing" if flags else "nothing (no marker)"
+        lines.append("     cites " + (", ".join(cited) if cited else nothing))
     parts = [
         render({k: data[k] for k in keys[:at]}),
         "\n".join(lines),

@@ -57,4 +57,6 @@ def search_text(result: dict[str, Any]) -> str:
         if len(snippet) > 240:
             snippet = snippet[:237] + "..."
         lines.append(f"{hit['score']:.4g}  {hit['address']}\n       {snippet}")
+        for sentence in hit.get("unverified") or []:  # a page stored over its checks' flags
+            lines.append(f"       UNVERIFIED: {' '.join(sentence.split())}")
     return "\n".join(lines) if lines else "no results"

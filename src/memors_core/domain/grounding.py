@@ -319,22 +319,62 @@ def corruption(
 
 
 def sentence_sources(
-    sentences: Sequence[Cited], sources: Sequence[Source]
-) -> list[tuple[str, list[str]]]:
-    """What each checked (prose) sentence draws on, as the page records it:
-    its cited passages, or for an uncited one the single source it shares
-    most content words with (none when it shares none)."""
+    sentences: Sequence[Cited],
+    sources: Sequence[Source],
+    flags: dict[str, Any] | None = None,
+) -> list[tuple[str, list[str], list[dict[str, Any]]]]:
+    """What each checked (prose) sentence draws on, as the page records it,
+    with what the checks flagged in it (``flags``: check -> its flagged
+    list, as a forced submission recorded them): its cited passages, or for
+    an uncited one the single source it shares most content words with
+    (none when it shares none). An uncited sentence that was flagged draws
+    on nothing the checks could find, so it records no source (a guess is
+    not a citation); a flagged heading or table cell is recorded too."""
+    flagged = flags_by_sentence(flags or {})
     out = []
     for sentence in sentences:
-        if sentence.role != "prose":
+        found = flagged.get(sentence.text, [])
+        if sentence.role != "prose" and not found:
             continue
-        if sentence.cites:
-            out.append((sentence.text, list(sentence.cites)))
+        if sentence.cites or found:
+            out.append((sentence.text, list(sentence.cites), found))
             continue
         words = content_words(sentence.text)
         best = max(sources, key=lambda s: len(words & s.words), default=None)
-        out.append((sentence.text, [best.address] if best and words & best.words else []))
+        out.append((sentence.text, [best.address] if best and words & best.words else [], []))
     return out
+
+
+def flags_by_sentence(flags: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The flags of a submission's checks (check -> flagged list) that name
+    a sentence, by the sentence's text: each ``{"check", "message", …}``
+    with the flag's other fields (a fact's omission names no sentence)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for check, flagged in flags.items():
+        for flag in flagged if isinstance(flagged, list) else ():
+            if not isinstance(flag, dict) or not isinstance(flag.get("sentence"), str):
+                continue
+            rest = {k: v for k, v in flag.items() if k not in ("sentence", "check", "message")}
+            record = {"check": check, "message": flag_message(check, flag), **rest}
+            out.setdefault(flag["sentence"], []).append(record)
+    return out
+
+
+def flag_message(check: str, flag: dict[str, Any]) -> str:
+    """One flag in a line a person reads: what its check found wrong."""
+    if isinstance(flag.get("message"), str):
+        return flag["message"]
+    if check == "corruption" and "overlap" in flag:
+        missing = ", ".join(str(w) for w in flag.get("missing") or []) or "none"
+        share = f"{float(flag.get('overlap') or 0):.0%}"
+        return f"shares only {share} of its content words with its sources (missing: {missing})"
+    if check == "substitution" and "token" in flag:
+        return f"the {flag.get('class') or 'token'} {flag['token']!r} is in none of its sources"
+    if check == "omission" and "fact" in flag:
+        share = f"{float(flag.get('coverage') or 0):.0%}"
+        return f"the fact {flag['fact']} is only {share} on the page"
+    rest = ", ".join(f"{k}={v}" for k, v in flag.items() if k != "sentence")
+    return rest or "flagged"
 
 
 # --- substitution -----------------------------------------------------------------

@@ -90,6 +90,9 @@ class SearchHit:
     granularity: str
     text: str
     score: float
+    #: For a page stored over its checks' flags (``force``): its unverified
+    #: sentences (left out of the JSON for every other hit).
+    unverified: list[str] | None = None
 
 
 @attrs.frozen
@@ -265,10 +268,13 @@ class EntityView:
 
 @attrs.frozen
 class SentenceView:
-    """A checked sentence of a page and the addresses it cites."""
+    """A checked sentence of a page and the addresses it cites; ``flags``
+    is what the checks flagged in it when its page was stored over them
+    (``force``): such a sentence is *unverified*, whatever it cites."""
 
     text: str
     sources: list[str]
+    flags: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 @attrs.frozen

@@ -138,6 +138,10 @@ class PageSentence:
     text: str
     #: The addresses it cites (``memo://passage/…``, ``memo://fact/…``), in order.
     sources: tuple[str, ...]
+    #: What the checks flagged in it when its page was stored over them
+    #: (``force``): ``{"check", "message", …the flag's own fields}`` each;
+    #: empty for a sentence that passed (it is unverified when not).
+    flags: tuple[dict[str, Any], ...] = ()
 
 
 @attrs.frozen

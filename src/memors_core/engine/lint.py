@@ -18,9 +18,11 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from memors_core.domain.dates import now_ts
+from memors_core.domain.grounding import flag_message
 from memors_core.domain.ids import address
 from memors_core.domain.model import Finding, LintReport
 from memors_core.domain.rules import PAGE_MIN_PASSAGES
+from memors_core.engine.views import sentence_views
 from memors_core.errors import BadInput
 from memors_core.log import get_logger
 from memors_core.plugins.hookspecs import hookimpl
@@ -41,6 +43,7 @@ BUILTIN_RULES = (
     "orphan-entity",
     "missing-page",
     "stale-page",
+    "unverified-page",
     "expired-fact",
     "unfinished-purge",
     "bad-purge-state",
@@ -94,6 +97,7 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
                 [c["address"] for c in changes],
             )
         )
+    findings.extend(unverified_pages(tx, ns))
     for fact in tx.facts.expired(ns, now_ts(), history=False):
         findings.append(
             Finding(
@@ -134,6 +138,37 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
             )
         )
     return findings
+
+
+def unverified_pages(tx: Tx, ns: str) -> list[Finding]:
+    """``unverified-page``: each live page stored over its checks' flags
+    (``force``), with its flagged sentences and what flagged them; a clean
+    resubmission (a new version that passes) supersedes it and ends it."""
+    out = []
+    for page in tx.pages.flagged(ns):
+        sentences = [s for s in sentence_views(tx.pages.sentences(page.id), page.flags) if s.flags]
+        parts = [
+            f"{' '.join(s.text.split())!r} ({'; '.join(_flag_line(f) for f in s.flags)})"
+            for s in sentences
+        ]
+        omitted = [f for f in page.flags.get("omission") or [] if isinstance(f, dict)]
+        parts += [flag_message("omission", f) for f in omitted]
+        what = f"{len(sentences)} unverified sentence(s)" if sentences else "flags"
+        out.append(
+            Finding(
+                "unverified-page",
+                address("page", page.id),
+                f"page {page.title!r} was stored over its checks' flags, with {what}: "
+                + ("; ".join(parts) or ", ".join(page.flags))
+                + " (a clean resubmission clears it)",
+                [f["fact"] for f in omitted if isinstance(f.get("fact"), str)],
+            )
+        )
+    return out
+
+
+def _flag_line(flag: dict) -> str:
+    return f"{flag.get('check')}: {flag.get('message')}"
 
 
 def _changes_line(changes: list[dict[str, str]]) -> str:

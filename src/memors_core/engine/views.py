@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import dates
 from memors_core.domain import search as rank
+from memors_core.domain.grounding import flags_by_sentence
 from memors_core.domain.ids import address
 from memors_core.domain.model import (
     DocumentView,
@@ -192,12 +193,23 @@ def page(tx: Tx, ident: str, namespace: str) -> PageView | None:
         is_inference=1,
         sources=[address("passage", s.passage) for s in tx.pages.sources(ident)],
         facts=tx.pages.facts(ident),
-        sentences=[SentenceView(s.text, list(s.sources)) for s in tx.pages.sentences(ident)],
+        sentences=sentence_views(tx.pages.sentences(ident), row.flags),
         stale=status == "live" and tx.pages.is_stale(ident),
         flags=row.flags,
         created_at=row.created_at,
         **{status: record} if record else {},
     )
+
+
+def sentence_views(sentences: Iterable[Any], flags: Any) -> list[SentenceView]:
+    """A page's recorded sentences with what the checks flagged in each. A
+    page stored over flags before its sentences recorded them (schema 8)
+    has them on the page only: they are matched to its sentences by text."""
+    rows = list(sentences)
+    if flags and not any(s.flags for s in rows):
+        by_text = flags_by_sentence(flags if isinstance(flags, dict) else {})
+        return [SentenceView(s.text, list(s.sources), by_text.get(s.text, [])) for s in rows]
+    return [SentenceView(s.text, list(s.sources), [dict(f) for f in s.flags]) for s in rows]
 
 
 def item(tx: Tx, ident: str, namespace: str) -> ItemView | None:
@@ -388,4 +400,14 @@ def search(
         mode,
         vector,
     )
-    return [SearchHit(*hit.fields()) for hit in found]
+    return [SearchHit(*hit.fields(), unverified=_unverified(tx, hit)) for hit in found]
+
+
+def _unverified(tx: Tx, hit: Any) -> list[str] | None:
+    """A page hit's unverified sentences, if it was stored over its checks' flags."""
+    if hit.granularity != "page":
+        return None
+    row = tx.pages.get(hit.address.rsplit("/", 1)[1])
+    if row is None or not row.flags:
+        return None
+    return [s.text for s in sentence_views(tx.pages.sentences(row.id), row.flags) if s.flags]

@@ -142,6 +142,6 @@ def memors_lint_rules(context: LintContext) -> list[Finding] | None:
         as a ``plugin-error`` finding at ``plugin:NAME`` with the error;
         the other rules still run. The built-in rules ``contradiction``,
         ``orphan-entity``, ``missing-page``, ``stale-page``,
-        ``expired-fact``, ``unfinished-purge`` and ``bad-purge-state``
+        ``unverified-page``, ``expired-fact``, ``unfinished-purge`` and ``bad-purge-state``
         implement this hook.
     """

@@ -341,18 +341,24 @@ class Pages(Protocol):
         item: int | None,
         flags: dict[str, Any],
         *,
-        sentences: Sequence[tuple[str, Sequence[str]]] = (),
+        sentences: Sequence[tuple[Any, ...]] = (),
         facts: Sequence[str] = (),
     ) -> str:
         """Store a page version citing ``cites`` (passage addresses; NotFound for an
         unknown one); the previous version, if any, is superseded (write).
-        ``sentences`` are its checked sentences in order, each with the
-        addresses it cites (passages or facts), ``facts`` the addresses of the
+        ``sentences`` are its checked sentences in order, each ``(text,
+        sources)`` — the addresses it cites (passages or facts) — or ``(text,
+        sources, flags)`` with what the checks flagged in it (a page stored
+        over its flags), ``facts`` the addresses of the
         facts it was built with (NotFound for an unknown passage or fact).
         Returns the page address."""
 
     def sources(self, page: str) -> list[PageSource]:
         """The passages a page version cites, with their hash when it was built, by passage id."""
+
+    def flagged(self, namespace: str) -> list[Page]:
+        """The namespace's live pages stored over their checks' flags
+        (``force``: their ``flags`` are not empty), oldest first."""
 
     def sentences(self, page: str) -> list[PageSentence]:
         """The page version's checked sentences with their sources, in order

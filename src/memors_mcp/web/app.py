@@ -49,6 +49,7 @@ MAX_NUMBER = 2**63 - 1
 
 def _templates() -> Any:
     import jinja2
+    import markupsafe
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -62,6 +63,8 @@ def _templates() -> Any:
     env.filters["clip"] = lambda s, n=PREVIEW_CHARS: render.clip(s, n)
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     env.filters["day"] = lambda s: (s or "")[:19].replace("T", " ")
+    # (render.unverified_html escapes every value it shows)
+    env.filters["unverified"] = lambda flags: markupsafe.Markup(render.unverified_html(flags))
     return env
 
 
@@ -485,7 +488,7 @@ class WebView:
             where = (doc.title or doc.uri or doc.address) if doc else row.document
             return f"{render.clip(row.text, PREVIEW_CHARS)}\n— {where} ({row.status})"
 
-        pairs = [(s.text, s.sources) for s in view.sentences]
+        pairs = [(s.text, s.sources, s.flags) for s in view.sentences]
         body, unplaced = render.page_html(
             render.without_title(view.content, view.title),
             pairs,
@@ -512,6 +515,8 @@ class WebView:
             documents=documents,
             numbers=numbers,
             unplaced=[view.sentences[i] for i in unplaced],
+            unverified=[s for s in view.sentences if s.flags],
+            omitted=(view.flags or {}).get("omission") or [],
             versions=versions,
             diff=render.diff_lines(diff),
         )

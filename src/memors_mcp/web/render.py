@@ -91,7 +91,7 @@ def _sentence_ends(content: str, sentences: Sequence[str]) -> list[int | None]:
 
 def page_html(
     content: str,
-    sentences: Sequence[tuple[str, Sequence[str]]],
+    sentences: Sequence[tuple[Any, ...]],
     numbers: dict[str, int],
     link: Any,
     title_of: Any,
@@ -101,7 +101,10 @@ def page_html(
     indices of the sentences it could not place in the text.
 
     ``sentences`` are the page's recorded sentences with their sources, in
-    order; ``link(address)`` is a source's URL and ``title_of(address)`` the
+    order, each ``(text, sources)`` or ``(text, sources, flags)``: a sentence
+    with flags (its page was stored over them) is followed not by citation
+    links but by an *unverified* mark with the flags' reasons
+    (:func:`unverified_html`); ``link(address)`` is a source's URL and ``title_of(address)`` the
     text shown when it is hovered. The citation markers the author wrote are
     replaced by these links (they numbered the payload, not the page).
     """
@@ -113,7 +116,7 @@ def page_html(
     if mark is None:  # (a text holding all 137,000 of them: one is shown as �)
         mark = chr(_PRIVATE[0][0])
         marked = marked.replace(mark, "\ufffd")
-    ends = _sentence_ends(marked, [s for s, _ in sentences])
+    ends = _sentence_ends(marked, [s[0] for s in sentences])
     slot = re.compile(f"{re.escape(mark)}(\\d+){re.escape(mark)}")
     pieces: list[str] = []
     last = 0
@@ -126,6 +129,9 @@ def page_html(
 
     def cites(m: re.Match[str]) -> str:
         i = int(m.group(1))
+        flags = sentences[i][2] if len(sentences[i]) > 2 else ()
+        if flags:
+            return unverified_html(flags, i)
         links = []
         for source in sentences[i][1]:
             n = numbers.get(source)
@@ -140,6 +146,22 @@ def page_html(
         return f'<sup class="cites" data-sentence="{i}">{"".join(links)}</sup>'
 
     return slot.sub(cites, rendered), [i for i, e in enumerate(ends) if e is None]
+
+
+def unverified_html(flags: Sequence[dict[str, Any]], sentence: int | None = None) -> str:
+    """The mark an unverified sentence carries instead of citations: a
+    label and each flag's check and reason, escaped."""
+    reasons = "".join(
+        f'<span class="why"><b>{html.escape(str(f.get("check") or ""))}</b>: '
+        f"{html.escape(str(f.get('message') or ''))}</span>"
+        for f in flags
+    )
+    at = "" if sentence is None else f' data-sentence="{sentence}"'
+    return (
+        f'<span class="unverified" role="note"{at}><span class="label" '
+        'title="stored over its checks\' flags (force): no source vouches for it">'
+        f"unverified</span>{reasons}</span>"
+    )
 
 
 def _unused(text: str) -> str | None:

@@ -104,6 +104,11 @@ def troubled(memory: Memory):
     a["zab_page"] = write_page(memory, "Zab")
     a["gone"] = memory.entity("Zab").passages[0].address
     memory.forget(a["gone"], reason="wrong")
+    for text in passages_about("Etcd", 3, "storage"):
+        memory.remember(text)
+    item = open_item(memory, "page", "Etcd")
+    forced = page_content(item.payload) + "\nEtcd is written in Rust.\n"
+    a["etcd_page"] = memory.submit(item.id, content=forced, title="Etcd", force=True).address
     return a
 
 
@@ -115,6 +120,7 @@ def test_each_builtin_rule_reports_the_addresses_involved(memory, troubled):
         ("orphan-entity", a["ghost"], ()),
         ("missing-page", a["raft"], ()),
         ("stale-page", a["zab_page"], (a["gone"],)),
+        ("unverified-page", a["etcd_page"], ()),
         ("expired-fact", a["old"], ()),
     }
     messages = {f.rule: f.message for f in report.findings}

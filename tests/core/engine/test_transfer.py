@@ -288,9 +288,10 @@ def test_import_is_all_or_nothing_and_needs_an_empty_store(fresh_store, tmp_path
 
 
 def test_older_exports_import_and_a_newer_schema_is_refused(fresh_store, tmp_path: Path):
-    """Schema 4 only added the clock table, 5 the pages' sentences and facts:
-    an export of either older schema (without those rows) is the same rows,
-    and its pages simply record no sentences and no facts."""
+    """Schema 4 only added the clock table, 5 the pages' sentences and facts,
+    8 the sentences' flags: an export of an older schema (without those
+    rows, or that column) is the same rows, and its pages simply record no
+    sentences and no facts (no flags)."""
     original = fresh_store("original.db")
     with Memory.open(original) as memory:
         kept = memory.remember("[[Raft]] elects a leader.\n\n[[Raft]] replicates a log.", uri="r")
@@ -306,11 +307,11 @@ def test_older_exports_import_and_a_newer_schema_is_refused(fresh_store, tmp_pat
                                   facts=[fact.fact])  # fmt: skip
     lines = cli(original, "export").out.splitlines()
     header = json.loads(lines[0])
-    assert header["schema"] == EXPORT_SCHEMA == 5
+    assert header["schema"] == EXPORT_SCHEMA == 8
     shown = json.loads(cli(original, "get", page, "--json").out)
     assert shown["facts"] == [fact.fact]
     assert shown["sentences"] == [
-        {"text": "Raft elects a leader n1.", "sources": [kept.passages[0], fact.fact]}
+        {"text": "Raft elects a leader n1.", "sources": [kept.passages[0], fact.fact], "flags": []}
     ]
     newer = {3: {"clock", "page_sentences", "page_facts"}, 4: {"page_sentences", "page_facts"}}
     # An older memors wrote no version in the header and no closing line.
@@ -341,6 +342,19 @@ def test_older_exports_import_and_a_newer_schema_is_refused(fresh_store, tmp_pat
         old_page = json.loads(cli(copy, "get", page, "--json").out)
         assert {**old_page, "facts": shown["facts"], "sentences": shown["sentences"]} == shown
         assert (old_page["facts"], old_page["sentences"]) == ([], [])
+
+    # Schema 8 added the sentences' flags: a schema 5 export's sentences record none.
+    five = []
+    for line in body(lines)[1:]:
+        row = json.loads(line)
+        if row["table"] == "page_sentences":
+            row["row"].pop("flags")
+        five.append(json.dumps(row))
+    dump = tmp_path / "v5.jsonl"
+    dump.write_text("\n".join([json.dumps({**old_header, "schema": 5}), *five]) + "\n")
+    copy = fresh_store("copy-5.db")
+    cli(copy, "import", str(dump), "--allow-unverified", "--json")
+    assert json.loads(cli(copy, "get", page, "--json").out) == shown
 
     newer_schema = EXPORT_SCHEMA + 1
     dump = tmp_path / "newer.jsonl"

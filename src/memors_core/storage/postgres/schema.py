@@ -473,6 +473,12 @@ CREATE TABLE vector_stats(
 );
 """
 
+# What was not verified never looks verified (issue 31), SQLite's version
+# 8: each sentence of a page stored over its checks' flags records them.
+SENTENCE_FLAGS_MIGRATION = (
+    f"ALTER TABLE page_sentences ADD COLUMN flags {T} NOT NULL DEFAULT '[]';\n"
+)
+
 MIGRATIONS: list[str] = [
     BASE,
     _search(),
@@ -483,8 +489,9 @@ MIGRATIONS: list[str] = [
     _set_removal(),
     # Issue 29: the application role writes only what memors' operations write.
     guarded_history_sql(),
+    SENTENCE_FLAGS_MIGRATION,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.
-EXPORT_SCHEMA = 5
+EXPORT_SCHEMA = 8

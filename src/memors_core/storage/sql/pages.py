@@ -93,7 +93,7 @@ class SqlPages(Repo):
         item: int | None,
         flags: dict[str, Any],
         *,
-        sentences: Sequence[tuple[str, Sequence[str]]] = (),
+        sentences: Sequence[tuple[Any, ...]] = (),
         facts: Sequence[str] = (),
     ) -> str:
         ident = uuid7()
@@ -132,15 +132,7 @@ class SqlPages(Repo):
             self.db.executemany(
                 "INSERT INTO page_facts(page, fact, position) VALUES (?, ?, ?)", fact_rows
             )
-        sentence_rows = []
-        for position, (sentence, sources) in enumerate(sentences):
-            cited = [address(*self._known(namespace, s, ("passage", "fact"))) for s in sources]
-            sentence_rows.append((ident, position, sentence, dumps(list(dict.fromkeys(cited)))))
-        if sentence_rows:
-            self.db.executemany(
-                "INSERT INTO page_sentences(page, position, text, sources) VALUES (?, ?, ?, ?)",
-                sentence_rows,
-            )
+        self._write_sentences(namespace, ident, sentences)
         if previous:
             self.tx.tombstones.add(
                 namespace, "page", previous.id, "superseded", f"page version {version}", item
@@ -156,6 +148,28 @@ class SqlPages(Repo):
         )
         return address("page", ident)
 
+    def _write_sentences(
+        self, namespace: str, page: str, sentences: Sequence[tuple[Any, ...]]
+    ) -> None:
+        rows = []
+        for position, (sentence, sources, *flagged) in enumerate(sentences):
+            cited = [address(*self._known(namespace, s, ("passage", "fact"))) for s in sources]
+            flags = list(flagged[0]) if flagged else []
+            rows.append((page, position, sentence, dumps(list(dict.fromkeys(cited))), flags))
+        if not rows:
+            return
+        if any(flags for *_, flags in rows):
+            self.db.executemany(
+                "INSERT INTO page_sentences(page, position, text, sources, flags) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [(*row[:4], dumps(row[4])) for row in rows],
+            )
+        else:  # (the column's default: a page that passed its checks)
+            self.db.executemany(
+                "INSERT INTO page_sentences(page, position, text, sources) VALUES (?, ?, ?, ?)",
+                [row[:4] for row in rows],
+            )
+
     def _known(self, namespace: str, where: str, types: tuple[str, ...]) -> tuple[str, str]:
         """(type, id) of the address ``where`` of a passage or fact that
         exists (a fact: in ``namespace``); NotFound otherwise."""
@@ -170,9 +184,9 @@ class SqlPages(Repo):
 
     def sentences(self, page: str) -> list[PageSentence]:
         return [
-            PageSentence(text, tuple(json.loads(sources)))
-            for text, sources in self.all(
-                "SELECT text, sources FROM page_sentences WHERE page = ? ORDER BY position",
+            PageSentence(text, tuple(json.loads(sources)), tuple(json.loads(flags)))
+            for text, sources, flags in self.all(
+                "SELECT text, sources, flags FROM page_sentences WHERE page = ? ORDER BY position",
                 (page,),
             )
         ]
@@ -245,6 +259,18 @@ class SqlPages(Repo):
                 f"""SELECT {_COLS} FROM {_FROM}
                     WHERE pg.namespace = ? AND {live("pg")} {restrict} ORDER BY pg.rowid""",
                 (namespace, *params),
+            )
+        ]
+
+    def flagged(self, namespace: str) -> list[Page]:
+        """The namespace's live pages stored over their checks' flags (``force``)."""
+        return [
+            _page(r)
+            for r in self.all(
+                f"""SELECT {_COLS} FROM {_FROM}
+                    WHERE pg.namespace = ? AND {live("pg")} AND pg.flags <> '{{}}'
+                    ORDER BY pg.rowid""",
+                (namespace,),
             )
         ]
 

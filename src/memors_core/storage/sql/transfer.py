@@ -118,6 +118,7 @@ JSON_COLUMNS: dict[tuple[str, str], type | None] = {
     ("document_versions", "metadata"): dict,
     ("pages", "flags"): dict,
     ("page_sentences", "sources"): list,
+    ("page_sentences", "flags"): list,
     ("work_items", "payload"): dict,
     ("work_items", "resolution"): None,
     ("purges", "erased"): list,

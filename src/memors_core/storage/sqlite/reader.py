@@ -19,7 +19,7 @@ from memors_core.storage.sqlite.search import SqliteSearch
 
 #: The schema a lean reader reads (``len(schema.MIGRATIONS)``, written out so
 #: that ``search`` need not build the schema's text; a test keeps them equal).
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The state of the built-in kinds a lean reader expects (``kind_schema``: the
 #: duplicate kind's index at the version of its migrations; a test keeps them
 #: equal). A store with other kinds' state, or older or newer, is the full
@@ -63,6 +63,14 @@ class Reader:
         asked for no mode ranks by meaning too, which is the full path's)."""
         got = self.db.one("SELECT vectors FROM vector_stats WHERE namespace = ?", (namespace,))
         return bool(got and got[0] > 0)
+
+    def any_unverified(self, pages: list[str]) -> bool:
+        """Whether a page of ``pages`` (ids) was stored over its checks'
+        flags (a search shows its unverified sentences: the full path's)."""
+        return any(
+            self.db.one("SELECT 1 FROM pages WHERE id = ? AND flags <> '{}'", (page,))
+            for page in pages
+        )
 
     def close(self) -> None:
         self.conn.close()

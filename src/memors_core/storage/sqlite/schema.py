@@ -574,8 +574,16 @@ CREATE TRIGGER passages_vectors AFTER DELETE ON passages BEGIN
 END;
 """
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7]
+# Version 8: what was not verified never looks verified (issue 31). A page
+# stored over its checks' flags (`force`) records, on each sentence, what
+# the checks flagged in it (`flags`, a JSON list; empty: it passed), so
+# every view can show it as unverified rather than as cited. A sentence
+# row written before this has none.
+V8 = "ALTER TABLE page_sentences ADD COLUMN flags TEXT NOT NULL DEFAULT '[]';\n"
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The schema of the rows an export holds: versions 6 and 7 changed only
-#: derived tables (the search indexes, the vectors), so exports stay at 5.
-EXPORT_SCHEMA = 5
+#: derived tables (the search indexes, the vectors); 8 added the sentences'
+#: flags.
+EXPORT_SCHEMA = 8

@@ -39,8 +39,9 @@ log = get_logger("memors")
 #: Schemas whose exports this one imports: the rows of the tables they
 #: have did not change from 3 on (4 added the clock table, 5 the pages'
 #: sentences and facts, whose rows an older export lacks: its pages simply
-#: record none).
-READS_SCHEMAS = frozenset({3, 4, EXPORT_SCHEMA})
+#: record none; 8 the sentences' flags, which an older export's sentences
+#: lack: they record none).
+READS_SCHEMAS = frozenset({3, 4, 5, EXPORT_SCHEMA})
 _RECONCILE = {
     **RECONCILE,
     "clock": "ON CONFLICT (name) DO UPDATE SET value = MAX(value, excluded.value)",
