@@ -78,14 +78,56 @@ def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
     )
 
 
-def base_payload(ctx: KindContext, canonical: str, passages: list, facts: list) -> dict[str, Any]:
-    # Each passage carries its ``ref``, the number a citation marker ``[n]`` uses.
-    numbered = [{**p, "ref": n} for n, p in enumerate(to_json(passages), 1)]
+def base_payload(
+    ctx: KindContext,
+    canonical: str,
+    passages: list,
+    facts: list,
+    refs: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The payload of a page or stale item. Each passage carries its
+    ``ref``, the number a citation marker ``[n]`` uses: 1, 2, 3, … in
+    order, or with ``refs`` (address -> the number the previous page
+    version's markers gave it) that number kept, the others numbered after
+    the highest of them (a number is never given to another passage), the
+    passages listed by ``ref``."""
+    rows = to_json(passages)
+    if not refs:
+        numbered = [{**p, "ref": n} for n, p in enumerate(rows, 1)]
+    else:
+        after = max(refs.values())
+        numbered = []
+        for p in rows:
+            ref = refs.get(p["address"])
+            if ref is None:
+                after += 1
+                ref = after
+            numbered.append({**p, "ref": ref})
+        numbered.sort(key=lambda p: p["ref"])
     return {
         "entity": entity_json(ctx, canonical),
         "passages": numbered,
         "facts": to_json(facts),
     }
+
+
+def previous_refs(ctx: KindContext, page: Page) -> dict[str, int]:
+    """The numbers the markers of ``page`` use: the ``ref`` of each passage
+    of the payload it was written from (its item's), by address; empty when
+    that is not known (a page written without an item)."""
+    if page.item is None:
+        return {}
+    item = ctx.store.items.get(page.item, ctx.namespace)
+    payload = item.payload if item is not None else None
+    rows = payload.get("passages") if isinstance(payload, dict) else None
+    if not isinstance(rows, list):
+        return {}
+    out: dict[str, int] = {}
+    for n, p in enumerate(rows, 1):
+        if isinstance(p, dict) and isinstance(p.get("address"), str):
+            ref = p.get("ref")
+            out[p["address"]] = ref if isinstance(ref, int) and ref > 0 else n
+    return out
 
 
 def validate_page(ctx: KindContext, item: Item, resolution: Any) -> None:

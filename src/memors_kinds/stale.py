@@ -34,8 +34,10 @@ class StaleKind(Kind):
         "changed, each with its `text` (passages and facts forgotten or superseded, an "
         "entity merged in, new passages); write the whole page again, with a `title`, from "
         "`payload.passages` and `payload.facts` only (drop what no longer has a source); "
-        "end each sentence with markers `[n]` naming the passages it draws on by this "
-        "payload's `ref` (the old page's markers numbered its own payload)"
+        "end each sentence with markers `[n]` naming the passages it draws on by their "
+        "`ref`: a passage keeps the number the old page's markers gave it, so an unchanged "
+        "sentence keeps its markers; a change with a `ref` is a passage gone since, and a "
+        "marker naming it is flagged (`citations`): drop or re-cite that sentence"
     )
     writes_page = True
     incremental = True
@@ -51,9 +53,15 @@ class StaleKind(Kind):
         passages, facts = _pages.entity_inputs(ctx, canonical)
 
         def payload() -> dict[str, Any]:
-            out = _pages.base_payload(ctx, canonical, passages, facts)
+            # The previous version's markers keep meaning what they meant:
+            # each passage keeps its number, a number is never reused, and
+            # a change to a passage it cited says which number it had.
+            refs = _pages.previous_refs(ctx, page)
+            out = _pages.base_payload(ctx, canonical, passages, facts, refs)
             out["page"] = to_json(page_ref(page))
-            out["changes"] = changes
+            out["changes"] = [
+                {**c, "ref": refs[c["address"]]} if c["address"] in refs else c for c in changes
+            ]
             return out
 
         fp = _pages.inputs_fingerprint(passages, facts, page.id, changes)

@@ -73,10 +73,11 @@ def test_forgetting_a_cited_passage_marks_the_page_stale_at_once(built):
         "version": 1,
     }
     assert payload["changes"] == [
-        {"address": docs[0].passages[0], "change": "forgotten", "text": RAFT[0]},
-        {"address": docs[1].passages[0], "change": "forgotten", "text": RAFT[1]},
+        {"address": docs[0].passages[0], "change": "forgotten", "text": RAFT[0], "ref": 1},
+        {"address": docs[1].passages[0], "change": "forgotten", "text": RAFT[1], "ref": 2},
     ]
     assert [p["text"] for p in payload["passages"]] == RAFT[2:]
+    assert [p["ref"] for p in payload["passages"]] == [3]  # the number the page gave it
 
 
 def test_a_rollback_does_not_count_a_page_as_marked(built):
@@ -95,7 +96,8 @@ def test_a_new_document_version_supersedes_and_marks_stale(built):
     assert to_json(memory.get(page))["stale"] is True
     (item,) = stale_items(memory)
     changes = item["payload"]["changes"]
-    assert {"address": docs[0].passages[0], "change": "superseded", "text": RAFT[0]} in changes
+    superseded = {"address": docs[0].passages[0], "change": "superseded", "text": RAFT[0]}
+    assert {**superseded, "ref": 1} in changes
     [new] = [c for c in changes if c["change"] == "new"]
     assert new["text"] == "[[Raft]] elects a leader after a randomized timeout."
 

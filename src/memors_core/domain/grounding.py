@@ -70,11 +70,15 @@ _MONTH_NAMES = [
 
 class Cited(NamedTuple):
     """A page sentence: its text, role (``prose``, ``heading``, ``header``)
-    and the addresses its citation markers name (empty: none)."""
+    and the addresses its citation markers name (empty: none); ``lost``:
+    its markers that name a passage forgotten or superseded since the
+    previous page version (a stale item's ``changes``), as ``(marker,
+    address)``."""
 
     text: str
     role: str
     cites: tuple[str, ...]
+    lost: tuple[tuple[str, str], ...] = ()
 
 
 class Source(NamedTuple):
@@ -99,20 +103,47 @@ def read_citations(content: str, payload: dict[str, Any]) -> list[Cited]:
     """
     passages = payload.get("passages") or []
     refs = tuple((int(p.get("ref") or i), p["address"]) for i, p in enumerate(passages, 1))
-    return list(_read_citations(content, refs))
+    return list(_read_citations(content, refs, lost_refs(payload)))
+
+
+def lost_refs(payload: dict[str, Any]) -> tuple[tuple[int | None, str], ...]:
+    """The passages a stale item's previous page cited that are forgotten or
+    superseded since (its ``changes``): ``(ref, address)``, ``ref`` the
+    number the previous page's markers gave it (None if it had none)."""
+    out = []
+    for change in payload.get("changes") or []:
+        if not isinstance(change, dict) or change.get("change") not in LOST_CHANGES:
+            continue
+        where = change.get("address")
+        if isinstance(where, str) and where.startswith("memo://passage/"):
+            ref = change.get("ref")
+            out.append((ref if isinstance(ref, int) else None, where))
+    return tuple(out)
+
+
+#: The changes after which a passage a page cited is no longer a source.
+LOST_CHANGES = ("forgotten", "superseded")
 
 
 @lru_cache(maxsize=8)
-def _read_citations(content: str, refs: tuple[tuple[int, str], ...]) -> tuple[Cited, ...]:
+def _read_citations(
+    content: str, refs: tuple[tuple[int, str], ...], lost: tuple[tuple[int | None, str], ...] = ()
+) -> tuple[Cited, ...]:
     by_ref = dict(refs)
     offered = set(by_ref.values())
+    lost_by_ref = {ref: a for ref, a in lost if ref is not None and ref not in by_ref}
+    lost_addresses = {a for _ref, a in lost} - offered
     out = []
     for sentence in read_page(content):
-        cites = []
+        cites, gone = [], []
         for ref in sentence.refs:
             if isinstance(ref, int):
+                if ref in lost_by_ref:
+                    gone.append((f"[{ref}]", lost_by_ref[ref]))
+                    continue
                 if ref not in by_ref:
-                    span = f"1 to {len(refs)}" if refs else "none"
+                    numbers = sorted(by_ref)
+                    span = f"{numbers[0]} to {numbers[-1]}" if numbers else "none"
                     raise BadInput(
                         f"citation marker [{ref}] names no passage of this item (its passages "
                         f"are numbered {span}, the payload's `ref`)"
@@ -120,10 +151,37 @@ def _read_citations(content: str, refs: tuple[tuple[int, str], ...]) -> tuple[Ci
                 cites.append(by_ref[ref])
             elif ref in offered:
                 cites.append(ref)
+            elif ref in lost_addresses:
+                gone.append((f"[{ref}]", ref))
             else:
                 raise BadInput(f"citation marker [{ref}] names no passage of this item's payload")
-        out.append(Cited(sentence.text, sentence.role, tuple(dict.fromkeys(cites))))
+        out.append(Cited(sentence.text, sentence.role, tuple(dict.fromkeys(cites)), tuple(gone)))
     return tuple(out)
+
+
+def lost_citations(sentences: Sequence[Cited], payload: dict[str, Any]) -> CheckResult:
+    """Flag each marker that names a passage the previous page version
+    cited and that is forgotten or superseded since: ``[5] names a passage
+    forgotten since: …`` (its text), not a corruption of the sentence."""
+    changes = {c.get("address"): c for c in payload.get("changes") or [] if isinstance(c, dict)}
+    flagged = []
+    for sentence in sentences:
+        for marker, where in sentence.lost:
+            change = changes.get(where) or {}
+            text = " ".join(str(change.get("text") or "").split())
+            if len(text) > 160:
+                text = text[:159] + "…"
+            flagged.append(
+                {
+                    "sentence": sentence.text,
+                    "marker": marker,
+                    "passage": where,
+                    "change": change.get("change"),
+                    "message": f"{marker} names a passage {change.get('change') or 'forgotten'} "
+                    f"since: {text or where}",
+                }
+            )
+    return CheckResult(passed=not flagged, flagged=flagged)
 
 
 def cited_passages(
@@ -285,7 +343,7 @@ def corruption(
     own = content_words(" ".join(names))
     flagged = []
     for sentence in sentences:
-        if sentence.role != "prose":
+        if sentence.role != "prose" or sentence.lost:  # (a lost marker is flagged as such)
             continue
         surface = _surface(sentence.text)
         if sentence.cites and own and set(surface) - own:
@@ -492,6 +550,8 @@ def substitution(
     by_address = {s.address: s for s in passages}
     flagged = []
     for sentence in sentences:
+        if sentence.lost:  # a marker naming a passage gone since is flagged as such
+            continue
         specifics, found = sentence_specifics(sentence.text, title_case=sentence.role != "prose")
         named = []
         for word, first in found:

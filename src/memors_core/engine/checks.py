@@ -12,6 +12,8 @@ from typing import Any
 from memors_core.domain.grounding import (
     cited_passages,
     corruption,
+    lost_citations,
+    lost_refs,
     omission,
     read_citations,
     sources_of,
@@ -33,7 +35,10 @@ def memors_check_submission(
     passages, facts = sources_of(payload, cited, with_profiles=False)
     entity = payload.get("entity") or {}
     names = [n for n in [entity.get("name"), *(entity.get("aliases") or [])] if n]
-    return {
+    out = {
         "omission": omission(resolution.title, resolution.content, payload.get("facts") or []),
         "corruption": corruption(sentences, [*passages, *facts], names),
     }
+    if lost_refs(payload):  # a stale item whose previous page cited a passage gone since
+        out["citations"] = lost_citations(sentences, payload)
+    return out
