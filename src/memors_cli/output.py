@@ -209,7 +209,9 @@ class Progress:
         interval: float = 0.2,
         mode: str | bool | None = True,
         sep: str = ": ",
+        clock: Any = None,
     ) -> None:
+        """``clock``: seconds, the rate's and ETA's (default ``time.monotonic``)."""
         self.label = label
         self.sep = sep
         self.describe = describe or (lambda state: str(state))
@@ -224,6 +226,7 @@ class Progress:
         self._since = 0.0
         self._stop: Any = None
         self._thread: Any = None
+        self._clock = clock
 
     # -- called by the work (cheap) -------------------------------------------------
 
@@ -261,7 +264,7 @@ class Progress:
         import threading
         import time
 
-        self._time = time.monotonic
+        self._time = self._clock or time.monotonic
         self._samples = collections.deque()
         self._drawing = threading.Lock()  # the work's thread may draw too (update(now=True))
         self._stop = threading.Event()

