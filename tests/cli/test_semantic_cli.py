@@ -248,3 +248,30 @@ def test_a_query_that_is_not_text_is_bad_input_with_vectors(vcli):
 
     with Memory.open(vcli.db) as memory, pytest.raises(BadInput, match="not valid text"):
         memory.search("lone \ud800 surrogate", mode="semantic")
+
+
+def test_on_a_postgres_server_without_pgvector_a_search_by_meaning_says_so_in_one_line(cli):
+    """The suite's own PostgreSQL (Debian's 15 has no pgvector): a search
+    that asks for meaning answers by words, with one line on stderr."""
+    import json
+
+    from memors_core.testing import test_engine
+
+    if test_engine() != "postgres":
+        pytest.skip("the suite's PostgreSQL server (--engine=postgres)")
+    lines = "".join(json.dumps(t) + "\n" for t in TURNS)
+    assert cli("remember", "--jsonl", "-", input=lines).code == 0
+    if "pgvector" not in cli("search", "dog", "--mode", "semantic", "--json").json.get(
+        "notice", ""
+    ):
+        pytest.skip("this test server has pgvector")
+    for mode in ("semantic", "hybrid"):
+        r = cli("search", "rescue dog", "--mode", mode)
+        assert r.code == 0 and "rescue dog" in r.out, r
+        assert r.err.splitlines() == [
+            "memors-mcp: searched by words only: this PostgreSQL server has no pgvector "
+            "extension (install it on the server for search by meaning)"
+        ], r.err
+    made = cli("reindex", "--vectors")
+    assert made.code == 2 and len(made.err.strip().splitlines()) == 1, made.err
+    assert "has no pgvector extension" in made.err
