@@ -213,6 +213,65 @@ def test_retrieval_benchmark_prints_every_figure(engine, tmp_path):
     assert float(line[46:].split()[0]) == 1.0, proc.stdout
 
 
+def test_retrieval_benchmark_reads_the_public_conversation_format(tmp_path):
+    """benchmarks/retrieval.py --locomo on a tiny file in LoCoMo's format
+    (written here, not the public data): every turn remembered, every
+    question asked through MCP search, recall per category by number and
+    name, the MCP latency, and the questions whose evidence names no turn
+    counted and left out."""
+    sample = {
+        "sample_id": "chat-1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Ben",
+            "session_1_date_time": "10:00 am on 2 March, 2024",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy called Biscuit."},
+                {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely! I bought a used guitar."},
+            ],
+            "session_2_date_time": "4:00 pm on 9 March, 2024",
+            "session_2": [
+                {"speaker": "Ann", "dia_id": "D2:1", "text": "Biscuit chewed my new shoes."},
+                {"speaker": "Ben", "dia_id": "D2:2", "text": "The guitar needs new strings."},
+            ],
+        },
+        "qa": [
+            {"question": "What is the name of Ann's puppy?", "evidence": ["D1:1"], "category": 4},
+            {"question": "What did Ben buy?", "evidence": ["D:1:2"], "category": 1},
+            {"question": "What did Biscuit chew?", "evidence": ["D2:1; D1:1"], "category": 2},
+            {"question": "Where is the lake?", "evidence": [], "category": 5},
+        ],
+    }
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([sample]))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.retrieval",
+            "--locomo",
+            str(path),
+            "--shapes",
+            "entity,prefix",
+            "--no-vectors",
+            "--skip-generated",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.count("4 turns, 3 questions (1 without a turn as evidence, left out)") == 2, out
+    for shape in ("entity", "prefix"):
+        for category in ("1 multi-hop (1)", "2 temporal (1)", "4 single-hop (1)", "all (3)"):
+            assert f"{shape} {category}: R@10 lexical" in out, out
+        assert f"{shape} MCP search p50 / p95, lexical" in out
+    row = next(x for x in out.splitlines() if x.startswith("entity all (3): R@10 lexical"))
+    assert float(row[46:].split()[0]) > 0.5, out
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_web_benchmark_prints_every_figure(engine):
     """benchmarks/web.py --quick: a store with a page citing 50 passages, an

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 
 from memors_core import BadInput, Memory, semantic
-from memors_core.domain.search import MIN_COSINE, RRF_K
+from memors_core.domain import search as rank
+from memors_core.domain.search import MIN_COSINE
+from memors_core.engine.vectors import embed_question
 from memors_core.errors import MemorsError
 from memors_core.testing import test_engine, write_page
 
@@ -95,19 +97,34 @@ def test_semantic_scores_are_the_model_s_cosines_best_first(vector_memory):
         assert hit.score == pytest.approx(want[hit.address], abs=1e-4)
 
 
-def test_hybrid_fuses_the_two_rankings_by_reciprocal_rank(vector_memory):
+def test_hybrid_is_the_weighted_sum_of_the_rescaled_rankings(vector_memory):
     remember_all(vector_memory)
     # The words favour Melanie's turn (it says "ceramics workshop"); the
-    # question names Caroline, so the vector side ranks her passages only:
-    # her pottery class is first in both rankings, fused.
+    # question names Caroline: the words, every passage's vector and
+    # Caroline's passages' vectors each rank, and hybrid sums their
+    # rescaled scores with the weights the docs give.
     question = "When did Caroline attend a ceramics workshop?"
-    lexical = texts(vector_memory.search(question, mode="lexical"))
-    assert lexical[0] == CERAMICS and POTTERY in lexical
+    vector = embed_question(question)
+    depth = rank.fusion_depth(10)
+    with vector_memory.store.read() as tx:
+        wanted = rank.with_entities(
+            rank.text.words(question), lambda names: tx.entities.named("default", names)
+        )
+        assert wanted.entities  # Caroline
+        lexical = tx.search.passages("default", wanted, depth).rows
+        like = tx.search.passages_like("default", vector, depth).rows
+        hers = tx.search.passages_like("default", vector, depth, wanted.entities).rows
+    like = [h for h in like if h.score >= MIN_COSINE]
+    hers = [h for h in hers if h.score >= MIN_COSINE]
+    assert lexical[0].text == CERAMICS and hers[0].text == POTTERY
+    want: dict[str, float] = {}
+    for weight, ranking in zip(rank.hybrid_weights(True), (lexical, like, hers), strict=True):
+        for hit, value in zip(ranking, rank.rescaled(ranking), strict=True):
+            want[hit.address] = want.get(hit.address, 0.0) + weight * value
     fused = vector_memory.search(question, mode="hybrid").results
-    assert fused[0].text == POTTERY
-    lexical_rank = lexical.index(POTTERY) + 1
-    assert fused[0].score == pytest.approx(1 / (RRF_K + lexical_rank) + 1 / (RRF_K + 1))
-    assert [h.text for h in fused[1:]] == [t for t in lexical if t != POTTERY]
+    assert {h.address: h.score for h in fused} == pytest.approx(want)
+    assert [h.score for h in fused] == sorted(want.values(), reverse=True)
+    assert {h.text for h in fused[:2]} == {CERAMICS, POTTERY}
 
 
 def test_all_gives_passages_the_places_the_words_give_them(vector_memory):
@@ -436,3 +453,35 @@ def test_closing_stops_a_background_run_between_two_batches(vector_store, monkey
     with Memory.open(vector_store) as again:
         assert again.vectors_waiting() == 9  # stopped before the chunk was stored
         assert again.make_vectors() == 9
+
+
+# A short chat between two friends, each turn remembered with its speaker
+# as entity, as an agent remembers a conversation.
+CHAT = (
+    ("Ann", "My knee has hurt ever since the half marathon last Sunday."),
+    ("Ben", "Ouch. Rest it for two weeks and see a physio before you run again."),
+    ("Ann", "I will. I also signed up for a pottery class on Thursdays."),
+    ("Ben", "Nice! I baked sourdough bread all weekend, the kitchen is a mess."),
+    ("Ann", "Work is busy, but I love my new team and my manager."),
+    ("Ben", "My sister is visiting from Lisbon next month."),
+    ("Ann", "We should all go to the lake together when the weather is warmer."),
+    ("Ben", "Good idea. I still need to fix the bike before then."),
+)
+
+
+def test_an_answer_told_by_someone_the_question_does_not_name_is_found(vector_memory):
+    # The advice Ann got was given by Ben: his turn does not mention Ann,
+    # and shares no word with the question. The vector side ranks every
+    # passage (limited to the named person's, it never saw Ben's turn).
+    said = {}
+    for who, body in CHAT:
+        said[body] = vector_memory.remember(body, entities=[who]).passages[0]
+    assert vector_memory.wait_for_vectors()
+    question = "What advice did Ann get for her injury?"
+    advice = said[CHAT[1][1]]
+    assert advice not in [h.address for h in vector_memory.search(question, mode="lexical").results]
+    found = [h.address for h in vector_memory.search(question).results]
+    assert advice in found
+    # and first of what Ben said
+    bens = [said[body] for who, body in CHAT if who == "Ben"]
+    assert next(a for a in found if a in bens) == advice
