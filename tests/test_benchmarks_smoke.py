@@ -351,3 +351,26 @@ def test_large_forget_benchmark_prints_every_figure(engine):
             assert re.search(r" \d+\.\d\d s ", found[0]), found[0]
             if step != "remember":
                 assert found[0].endswith("<= 10 s"), found[0]
+
+
+@pytest.mark.semantic
+@pytest.mark.sqlite_only("the embedding benchmark runs the model, no store")
+def test_embedding_benchmark_prints_each_configuration_beside_the_bare_model(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.embedding", "--limit", "3", "--rounds", "1",
+         "--only", "idle", "--locomo", str(tmp_path / "absent.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "idle, prose: 3 texts" in out and "generated turns (no LoCoMo file)" in out
+    for row in (
+        "memors (default threads, no spinning)",
+        "memors, 1 thread",
+        "memors, 2 threads",
+        "memors, spinning",
+        "bare onnxruntime (reference)",
+        "bare onnxruntime, 1 thread",
+    ):
+        assert out.count(row) == 2, row  # prose and turns
+    assert re.search(r"x of bare\s+target >= 0\.8x", out), out
