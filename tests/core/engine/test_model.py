@@ -158,3 +158,35 @@ def test_batches_shrink_on_a_slow_machine_so_progress_moves_every_second():
     assert len(heard) == len(slow.took) and heard[-1] == len(turns)  # each batch heard
     assert semantic.BATCH_SECONDS <= 1.0
     assert max(slow.took[1:]) <= semantic.BATCH_SECONDS, slow.took  # once one was measured
+
+
+def test_texts_are_batched_by_length_so_little_is_padding():
+    import random
+
+    rng = random.Random(30)
+    words = [
+        "leader",
+        "election",
+        "replication",
+        "log",
+        "term",
+        "vote",
+        "quorum",
+        "commit",
+        "snapshot",
+    ]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(3, 150))) for _ in range(60)]
+    model = semantic.Embedder()
+    session = model._session
+    cells, pieces = [], []
+
+    class Counting:
+        def run(self, names, feeds):
+            cells.append(feeds["input_ids"].size)
+            pieces.append(int(feeds["attention_mask"].sum()))
+            return session.run(names, feeds)
+
+    model._session = Counting()
+    model.embed(texts)
+    assert sum(pieces) == sum(len(model._tokenizer.encode(t).ids) for t in texts)
+    assert sum(cells) <= 1.1 * sum(pieces), (sum(cells), sum(pieces))  # (in input order: more)
