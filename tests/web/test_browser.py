@@ -252,3 +252,36 @@ def test_the_fact_timeline_draws_each_fact_over_its_time(
     assert first["x"] + first["width"] <= second["x"] + 1, (first, second)
     assert first["width"] > 0.05 * track["width"], (first, track)
     assert_no_faults(watch)
+
+
+def test_a_page_forced_over_a_flag_shows_the_sentence_unverified(
+    page: Any, site: Site, watch: Watch
+) -> None:
+    """Issue 31: a sentence stored with force over its flags reads as
+    unverified, with the reasons, where a real sentence shows its citation."""
+    open_item(page, "page", "etcd (3 passages")
+    form = page.locator("form.page-form")
+    forced = (
+        "# etcd\n\n"
+        "The etcd store keeps cluster state for Kubernetes [1].\n\n"
+        "The etcd store is written in Rust.\n"
+    )
+    form.locator("textarea[name=content]").fill(forced)
+    form.locator("input[name=force]").check()
+    form.get_by_role("button", name="Submit").click()
+    report = page.locator("section.report")
+    expect(report.locator("h2")).to_have_text("Stored")
+    report.locator("a.stored-at").click()
+    body = page.locator("article.page-body")
+    expect(body.locator("sup.cites a.cite")).to_have_count(1)
+    mark = body.locator(".unverified")
+    expect(mark).to_have_count(1)
+    expect(mark).to_be_visible()
+    expect(mark.locator(".label")).to_have_text("unverified")
+    expect(mark).to_contain_text("substitution: the name 'Rust' is in none of its sources")
+    expect(page.locator("p.kind .badge.flagged")).to_have_text("unverified")
+    expect(page.locator("ul.unverified-list")).to_contain_text("The etcd store is written in Rust.")
+    address = "memo://page/" + page.url.rsplit("/", 1)[1]
+    [rust] = [s for s in cli_get(site, address)["sentences"] if s["flags"]]
+    assert rust["text"] == "The etcd store is written in Rust." and rust["sources"] == []
+    assert_no_faults(watch)

@@ -608,6 +608,33 @@ def test_a_forced_page_marks_its_unverified_sentence_not_as_a_citation(memory, s
     assert "<q>Etcd is written in Rust.</q>" in found.text and 'class="unverified"' in found.text
 
 
+def test_a_stale_item_says_which_number_a_gone_passage_had(memory, serve) -> None:
+    """Issue 31: a stale item keeps the page's marker numbers; the form's dry
+    run flags a marker naming a forgotten passage as such."""
+    texts = [f"[[Etcd]] feature {n} keeps the cluster consistent, item {n}." for n in range(4)]
+    docs = [memory.remember(t, uri=f"etcd-{n}.md") for n, t in enumerate(texts)]
+    [item] = open_items(memory, "page")
+    lines = [f"Etcd feature {p['ref'] - 1} keeps the cluster consistent, item "
+             f"{p['ref'] - 1}. [{p['ref']}]" for p in item["payload"]["passages"]]  # fmt: skip
+    assert memory.submit(item["id"], content="\n\n".join(lines), title="Etcd").stored
+    memory.forget(docs[1].passages[0], reason="wrong")
+    [stale] = open_items(memory, "stale")
+    _, client = serve()
+    path = item_path(stale)
+    form = client.get(path)
+    assert "was [2]</span>" in form.text
+    dry = client.submit(
+        path, resolve="page", title="Etcd", content="\n\n".join(lines), action="dry-run"
+    )
+    assert dry.status == 200 and "Dry run: flagged" in dry.text, dry
+    flags = re.search(
+        r'<div class="check flagged"><h3>citations: 1 flagged</h3>(.*?)</div>', dry.text, re.S
+    )
+    assert flags, dry
+    assert "[2] names a passage forgotten since: [[Etcd]] feature 1 keeps" in flags.group(1)
+    assert "corruption: passed" in dry.text and "substitution: passed" in dry.text
+
+
 def test_a_form_from_before_the_item_changed_is_refused(memory, serve) -> None:
     memory.remember("\n\n".join(passages_about("Raft", 3)), title="Raft")
     [item] = open_items(memory, "page")
