@@ -375,19 +375,19 @@ def lever_rows(label: str, memory: Any, questions: list[Question]) -> None:
     uris = uris_of(memory)
     depth = rank.fusion_depth(10)
     variants: dict[str, Callable[[Any, list, list, list], list[str]]] = {
-        "vectors alone, every passage": lambda q, lex, near, named: [h.address for h in near],
-        "vectors alone, named entities' only": lambda q, lex, near, named: [
+        "vectors, every passage": lambda q, lex, near, named: [h.address for h in near],
+        "vectors, named entities' only": lambda q, lex, near, named: [
             h.address for h in (named if q.entities else near)
         ],
-        "RRF k=60, named entities' vectors (before)": lambda q, lex, near, named: rrf(
+        "RRF 60, named's vectors (before)": lambda q, lex, near, named: rrf(
             [lex, named if q.entities else near], 60
         ),
-        "RRF k=60, every passage's vectors": lambda q, lex, near, named: rrf([lex, near], 60),
-        "RRF k=5, every passage's vectors": lambda q, lex, near, named: rrf([lex, near], 5),
-        "rescaled, weights 0.5 / 0.5": lambda q, lex, near, named: [
+        "RRF 60, every passage's vectors": lambda q, lex, near, named: rrf([lex, near], 60),
+        "RRF 5, every passage's vectors": lambda q, lex, near, named: rrf([lex, near], 5),
+        "rescaled, 0.5 words / 0.5 all": lambda q, lex, near, named: [
             h.address for h in rank.fuse((0.5, lex), (0.5, near))
         ],
-        "rescaled, words 0.7 / every passage's 0.3": lambda q, lex, near, named: [
+        "rescaled, 0.7 words / 0.3 all": lambda q, lex, near, named: [
             h.address for h in rank.fuse((0.7, lex), (0.3, near))
         ],
     }

@@ -78,7 +78,7 @@ MODES = ("lexical", "semantic", "hybrid")
 #: Hybrid's weight of the ranking by words; meaning has the rest (:func:`hybrid_weights`).
 WORDS_WEIGHT = 0.7
 #: How deep each ranking is read before fusion (at least; 4 x the limit when larger).
-FUSION_DEPTH = 100
+FUSION_DEPTH = 50
 #: A passage whose cosine with the question is below this is not found by
 #: meaning: unrelated texts score about 0 to 0.15 with this model, so a
 #: question about nothing the store holds finds nothing instead of the

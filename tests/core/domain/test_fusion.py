@@ -85,4 +85,4 @@ def test_the_weights_sum_to_one_and_favour_the_words() -> None:
 
 
 def test_rankings_are_read_deeper_than_the_results_asked_for() -> None:
-    assert fusion_depth(10) == 100 and fusion_depth(100) == 400
+    assert fusion_depth(10) == 50 and fusion_depth(100) == 400
