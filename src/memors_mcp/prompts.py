@@ -25,9 +25,11 @@ result before storing it. {queue}
 1. Call the `compact` tool with {{"namespace": "{namespace}"{kinds_arg}, "limit": 5}}. It scans
    the namespace and returns `open` (how many items wait) and up to `limit` items, oldest
    first, each with its `id`, `kind` and a complete `payload`. An answer holds a few items at
-   most; `more` counts the rest, and `next` gives the `after` that fetches them.
-2. Pick one item. Everything you need is in its payload. Write from the payload only: no
-   outside knowledge, no guesses, nothing the passages and facts do not say.
+   most; `more` counts the rest, and `next` gives the `after` that fetches them. A payload
+   too large for one answer comes in pages: its `paged` counts each list, and `get` with
+   `paged.next` (the item's `address` and a `page`) returns the next page.
+2. Pick one item. Everything you need is in its payload (all its pages). Write from the
+   payload only: no outside knowledge, no guesses, nothing the passages and facts do not say.
    Pages: end each sentence with citation markers naming the payload passages it draws on,
    `[n]` for the passage whose `ref` is n (several as `[1][3]` or `[1, 3]`); a sentence may
    merge what up to three passages say, as long as it cites them.

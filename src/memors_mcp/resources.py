@@ -4,6 +4,8 @@
 passages, facts and page; a document with its passages' text; an item with
 its payload. A missing or malformed address is ``ResourceNotFoundError``
 (JSON-RPC -32602). Resources read the namespace the server was started with.
+A thing larger than one answer is read in pages, ``memo://item/7?page=2``,
+as ``get`` pages it (its lists cut; the last line says where the rest is).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from memors_core import BadInput, MemorsError, Memory, NotFound
 from memors_core.wire import to_json
+
+from .paging import page_answer
+from .tools import compact_budget
 
 ADDRESS_TYPES = ("page", "entity", "passage", "fact", "document", "item")
 
@@ -180,12 +185,31 @@ def render_item(v: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _paging_footer(address: str, paged: dict[str, Any] | None) -> str:
+    """The last lines of a paged resource: what this page shows, where the rest is."""
+    if not paged:
+        return ""
+    shown = ", ".join(
+        f"{key} {p['first']}-{p['first'] + p['shown'] - 1} of {p['total']}"
+        if p["shown"]
+        else f"{key}: none of {p['total']} here"
+        for key, p in paged["lists"].items()
+    )
+    line = f"\n---\nPage {paged['page']} of {paged['pages']} ({shown})."
+    if "next" in paged:
+        line += f" Next: {address}?page={paged['next']['page']}"
+    return line + "\n"
+
+
 class AddressReader:
     """Reads an address of the server's namespace as text."""
 
     def __init__(self, memory: Memory, namespace: str) -> None:
         self.memory = memory
         self.namespace = namespace
+        # Markdown (indented JSON, headings) takes more room than an answer's
+        # JSON: a resource's lists are cut to two thirds of the budget.
+        self.budget = compact_budget() * 2 // 3
 
     def _get(self, address: str) -> dict[str, Any]:
         try:
@@ -195,8 +219,19 @@ class AddressReader:
         except MemorsError as exc:
             raise ResourceError(exc.message) from None
 
-    def read(self, kind: str, ident: str) -> str:
-        view = self._get(f"memo://{kind}/{ident}")
+    def read(self, kind: str, ident: str, page: str | None = None) -> str:
+        address = f"memo://{kind}/{ident}"
+        view = self._get(address)
+        try:
+            number = 1 if page is None else int(page)
+            view = page_answer(view, self.budget, number)
+        except ValueError:
+            raise ResourceNotFoundError(f"page must be a whole number, got {page!r}") from None
+        except BadInput as exc:
+            raise ResourceNotFoundError(exc.message) from None
+        return self._render(kind, view) + _paging_footer(address, view.get("paged"))
+
+    def _render(self, kind: str, view: dict[str, Any]) -> str:
         if kind == "page":
             return render_page(view)
         if kind == "entity":
@@ -236,14 +271,14 @@ def register_resources(server: MCPServer, reader: AddressReader) -> None:
     for kind in ADDRESS_TYPES:
 
         def make(kind: str):
-            def read(id: str) -> str:
-                return reader.read(kind, id)
+            def read(id: str, page: str | None = None) -> str:
+                return reader.read(kind, id, page)
 
             read.__name__ = f"read_{kind}"
             return read
 
         server.resource(
-            f"memo://{kind}/{{id}}",
+            f"memo://{kind}/{{id}}{{?page}}",
             name=f"{kind}",
             title=f"memors {kind}",
             description=_DESCRIPTIONS[kind],

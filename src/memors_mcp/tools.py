@@ -27,6 +27,7 @@ from memors_core.settings import limit_from_env
 from memors_core.wire import to_json, with_web_url
 
 from .guide import about, item_summary, kinds_guide
+from .paging import page_answer
 
 log = get_logger("memors.mcp")
 
@@ -52,12 +53,24 @@ def item_bytes(item: dict[str, Any]) -> int:
 # --- output shapes (SPEC §10) ---------------------------------------------------------------
 
 
+class Paged(TypedDict):
+    """How a long answer was cut (see docs/mcp.md, "Answers"): this
+    ``page`` of ``pages``; per list, its ``total``, the ``first`` shown
+    (from 1) and how many are ``shown``; ``next`` what to pass for the next page."""
+
+    page: int
+    pages: int
+    lists: dict[str, dict[str, int]]
+    next: NotRequired[dict[str, Any]]
+
+
 class RememberOutput(TypedDict):
     """The stored document, its passages and the entities they mention."""
 
     document: str
     passages: list[str]
     entities: list[str]
+    paged: NotRequired[Paged]
 
 
 class RecordFactOutput(TypedDict):
@@ -90,6 +103,7 @@ class SearchOutput(TypedDict):
     results: list[SearchHit]
     mode: Literal["lexical", "semantic", "hybrid"]
     notice: NotRequired[str]
+    paged: NotRequired[Paged]
 
 
 class TombstoneRecord(TypedDict):
@@ -111,6 +125,7 @@ class GetOutput(TypedDict):
     url: str
     forgotten: NotRequired[TombstoneRecord]
     superseded: NotRequired[TombstoneRecord]
+    paged: NotRequired[Paged]
 
 
 class ForgetOutput(TypedDict):
@@ -119,6 +134,7 @@ class ForgetOutput(TypedDict):
     address: str
     status: str
     forgotten: list[str]
+    paged: NotRequired[Paged]
 
 
 class ItemOutput(TypedDict):
@@ -135,7 +151,9 @@ class NextPage(TypedDict):
 
 class CompactOutput(TypedDict):
     """Open items after the scan, oldest first; ``open`` counts all of them,
-    ``more`` those after the last item returned (``next`` asks for them)."""
+    ``more`` those after the last item returned (``next`` asks for them). A
+    first item too large for the answer carries ``paged`` (see :class:`Paged`):
+    ``get`` its address with ``page`` for the rest of its payload."""
 
     namespace: str
     created: int
@@ -181,6 +199,7 @@ class LintOutput(TypedDict):
 
     namespace: str
     findings: list[Finding]
+    paged: NotRequired[Paged]
 
 
 # --- plumbing -------------------------------------------------------------------------------
@@ -201,10 +220,13 @@ def _addresses(addresses: list[str], most: int = 5) -> str:
     return shown + (f" and {len(addresses) - most} more" if len(addresses) > most else "")
 
 
-def summarise(name: str, data: dict[str, Any], kinds: Any = None) -> str:
+def summarise(
+    name: str, data: dict[str, Any], kinds: Any = None, abouts: dict[int, str] | None = None
+) -> str:
     """One or two lines saying what a tool's structured result holds (for
     ``compact``, a line per item in its kind's words, from ``kinds``: the
-    store's :class:`~memors_core.plugins.kinds.KindRegistry`)."""
+    store's :class:`~memors_core.plugins.kinds.KindRegistry`; ``abouts``:
+    those words said before the payloads were paged, by item id)."""
     if name == "remember":
         return (
             f"remembered {data['document']}: {len(data['passages'])} passage(s), "
@@ -234,10 +256,14 @@ def summarise(name: str, data: dict[str, Any], kinds: Any = None) -> str:
             f"{len(items)} here" + (":" if items else "")
         ]
         for item in items:
-            about_it = item_summary(item, kinds) if kinds is not None else ""
+            about_it = (abouts or {}).get(item["id"])
+            if about_it is None:
+                about_it = item_summary(item, kinds) if kinds is not None else ""
             lines.append(
                 f"- item {item['id']} ({item['kind']})" + (f": {about_it}" if about_it else "")
             )
+            if "next" in item.get("paged", {}):
+                lines.append(f"  its payload: {paging_line('get', item['paged'])}")
         if "next" in data:
             lines.append(
                 f"{data['more']} more: call compact with after={data['next']['after']} "
@@ -262,27 +288,55 @@ def run_tool(
     kinds: Any = None,
 ) -> CallToolResult:
     """Run one Memory call: its JSON as the result, or its error as a tool error."""
+    abouts = None
     try:
         data = to_json(call())
+        if name == "compact" and kinds is not None:  # in the words of whole payloads
+            abouts = {i["id"]: item_summary(i, kinds) for i in data["items"]}
+        if shape is not None:
+            data = shape(data)  # (paging may find the page asked for past the last)
     except MemorsError as exc:
         log.info("tool_error", tool=name, code=exc.code, error=exc.message)
         return tool_error(exc.message)
-    if shape is not None:
-        data = shape(data)
-    summary = summarise(name, data, kinds)
+    summary = summarise(name, data, kinds, abouts)
+    paged = data.get("paged") if isinstance(data, dict) else None
+    if isinstance(paged, dict) and isinstance(paged.get("next"), dict):
+        summary += f"\n{paging_line(name, paged)}"
     # after a list of items the note stands on its own line, not on the last item's
     joint = "\n" if "\n" in summary else " "
     return tool_result(data, summary + joint + "(the full result is structured content)")
 
 
+def paging_line(name: str, paged: dict[str, Any]) -> str:
+    """Where the rest of a long answer is: one line for the text summary."""
+    shown = ", ".join(
+        f"{key} {part['first']}-{part['first'] + part['shown'] - 1} of {part['total']}"
+        if part["shown"]
+        else f"{key}: none of {part['total']} here"
+        for key, part in paged["lists"].items()
+    )
+    following = paged["next"]
+    if "get" in following:
+        how = f"call get with address={following['get']} for all of them"
+    else:
+        args = ", ".join(f"{k}={v}" for k, v in following.items())
+        how = f"call {'get' if 'address' in following else name} with {args}"
+    return f"page {paged['page']} of {paged['pages']} ({shown}): {how}"
+
+
 def fit_budget(data: dict[str, Any], budget: int, limit: int) -> dict[str, Any]:
-    """Cut a compact answer's items to ``budget`` bytes (always keeping the
-    first one whole), count the rest in ``more`` and say where to resume."""
+    """Cut a compact answer's items to ``budget`` bytes, count the rest in
+    ``more`` and say where to resume. A first item larger than the budget
+    comes alone, its payload's lists paged (``get`` the item with ``page``
+    for the rest)."""
     items, kept, used = data["items"], [], 0
     for item in items:
         size = item_bytes(item)
         if kept and used + size > budget:
             break
+        if size > budget:
+            item = page_answer(item, budget, 1, address=f"memo://item/{item['id']}")
+            size = item_bytes(item)
         kept.append(item)
         used += size
     data["more"] = data.get("more", 0) + len(items) - len(kept)
@@ -290,6 +344,15 @@ def fit_budget(data: dict[str, Any], budget: int, limit: int) -> dict[str, Any]:
     if data["more"] and kept:
         data["next"] = {"after": kept[-1]["id"]}
     return data
+
+
+def first_page(data: dict[str, Any], budget: int, address: str) -> dict[str, Any]:
+    """A write's answer within ``budget``: its lists' first page, and where
+    the rest is (``get`` the address it names, page by page)."""
+    out = page_answer(data, budget, 1)
+    if "paged" in out and "next" in out["paged"]:
+        out["paged"]["next"] = {"get": address}
+    return out
 
 
 def _annotations(
@@ -327,6 +390,18 @@ def register_tools(
                 f"{default_namespace!r} (the server's). Nothing in one namespace is visible "
                 "from another; an unknown namespace is simply empty."
             )
+        ),
+    ]
+
+    Page = Annotated[
+        int,
+        Field(
+            description=(
+                f"Which page of a long answer (from 1). An answer stays within about {budget:,} "
+                "bytes: a longer one says `paged` (its lists' counts) and `paged.next`."
+            ),
+            ge=1,
+            strict=True,
         ),
     ]
 
@@ -384,6 +459,7 @@ def register_tools(
         return run_tool(
             "remember",
             lambda: memory.remember(text, uri, title, entities, metadata, namespace=ns(namespace)),
+            lambda data: first_page(data, budget, data["document"]),
         )
 
     tool(
@@ -524,12 +600,14 @@ def register_tools(
                 )
             ),
         ] = None,
+        page: Page = 1,
     ) -> Annotated[CallToolResult, SearchOutput]:
         return run_tool(
             "search",
             lambda: memory.search(
                 query, granularity, limit, as_of, namespace=ns(namespace), mode=mode
             ),
+            lambda data: page_answer(data, budget, page),
         )
 
     tool(
@@ -560,11 +638,14 @@ def register_tools(
             ),
         ],
         namespace: Namespace = None,
+        page: Page = 1,
     ) -> Annotated[CallToolResult, GetOutput]:
         return run_tool(
             "get",
             lambda: memory.get(address, namespace=ns(namespace)),
-            lambda data: with_web_url(data, ns(namespace)),
+            lambda data: page_answer(
+                with_web_url(data, ns(namespace)), budget, page, address=data["address"]
+            ),
         )
 
     tool(
@@ -573,7 +654,8 @@ def register_tools(
         "passages and `sentences` (each with the `sources` it cites; one with `flags` was stored "
         "over the checks with `force` and is unverified, whatever it cites), an entity with its passages, facts and page, a document with its passages, a "
         "work item with its payload. Forgotten and superseded things are returned too, with "
-        "`status` saying so (live, forgotten, superseded).",
+        "`status` saying so (live, forgotten, superseded). A thing larger than one answer "
+        "comes in pages: `paged` counts its lists and `paged.next` gives the `page` to ask for.",
         _annotations("Get by address", read_only=True),
     )
 
@@ -592,7 +674,11 @@ def register_tools(
         reason: Annotated[str | None, Field(description="Why (kept with the tombstone).")] = None,
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, ForgetOutput]:
-        return run_tool("forget", lambda: memory.forget(address, reason, namespace=ns(namespace)))
+        return run_tool(
+            "forget",
+            lambda: memory.forget(address, reason, namespace=ns(namespace)),
+            lambda data: first_page(data, budget, data["address"]),
+        )
 
     tool(
         forget,
@@ -801,8 +887,13 @@ def register_tools(
             ),
         ] = None,
         namespace: Namespace = None,
+        page: Page = 1,
     ) -> Annotated[CallToolResult, LintOutput]:
-        return run_tool("lint", lambda: memory.lint(namespace=ns(namespace), rules=rules))
+        return run_tool(
+            "lint",
+            lambda: memory.lint(namespace=ns(namespace), rules=rules),
+            lambda data: page_answer(data, budget, page),
+        )
 
     tool(
         lint,

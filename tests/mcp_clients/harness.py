@@ -34,7 +34,7 @@ TOOLS = {
     "lint",
 }
 TEMPLATES = {
-    f"memo://{t}/{{id}}" for t in ("page", "entity", "passage", "fact", "document", "item")
+    f"memo://{t}/{{id}}{{?page}}" for t in ("page", "entity", "passage", "fact", "document", "item")
 }
 PROMPT = "work_compaction_queue"
 #: Small enough that an "oversized" document is cheap to send.

@@ -109,17 +109,37 @@ def test_an_agent_pages_through_the_whole_queue_with_after(big_store: Memory):
     assert everything.open == open_ids
 
 
-def test_an_item_larger_than_the_budget_comes_alone_and_whole(
+def test_an_item_larger_than_the_budget_comes_alone_its_payload_paged(
     big_store: Memory, monkeypatch: pytest.MonkeyPatch
 ):
-    monkeypatch.setenv("MEMORS_MCP_COMPACT_BYTES", "1000")
+    monkeypatch.setenv("MEMORS_MCP_COMPACT_BYTES", "4000")
     first, second = call(big_store, ("compact", {"kinds": ["page"]}), ("compact", {"limit": 0}))
     answer = first.structured_content
     (item,) = answer["items"]
-    assert item_bytes(item) > 1000 and len(item["payload"]["passages"]) == PASSAGES // ENTITIES
     assert answer["more"] == answer["open"] - 1 and answer["next"] == {"after": item["id"]}
     counts = second.structured_content  # limit 0: counts only, the rest all counted
     assert counts["items"] == [] and counts["more"] == counts["open"] and "next" not in counts
+    # The item's passages come in pages; get pages through the rest, each answer within budget.
+    address = f"memo://item/{item['id']}"
+    paged = item["paged"]
+    assert paged["lists"]["passages"] == {
+        "total": PASSAGES // ENTITIES,
+        "first": 1,
+        "shown": len(item["payload"]["passages"]),
+    }
+    assert paged["next"] == {"address": address, "page": 2} and item_bytes(item) <= 4000
+    text = "".join(c.text for c in first.content)
+    assert f"call get with address={address}, page=2" in text
+    assert f"Service000 ({PASSAGES // ENTITIES} passages" in text  # said of the whole payload
+    passages = []
+    for number in range(1, paged["pages"] + 1):
+        (got,) = call(big_store, ("get", {"address": address, "page": number}))
+        data = got.structured_content
+        assert data["paged"]["page"] == number and item_bytes(data) <= 4000 + 512
+        passages += data["payload"]["passages"]
+    assert passages[: len(item["payload"]["passages"])] == item["payload"]["passages"]
+    whole = big_store.get(address).payload["passages"]
+    assert [p["address"] for p in passages] == [p["address"] for p in whole]
 
 
 def test_a_bad_budget_setting_is_one_clear_error(

@@ -355,7 +355,7 @@ def test_the_documented_client_config_starts_the_server(fresh_store, tmp_path: P
     for name in ("compact", "submit", "lint", "work_compaction_queue", "MEMORS_HTTP_TOKEN"):
         assert f"`{name}`" in docs
     for kind in ("page", "entity", "passage", "fact", "document", "item"):
-        assert f"`memo://{kind}/{{id}}`" in docs
+        assert f"`memo://{kind}/{{id}}{{?page}}`" in docs
 
 
 # --- the import boundary -------------------------------------------------------------------

@@ -57,13 +57,14 @@ VIEWS = (
 )
 
 MIRRORS: dict[str, Mirror] = {
-    "remember": Mirror((model.Remembered,)),
+    # memors_mcp.paging adds `paged` to an answer too long for one page.
+    "remember": Mirror((model.Remembered,), extras={"paged": False}),
     "record_fact": Mirror((model.FactRecorded,)),
     "propose_merge": Mirror((model.MergeProposed,)),
-    "search": Mirror((model.SearchResults,)),
+    "search": Mirror((model.SearchResults,), extras={"paged": False}),
     # tools.get adds where the web view shows the row (wire.with_web_url).
-    "get": Mirror(VIEWS, extras={"url": True}),
-    "forget": Mirror((model.Forgotten,)),
+    "get": Mirror(VIEWS, extras={"url": True, "paged": False}),
+    "forget": Mirror((model.Forgotten,), extras={"paged": False}),
     # tools.fit_budget always counts `more` and adds `next` when there is more.
     "compact": Mirror((model.Compacted,), extras={"more": True, "next": False}),
     # What the built-in kinds put in their report (`ctx.report`): duplicate
@@ -79,7 +80,7 @@ MIRRORS: dict[str, Mirror] = {
         },
         flattened=("outcome",),
     ),
-    "lint": Mirror((model.LintReport,)),
+    "lint": Mirror((model.LintReport,), extras={"paged": False}),
 }
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
