@@ -49,7 +49,8 @@ result before storing it. {queue}
    - `omission`: a fact (address, coverage) is not stated: write its predicate and value.
    Submit with `dry_run: true` again until every check passes.
 6. Submit for real (`dry_run: false`). `stored: true` and an `address` mean it is saved. Use
-   `force: true` only when you are sure a flagged sentence is right: the flags are recorded.
+   `force: true` only when you are sure a flagged sentence is right: the flags are recorded, the
+   sentence shows as unverified and `lint` lists the page (`unverified-page`) until a clean version.
 7. If `submit` says the item is no longer open or its inputs changed, call `compact` again and
    use the fresh payload. Repeat from step 1 until `open` is 0, then call `lint` to confirm.
 """

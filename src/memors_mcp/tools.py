@@ -822,8 +822,10 @@ def register_tools(
             bool,
             Field(
                 description=(
-                    "Store even though a check flagged something (the flags are recorded). "
-                    "Only when you are sure the flagged text is right."
+                    "Store even though a check flagged something (the flags are recorded, and "
+                    "every view shows the flagged sentences as unverified; lint lists the page "
+                    "until a version that passes replaces it). Only when you are sure the "
+                    "flagged text is right."
                 ),
                 strict=True,
             ),

@@ -50,7 +50,9 @@ WRITING_RULES = (
     "`substitution`: every number, date, relative time and name a sentence states must be in "
     "its cited passages (uncited: the sources it matches best), the subject's names or the "
     "facts; a flag names the `token` and the `window` it was looked for in. "
-    "`omission`: state each fact's predicate and value (75% of their words)."
+    "`omission`: state each fact's predicate and value (75% of their words). "
+    "A `stale` item keeps the previous page's numbers; `citations` flags a marker naming a "
+    "passage gone since (drop or re-cite that sentence)."
 )
 _MONTH_NAMES = [
     "January",
