@@ -104,3 +104,18 @@ def test_readme_search_by_meaning_runs(tmp_path: Path, vector_store):
     assert hit.split()[1].startswith("memo://passage/")
     assert "becomes the leader" in text
     assert lexical == "no results"
+
+
+def test_readme_library_example_prints_json(fresh_store):
+    [block] = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    db = fresh_store("library.db")
+    proc = subprocess.run(
+        [sys.executable, "-c", block.replace('"/tmp/memors.db"', repr(str(db)))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MEMORS_VECTORS": "off"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)  # JSON, not a Python dict's repr
+    assert printed["results"][0]["text"] == "Raft elects a leader by majority vote."

@@ -156,6 +156,8 @@ class ConflictKind(Kind):
                 "nothing was stored"
             )
         ctx.report["superseded"] = [bound.fact]
+        # The new validity, so a dry run can say what would change.
+        ctx.report["bound"] = {"fact": bound.fact, "valid_from": valid_from, "valid_to": valid_to}
 
     def apply(self, ctx: KindContext, item: Item, resolution: ConflictResolution) -> str:
         if resolution.bound is not None:

@@ -120,6 +120,10 @@ class MergeKind(Kind):
     def validate(self, ctx: KindContext, item: Item, resolution: MergeResolution) -> None:
         if resolution.accept == resolution.reject:
             raise BadInput("a merge item takes exactly one of accept or reject")
+        if resolution.accept:  # what accepting does, so a dry run can say it
+            cand = ctx.store.merges.get(int(item.key))
+            ctx.report["survivor"] = address("entity", self._canonical(ctx, cand.first))
+            ctx.report["merged"] = address("entity", self._canonical(ctx, cand.second))
 
     def apply(self, ctx: KindContext, item: Item, resolution: MergeResolution) -> str | None:
         store, ns = ctx.store, ctx.namespace

@@ -185,6 +185,9 @@ class SubmitOutput(TypedDict):
     left: NotRequired[list[str]]
     superseded: NotRequired[list[str]]
     bounded: NotRequired[str]
+    bound: NotRequired[dict[str, str | None]]
+    survivor: NotRequired[str]
+    merged: NotRequired[str]
 
 
 class Finding(TypedDict):

@@ -78,7 +78,16 @@ def test_the_seed_workflow_end_to_end(store):
     r = cli("submit", pid, "--content-file", "page.md", "--title", "Quorum replication", "--json")
     assert r.code == 0, r
     report = r.json
-    assert set(report) == {"item", "kind", "status", "stored", "address", "diff", "checks"}
+    assert set(report) == {
+        "item",
+        "kind",
+        "status",
+        "stored",
+        "address",
+        "diff",
+        "checks",
+        "message",
+    }
     assert report["stored"] is True and report["status"] == "done"
     page = report["address"]
     shown = cli("get", page, "--json").json

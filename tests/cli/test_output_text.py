@@ -90,6 +90,102 @@ def test_a_conflict_submission_names_the_fact_it_superseded(cli):
     assert f"superseded {old['address']}: Raft | timeout | 150 ms" in r.out, r.out
 
 
+def test_bound_says_what_would_change_and_shows_the_new_range(cli):
+    cli("fact", "add", "Paxos", "status", "draft", "--from", "1989-01-01")
+    cli("fact", "add", "Paxos", "status", "published", "--from", "1998-01-01")
+    item = _item(cli, "conflict")
+    old, new = item["payload"]["facts"]
+    args = ("submit", str(item["id"]), "--bound", old["address"], "--to", "1998-01-01")
+    r = cli(*args, "--dry-run")
+    assert r.code == 0, r
+    assert r.out.splitlines() == [
+        f"item {item['id']} (conflict): dry run: every check ran, nothing stored",
+        f"would bound {old['address']} to [1989-01-01, 1998-01-01): a copy would replace it",
+        f"would be superseded {old['address']}: Paxos | status | draft  [1989-01-01, …)",
+        f"would stay live {new['address']}: Paxos | status | published  [1998-01-01, …)",
+    ]
+    dry = cli(*args, "--dry-run", "--json").json
+    assert dry["bound"] == {
+        "fact": old["address"],
+        "valid_from": "1989-01-01",
+        "valid_to": "1998-01-01",
+    }
+    assert dry["message"] == "dry run: every check ran, nothing stored"
+    r = cli(*args)
+    assert r.code == 0, r
+    copy = cli("get", old["address"], "--json").json["superseded"]["by"]
+    assert r.out.splitlines()[:2] == [
+        f"item {item['id']} (conflict): stored",
+        f"bounded {old['address']} to [1989-01-01, 1998-01-01) as {copy}",
+    ]
+    assert f"live {new['address']}: Paxos | status | published" in r.out
+
+
+def test_accept_says_what_would_change(cli):
+    cli("remember", "-", input="[[Quorum Replication]] keeps a majority of copies.\n")
+    cli("remember", "-", input="[[quorum-replication]] writes to W replicas.\n")
+    item = _item(cli, "merge")
+    first, second = (e["address"] for e in item["payload"]["entities"])
+    names = {e["address"]: e["name"] for e in item["payload"]["entities"]}
+    r = cli("submit", str(item["id"]), "--accept", "--dry-run")
+    assert r.code == 0, r
+    assert r.out.splitlines()[1] == (
+        f"would merge {names[second]!r} ({second}) into {names[first]!r} ({first}): "
+        f"{names[second]!r} would become an alias, its passages and facts would follow, "
+        "and a page about either would be marked stale"
+    ), r.out
+    assert cli("items", "show", str(item["id"]), "--json").json["status"] == "open"
+    r = cli("submit", str(item["id"]), "--accept")
+    assert r.code == 0, r
+    assert r.out.splitlines()[1].startswith(f"merged {names[second]!r} ({second}) into"), r.out
+
+
+def test_submit_json_has_the_message_the_docs_list(cli):
+    cli("fact", "add", "Raft", "leader", "n1")
+    cli("fact", "add", "Raft", "leader", "n2")
+    item = _item(cli, "conflict")
+    keep = item["payload"]["facts"][0]["address"]
+    dry = cli("submit", str(item["id"]), "--keep", keep, "--dry-run", "--json").json
+    assert dry["message"] == "dry run: every check ran, nothing stored"
+    done = cli("submit", str(item["id"]), "--keep", keep, "--json").json
+    assert done["message"] == "stored"
+    docs = (Path(__file__).parents[2] / "docs" / "cli.md").read_text()
+    assert (
+        '| `submit` | `{"item", "kind", "status", "stored", "address", "diff", "checks": {…}, "message"}`'
+        in docs
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("fact", "add", "A", "b", "c", "--from", "yesterday"), "--from 'yesterday' is not"),
+        (("fact", "add", "A", "b", "c", "--to", "2020-13-01"), "--to '2020-13-01' is not"),
+        (
+            ("fact", "add", "A", "b", "c", "--from", "2021-01-01", "--to", "2020-01-01"),
+            "--from (2021-01-01) must be before --to (2020-01-01)",
+        ),
+        (("search", "x", "--as-of", "nope"), "--as-of 'nope' is not an ISO 8601 date"),
+    ],
+)
+def test_date_errors_name_the_options(cli, args, error):
+    r = cli(*args)
+    assert r.code == 2 and r.err.startswith(f"memors-mcp: {error}"), r
+    assert "valid_" not in r.err and "as_of" not in r.err
+
+
+def test_a_bad_bound_date_names_the_option(cli):
+    cli("fact", "add", "Raft", "leader", "n1")
+    cli("fact", "add", "Raft", "leader", "n2")
+    item = _item(cli, "conflict")
+    fact = item["payload"]["facts"][0]["address"]
+    r = cli("submit", str(item["id"]), "--bound", fact, "--to", "soon")
+    assert r.code == 2 and r.err.startswith("memors-mcp: --to 'soon' is not an ISO 8601"), r
+    spelled = json.dumps({"bound": {"fact": fact, "valid_to": "soon"}})
+    r = cli("submit", str(item["id"]), "--resolution-json", spelled)
+    assert r.code == 2 and r.err.startswith("memors-mcp: valid_to 'soon' is not"), r
+
+
 def test_a_duplicate_submission_lists_every_kept_forgotten_and_left_address(cli):
     for n in range(3):
         (cli.tmp / f"copy{n}.md").write_text(RAFT + "\n")

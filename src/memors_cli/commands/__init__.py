@@ -36,6 +36,29 @@ HANDLERS = {
 }
 
 
+#: The options that give a date, by command and the field their value goes to:
+#: a date error names the option the user typed (``--from``), not the field.
+DATE_OPTIONS = {
+    "fact": (("valid_from", "--from"), ("valid_to", "--to")),
+    "search": (("as_of", "--as-of"),),
+    "submit": (("valid_from", "--from"), ("valid_to", "--to")),
+}
+
+
+def _options_named(args: argparse.Namespace, message: str) -> str:
+    """A date error's message with the fields it names spelled as the options."""
+    dated = ("ISO 8601", " must be before ", "out of range once converted")
+    if not any(part in message for part in dated):
+        return message
+    if args.command == "submit" and not (
+        getattr(args, "bound_from", None) or getattr(args, "bound_to", None)
+    ):
+        return message  # the bounds came in --resolution-json, by their field names
+    for field, option in DATE_OPTIONS.get(args.command, ()):
+        message = message.replace(f"{field} ", f"{option} ")
+    return message
+
+
 def handler_of(command: str):
     """The handler function of ``command``."""
     import importlib
@@ -50,7 +73,7 @@ def dispatch(args: argparse.Namespace) -> int:
     except Refused as exc:
         fail(exc.message, code=exc.code, exit_code=1)
     except MemorsError as exc:
-        fail(exc.message, code=exc.code)
+        fail(_options_named(args, exc.message), code=exc.code)
     except KeyboardInterrupt as exc:
         fail(
             getattr(exc, "message", None)

@@ -7,6 +7,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from memors_core import Memory
+from memors_core.errors import MemorsError
 from memors_core.wire import to_json
 
 from ..output import check_lines, render
@@ -43,6 +44,27 @@ def command_usage(kinds: KindRegistry, kind_name: str, item_id: int) -> str | No
     if kind is None or not kind.usage:
         return None
     return kind.usage.replace("{id}", str(item_id))
+
+
+def _merge_lines(memory: Memory, args: argparse.Namespace, report: dict[str, Any]) -> list[str]:
+    """What accepting a merge does (or would do), with both entities' names."""
+    survivor, merged = report.get("survivor"), report.get("merged")
+    if not isinstance(survivor, str) or not isinstance(merged, str):
+        return []
+    names = {}
+    for addr in (survivor, merged):
+        try:
+            names[addr] = to_json(memory.get(addr, namespace=args.ns)).get("name") or addr
+        except MemorsError:  # (nothing a report names is missing; never fail over a label)
+            names[addr] = addr
+    done = report["stored"]
+    return [
+        f"{'merged' if done else 'would merge'} {names[merged]!r} ({merged}) into "
+        f"{names[survivor]!r} ({survivor}): {names[merged]!r} "
+        f"{'is now' if done else 'would become'} an alias, its passages and facts "
+        f"{'follow' if done else 'would follow'}, and a page about either "
+        f"{'is' if done else 'would be'} marked stale"
+    ]
 
 
 def _fact_text(f: dict[str, Any], recorded: bool = True) -> str:
@@ -183,7 +205,17 @@ def submit_text(
     keep = resolution.get("keep")
     kept = report["address"] or (keep[0] if isinstance(keep, list) and keep else None)
     superseded = report.get("superseded")  # a kind that settles facts says which go
-    if isinstance(superseded, list) and superseded and kept and not resolution.get("skip"):
+    bound = report.get("bound")  # a conflict's --bound: the fact's new validity
+    if isinstance(bound, dict):
+        rng = f"[{bound.get('valid_from') or '…'}, {bound.get('valid_to') or '…'})"
+        if report["stored"]:
+            lines.append(f"bounded {bound.get('fact')} to {rng} as {report['address']}")
+        else:
+            lines.append(f"would bound {bound.get('fact')} to {rng}: a copy would replace it")
+    merge = _merge_lines(memory, args, report)
+    lines.extend(merge)
+    settles = kept or isinstance(bound, dict)
+    if isinstance(superseded, list) and superseded and settles and not resolution.get("skip"):
         # The kept fact and what became of the others, each with what it said.
         facts = to_json(memory.get(f"memo://item/{report['item']}", namespace=args.ns))
         facts = [
@@ -191,17 +223,20 @@ def submit_text(
             for f in (facts.get("payload") or {}).get("facts", [])
             if isinstance(f, dict) and "address" in f
         ]
-        if report["address"] and report["address"] not in [f["address"] for f in facts]:
-            lines.append(f"stored {report['address']}")  # a new row (a bounded copy)
+        new_row = report["address"] and report["address"] not in [f["address"] for f in facts]
+        if new_row and not isinstance(bound, dict):  # (a bounded copy is named above)
+            lines.append(f"stored {report['address']}")
         for f in facts:
             if f["address"] == kept:
                 label = f"{would}kept"
             elif report["stored"]:
                 label = to_json(memory.get(f["address"], namespace=args.ns))["status"]
-            else:
+            elif f["address"] in superseded:
                 label = "would be superseded"
+            else:
+                label = "would stay live"
             lines.append(f"{label} {f['address']}: {_fact_text(f, recorded=False)}")
-    elif report["address"] and not listed:
+    elif report["address"] and not listed and not merge:
         lines.append(f"stored {report['address']}")
     for field, label in (("kept", "kept"), ("forgotten", "forgotten"), ("left", "left live")):
         if field in listed:

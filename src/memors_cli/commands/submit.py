@@ -79,6 +79,8 @@ def build_resolution(args: argparse.Namespace) -> dict[str, Any]:
 def _with_usage(memory: Memory, args: argparse.Namespace, exc: BadInput) -> BadInput:
     """A submission refused as bad input, with how its item's kind is spelled on
     the command line (its ``usage``): the engine's message names the fields."""
+    if exc.message.startswith("fingerprint "):  # about the echoed fingerprint, not the fields
+        return exc
     ref = f"memo://item/{args.item}" if str(args.item).isdigit() else args.item
     try:
         item = to_json(memory.get(ref, namespace=args.ns))
@@ -108,7 +110,6 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise _with_usage(memory, args, exc) from None
         report = to_json(submitted)
         text = None if args.json else submit_text(memory, args, resolution, report)
-    report.pop("message", "")
     print_result(args, report, text)
     refused = not report["stored"] and not args.dry_run
     flagged = any(not c["passed"] for c in report["checks"].values())

@@ -9,7 +9,7 @@ hooks and counts every event in the store's persisted counters.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from memors_core.domain import valid_text
 from memors_core.domain.counters import WORK_ITEMS_TOTAL
@@ -355,6 +355,30 @@ def _call_kind(services: Services, kind: Kind, method: Callable[..., Any], *args
         ) from exc
 
 
+def _wrong_fingerprint(item: Item, given: str) -> NoReturn:
+    """Refuse a submission whose fingerprint is not the item's: refreshed
+    since, unless the item never was or the text is no fingerprint at all (a typo)."""
+    shaped = len(given) == len(item.fingerprint) and all(
+        c in "0123456789abcdef" for c in given.lower()
+    )
+    if item.updated_at == item.created_at or not shaped:
+        why = (
+            f"item {item.id} has not changed since it was handed out"
+            if shaped
+            else f"an item's fingerprint looks like {item.fingerprint}"
+        )
+        raise BadInput(
+            f"fingerprint {given[:80]!r} is not item {item.id}'s ({why}): mistyped? "
+            f"nothing was stored — copy it from compact or items show {item.id}"
+        )
+    raise _refuse(
+        item.kind,
+        f"item {item.id} was refreshed since that payload was handed out (fingerprint "
+        f"{given}, now {item.fingerprint}); nothing was stored — run compact "
+        f"or items show {item.id} again for the current payload",
+    )
+
+
 def _refuse(kind: str, message: str) -> Refused:
     exc = Refused(message)
     exc.kind = kind  # type: ignore[attr-defined]
@@ -391,12 +415,7 @@ def _submit(
             "(run compact to see the open items)",
         )
     if fingerprint is not None and fingerprint.strip() != item.fingerprint:
-        raise _refuse(
-            item.kind,
-            f"item {item_id} was refreshed since that payload was handed out (fingerprint "
-            f"{fingerprint.strip()}, now {item.fingerprint}); nothing was stored — run compact "
-            f"or items show {item_id} again for the current payload",
-        )
+        _wrong_fingerprint(item, fingerprint.strip())
     skip = merged.pop("skip", False)
     if skip is not False and skip is not True:
         raise BadInput("skip must be true or false")

@@ -92,6 +92,29 @@ def test_a_blank_fingerprint_is_bad_input(cli):
     assert cli("items", "show", str(item["id"]), "--json").json["status"] == "open"
 
 
+def test_a_mistyped_fingerprint_says_so(cli):
+    remember_raft(cli, 0, 3)
+    item = page_item(cli)
+    fp = item["fingerprint"]
+    args = ("submit", str(item["id"]), "--skip", "--reason", "later", "--fingerprint")
+    # one digit off, on an item that never changed since it was handed out
+    typo = fp[:-1] + ("0" if fp[-1] != "0" else "1")
+    bad = cli(*args, typo)
+    assert bad.code == 2, bad
+    assert bad.err.strip() == (
+        f"memors-mcp: fingerprint {typo!r} is not item {item['id']}'s (item {item['id']} has "
+        f"not changed since it was handed out): mistyped? nothing was stored — copy it from "
+        f"compact or items show {item['id']}"
+    )
+    # not a fingerprint at all: cut short when copied, even on an item refreshed since
+    remember_raft(cli, 3, 1)
+    assert page_item(cli)["fingerprint"] != fp
+    bad = cli(*args, fp[:20])
+    assert bad.code == 2 and "mistyped?" in bad.err and "refreshed" not in bad.err, bad
+    assert f"an item's fingerprint looks like {page_item(cli)['fingerprint']}" in bad.err
+    assert cli("items", "show", str(item["id"]), "--json").json["status"] == "open"
+
+
 def test_mcp_submit_refuses_a_refreshed_item_by_its_fingerprint(fresh_store, tmp_path: Path):
     async def main() -> None:
         async with Client(stdio_params(fresh_store("mcp.db"))) as client:
