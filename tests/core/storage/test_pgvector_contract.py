@@ -88,3 +88,34 @@ class TestSetUpByTheOwner(PgvectorStorage):
                 assert tx.vectors.count("default") == 0
         finally:
             agent.close()
+
+
+def test_without_a_pgvector_server_the_semantic_tests_skip_saying_why(tmp_path) -> None:
+    """Run the suite's tests of vectors on PostgreSQL (``--engine=postgres``)
+    where no PostgreSQL with pgvector can be had (the ``pgserver`` package
+    hidden): each skips with the reason, none fails, none passes unseen."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from memors_core.testing import postgres
+
+    if postgres.available() is not None:
+        pytest.skip(postgres.available())
+    hidden = tmp_path / "no-pgserver" / "pgserver"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("")  # found, but without its PostgreSQL binaries
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hidden.parent), env.get("PYTHONPATH")]))
+    root = Path(__file__).resolve().parents[3]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--engine=postgres", "-rs", "tests/core/storage/test_pgvector_contract.py",
+         "-k", "TestPgvectorContract"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    summary = run.stdout.strip().splitlines()[-1]
+    assert "skipped" in summary and "passed" not in summary and "failed" not in summary, summary
+    assert "no PostgreSQL with pgvector: the pgserver package" in run.stdout, run.stdout[-3000:]
