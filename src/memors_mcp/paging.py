@@ -6,7 +6,9 @@ passages, an entity with hundreds of passages, a thousand search results —
 its lists are cut into pages: page 1 comes first, with a ``paged`` note that
 counts what each list holds and which part is shown, and ``next`` says how
 to ask for the rest (the same call with ``page``). Nothing is trimmed
-inside an element: an element is shown whole or on another page.
+inside a list's element: an element is shown whole or on another page. A
+long text (a page's ``content``, a one-paragraph document's passage) is
+cut the same way, by characters.
 
 The cut depends only on the container and the budget, so ``compact``'s
 first page of an item's payload and ``get``'s pages of that item line up.
@@ -43,22 +45,69 @@ def _chunks(values: list[Any], room: int) -> list[list[Any]]:
     return out
 
 
-def _cut(container: dict[str, Any], budget: int) -> dict[str, list[list[Any]]]:
-    """Each non-empty list of ``container`` cut into pages: the small lists
-    whole on page 1, the room they leave shared among the large ones."""
-    lists = {k: v for k, v in container.items() if isinstance(v, list) and v}
-    rest = {k: v for k, v in container.items() if k not in lists}
+def _text_chunks(text: str, room: int) -> list[str]:
+    """``text`` in consecutive pieces of at most ``room`` bytes of JSON each."""
+    out: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + max(room, 16))
+        while end - start > 16 and json_bytes(text[start:end]) > room:
+            end = start + (end - start) * 9 // 10
+        out.append(text[start:end])
+        start = end
+    return out or [""]
+
+
+Path = tuple[str, ...]
+
+
+def _parts(container: dict[str, Any], budget: int) -> dict[Path, list[Any] | str]:
+    """What may be cut: the container's non-empty lists, and its long texts
+    (more than a quarter of the budget; also one level down, as a stale
+    item's previous ``page.content``)."""
+    long = budget // 4
+    out: dict[Path, list[Any] | str] = {}
+    for key, value in container.items():
+        if (isinstance(value, list) and value) or (
+            isinstance(value, str) and json_bytes(value) > long
+        ):
+            out[(key,)] = value
+        elif isinstance(value, dict):
+            for inner, text in value.items():
+                if isinstance(text, str) and json_bytes(text) > long:
+                    out[(key, inner)] = text
+    return out
+
+
+def _without(container: dict[str, Any], paths: list[Path]) -> dict[str, Any]:
+    """``container`` with what lies at ``paths`` emptied (a copy: the original stays)."""
+    out = dict(container)
+    for path in paths:
+        if len(path) == 1:
+            out[path[0]] = [] if isinstance(out[path[0]], list) else ""
+        else:
+            out[path[0]] = {**out[path[0]], path[1]: ""}
+    return out
+
+
+def _cut(container: dict[str, Any], budget: int) -> dict[Path, list[Any]]:
+    """Each part (:func:`_parts`) cut into pages: the small ones whole on
+    page 1, the room they leave shared among the large ones."""
+    parts = _parts(container, budget)
+    rest = _without(container, list(parts))
     room = max(budget - json_bytes(rest) - NOTE_BYTES, budget // 4)
-    out: dict[str, list[list[Any]]] = {}
-    by_size = sorted(lists, key=lambda k: (json_bytes(lists[k]), k))
+    out: dict[Path, list[Any]] = {}
+    by_size = sorted(parts, key=lambda k: (json_bytes(parts[k]), k))
     for n, key in enumerate(by_size):
         share = room // (len(by_size) - n)
-        size = json_bytes(lists[key])
+        value, size = parts[key], json_bytes(parts[key])
         if size <= share:
-            out[key] = [lists[key]]
+            out[key] = [value]
             room -= size
         else:
-            out[key] = _chunks(lists[key], share)
+            out[key] = (
+                _text_chunks(value, share) if isinstance(value, str) else _chunks(value, share)
+            )
             room -= share
     return out
 
@@ -66,9 +115,11 @@ def _cut(container: dict[str, Any], budget: int) -> dict[str, list[list[Any]]]:
 def page_of(
     container: dict[str, Any], budget: int, page: int = 1
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Page ``page`` (from 1) of ``container``'s lists within ``budget``
-    bytes, and the note that says so (None when it fits whole on one page).
-    A page past the last is bad input."""
+    """Page ``page`` (from 1) of ``container``'s lists and long texts within
+    ``budget`` bytes, and the note that says so (None when it fits whole on
+    one page): per part, its ``total`` (elements, or a text's characters),
+    the ``first`` shown (from 1) and how many are ``shown``. A page past the
+    last is bad input."""
     if isinstance(page, bool) or not isinstance(page, int) or page < 1:
         raise BadInput(f"page must be a whole number from 1, got {page!r}")
     if json_bytes(container) <= budget:
@@ -79,13 +130,17 @@ def page_of(
     pages = max((len(c) for c in cut.values()), default=1)
     if page > pages:
         raise BadInput(f"page {page} is past the last page ({pages})")
-    shown = dict(container)
+    shown = _without(container, list(cut))
     lists: dict[str, dict[str, int]] = {}
-    for key, chunks in cut.items():
+    for path, chunks in cut.items():
         before = sum(len(c) for c in chunks[: page - 1])
-        part = chunks[page - 1] if page <= len(chunks) else []
-        shown[key] = part
-        lists[key] = {"total": sum(len(c) for c in chunks), "first": before + 1, "shown": len(part)}
+        part = chunks[page - 1] if page <= len(chunks) else chunks[0][:0]
+        if len(path) == 1:
+            shown[path[0]] = part
+        else:
+            shown[path[0]][path[1]] = part
+        total = sum(len(c) for c in chunks)
+        lists[".".join(path)] = {"total": total, "first": before + 1, "shown": len(part)}
     note: dict[str, Any] = {"page": page, "pages": pages, "lists": lists}
     if page < pages:
         note["next"] = {"page": page + 1}

@@ -182,3 +182,27 @@ def test_a_page_past_the_last_is_a_clear_tool_error(store: Path):
             return result.content[0].text
 
     assert anyio.run(main).startswith("page 999 is past the last page (")
+
+
+def test_a_long_text_comes_in_pages_of_characters(store: Path):
+    """A passage of 45,000 characters (300 long words: a dump of encoded
+    data) is cut by characters, and the pages put it back together."""
+    text = " ".join(f"{n:03d}é" + "Qx7" * 48 for n in range(300))
+
+    async def main() -> tuple[list[dict[str, Any]], int]:
+        async with Client(stdio_params(store)) as client:
+            m = Measured(client)
+            (passage,) = (await m.call("remember", {"text": text, "uri": "one-paragraph"}))[
+                "passages"
+            ]
+            pages = await m.pages("get", {"address": passage})
+            return pages, max(m.largest.values())
+
+    pages, largest = anyio.run(main)
+    assert len(pages) >= 2 and largest <= CAP
+    assert "".join(p["text"] for p in pages) == text
+    assert pages[0]["paged"]["lists"]["text"] == {
+        "total": len(text),
+        "first": 1,
+        "shown": len(pages[0]["text"]),
+    }
