@@ -24,7 +24,7 @@ SCHEMA_VERSION = 8
 #: duplicate kind's index at the version of its migrations; a test keeps them
 #: equal). A store with other kinds' state, or older or newer, is the full
 #: path's to open: it migrates it, or refuses it in one line.
-BUILT_IN_KIND_STATE = {"duplicate": 1}
+BUILT_IN_KIND_STATE = {"duplicate": 2}
 
 
 class _Db:
