@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import anyio
+import attrs
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
@@ -106,6 +107,26 @@ class MemorsMCPServer(MCPServer):
             log.error("prompt_failed", prompt=name, error=f"{type(cause).__name__}: {cause}"[:200])
             raise MCPError(INTERNAL_ERROR, f"prompt {name} failed: {cause}"[:300]) from None
 
+    def _belongs_in_resolution(self, unknown: list[str]) -> str:
+        """For submit: which unknown arguments are fields of a kind's resolution,
+        said so the agent sends them inside ``resolution`` ("" when none is)."""
+        owners: dict[str, str] = {}
+        for kind in self.memory.kinds:
+            cls = kind.resolution
+            fields = [f.name for f in attrs.fields(cls)] if attrs.has(cls) else []
+            for field in fields:
+                owners.setdefault(field, kind.name)
+        found = [u for u in unknown if u in owners]
+        if not found:
+            return ""
+        inside = ", ".join(f'"{u}": …' for u in found)
+        kinds = ", ".join(sorted({owners[u] for u in found}))
+        return (
+            f"{', '.join(map(repr, found))} belong{'s' if len(found) == 1 else ''} in "
+            f'`resolution` (a field of the {kinds} kind): send {{"item": ID, "resolution": '
+            f"{{{inside}}}}}; "
+        )
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         allowed = self.tool_params.get(name)
         if allowed is not None:
@@ -114,8 +135,9 @@ class MemorsMCPServer(MCPServer):
                 # An ignored typo (say `dryrun`) could store what was meant as a dry run.
                 raise ToolError(
                     f"unknown argument{'s' if len(unknown) > 1 else ''} "
-                    f"{', '.join(map(repr, unknown))} for {name}; it takes "
-                    f"{', '.join(sorted(allowed))}"
+                    f"{', '.join(map(repr, unknown))} for {name}; "
+                    + (self._belongs_in_resolution(unknown) if name == "submit" else "")
+                    + f"it takes {', '.join(sorted(allowed))}"
                 )
         try:
             return await super().call_tool(name, arguments, context)

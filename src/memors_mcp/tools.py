@@ -792,18 +792,18 @@ def register_tools(
             ),
         ] = None,
         accept: Annotated[
-            bool | None, Field(description="merge items: the two entities are one.", strict=True)
-        ] = None,
+            bool, Field(description="merge items: the two entities are one.", strict=True)
+        ] = False,
         reject: Annotated[
-            bool | None,
+            bool,
             Field(
                 description="merge items: they are different (never proposed again).", strict=True
             ),
-        ] = None,
+        ] = False,
         skip: Annotated[
-            bool | None,
+            bool,
             Field(description="Any item: not worth doing; needs `reason`.", strict=True),
-        ] = None,
+        ] = False,
         reason: Annotated[str | None, Field(description="Why the item is skipped.")] = None,
         fingerprint: Annotated[
             str | None,
@@ -859,9 +859,10 @@ def register_tools(
                 cites=cites,
                 keep=keep,
                 bound=bound,
-                accept=accept,
-                reject=reject,
-                skip=skip,
+                # A flag left false is no field at all (a page takes no accept).
+                accept=accept or None,
+                reject=reject or None,
+                skip=skip or None,
                 reason=reason,
             ),
         )

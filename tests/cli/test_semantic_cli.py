@@ -275,3 +275,26 @@ def test_on_a_postgres_server_without_pgvector_a_search_by_meaning_says_so_in_on
     made = cli("reindex", "--vectors")
     assert made.code == 2 and len(made.err.strip().splitlines()) == 1, made.err
     assert "has no pgvector extension" in made.err
+
+
+@pytest.mark.sqlite_only("a second store that keeps vectors: a file next to the first")
+def test_import_says_to_make_the_vectors_an_export_does_not_carry(vcli, tmp_path: Path):
+    load(vcli)
+    export = vcli("export")
+    assert export.code == 0, export
+    (tmp_path / "dump.jsonl").write_text(export.out)
+
+    def copy(*args: str, env: dict[str, str] | None = None, db: str = "copy.db"):
+        return run_cli(*args, db=tmp_path / db, env=env, cwd=tmp_path)
+
+    r = copy("import", "dump.jsonl")
+    assert r.code == 0, r
+    assert r.out.splitlines()[1] == (
+        "3 passage(s) have no vector yet (an export carries none): run "
+        "`memors-mcp reindex --vectors --all-namespaces` to search them by meaning"
+    ), r.out
+    r = copy("reindex", "--vectors", "--all-namespaces")
+    assert r.code == 0 and "3 vector(s) made" in r.out, r
+    # Where no vectors are made, nothing is suggested.
+    r = copy("import", "dump.jsonl", "--json", env={"MEMORS_VECTORS": "off"}, db="off.db")
+    assert r.code == 0 and "notice" not in r.json, r

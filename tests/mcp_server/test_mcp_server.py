@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_clients.harness import PROMPT, SMALL_DOCUMENT_LIMIT, TEMPLATES, TOOLS, full_scenario
-from memors_core import Memory
+from memors_core import Memory, hookimpl
+from memors_core.plugins.kinds import Candidate, Kind, fingerprint
+from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import passages_about
 from memors_mcp.server import build_server
 from memors_mcp.tools import COMPACT_DEFAULT_LIMIT
@@ -84,6 +87,82 @@ def test_tools_are_described_for_a_model(store: Memory) -> None:
         "entity",
         "all",
     ]
+
+
+def test_optional_booleans_are_plain_booleans(store: Memory) -> None:
+    """A client that draws a form from the schema (the MCP Inspector) offers a
+    checkbox for a boolean, and nothing it can send for anyOf boolean/null."""
+    tools = drive(store, lambda c: c.list_tools()).tools
+    booleans = set()
+    for tool in tools:
+        for name, prop in tool.input_schema["properties"].items():
+            variants = [v.get("type") for v in prop.get("anyOf", [])]
+            assert "boolean" not in variants, f"{tool.name}.{name}: {prop}"
+            if prop.get("type") == "boolean":
+                assert prop.get("default") is False, f"{tool.name}.{name}: {prop}"
+                booleans.add(f"{tool.name}.{name}")
+    assert {"submit.accept", "submit.reject", "submit.skip", "submit.dry_run"} <= booleans
+
+    store.remember("\n\n".join(passages_about("Raft", 3)))
+    [item] = store.compact().items
+
+    async def body(client: Client):
+        return await client.call_tool(
+            "submit", {"item": item.id, "skip": True, "reason": "later", "accept": False}
+        )
+
+    skipped = drive(store, body)
+    assert not skipped.is_error and skipped.structured_content["status"] == "skipped", skipped
+
+
+@attrs.frozen
+class TodoResolution:
+    done: str
+
+
+class TodoKind(Kind):
+    """The plugin tutorial's kind (docs/plugins.md), cut down."""
+
+    name = "todo"
+    description = "a passage with a TODO: say what was done"
+    resolution = TodoResolution
+    hint = "done = what was done"
+
+    def scan(self, ctx):
+        for passage in ctx.store.passages.live(ctx.namespace):
+            if "TODO" in passage.text:
+                yield Candidate(passage.id, fingerprint(passage.text), lambda: {})
+
+    def apply(self, ctx, item, resolution):
+        return None
+
+
+def test_a_kinds_field_sent_beside_resolution_says_where_it_goes(store_address) -> None:
+    class Plugin:
+        @hookimpl
+        def memors_register_kinds(self, registry):
+            registry.add(TodoKind())
+
+    pm = build_plugin_manager()
+    pm.register(Plugin(), "todo")
+    with Memory.open(store_address, plugin_manager=pm) as memory:
+        memory.remember("TODO: write the rollback runbook.")
+        [item] = memory.compact(kinds=["todo"]).items
+
+        async def body(client: Client):
+            flat = await client.call_tool("submit", {"item": item.id, "done": "written"})
+            typo = await client.call_tool("submit", {"item": item.id, "dryrun": True})
+            inside = {"item": item.id, "resolution": {"done": "written"}}
+            return flat, typo, await client.call_tool("submit", inside)
+
+        flat, typo, inside = drive(memory, body)
+    assert flat.is_error
+    assert text_of(flat).startswith(
+        "unknown argument 'done' for submit; 'done' belongs in `resolution` (a field of the "
+        'todo kind): send {"item": ID, "resolution": {"done": …}}; it takes '
+    ), text_of(flat)
+    assert typo.is_error and "resolution" not in text_of(typo).split("it takes")[0]
+    assert not inside.is_error and inside.structured_content["status"] == "done"
 
 
 def test_tool_inputs_are_spec_names(store: Memory) -> None:

@@ -72,8 +72,17 @@ def cmd_import(args: argparse.Namespace) -> int:
             f"raise {DOCUMENT_SETTING} to read longer lines",
         )
         data = memory.import_(lines, str(path), allow_unverified=args.allow_unverified)
+        # An export carries no vectors: say how to make them where this store keeps them.
+        waiting = sum(memory.vectors_waiting(ns) for ns in memory.namespaces())
     checked = "" if data["verified"] else " (unverified: the file has no closing line)"
-    print_result(args, data, f"imported {sum(data['rows'].values()):,} row(s){checked}")
+    text = f"imported {sum(data['rows'].values()):,} row(s){checked}"
+    if waiting:
+        data["notice"] = (
+            f"{waiting:,} passage(s) have no vector yet (an export carries none): run "
+            "`memors-mcp reindex --vectors --all-namespaces` to search them by meaning"
+        )
+        text += f"\n{data['notice']}"
+    print_result(args, data, text)
     return 0
 
 
