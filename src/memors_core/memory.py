@@ -16,6 +16,7 @@ from memors_core.domain import dates, ids
 from memors_core.domain.ids import parse_address
 from memors_core.domain.inputs import check_namespace, opt_str, req_str
 from memors_core.domain.model import (
+    DocumentList,
     EntityList,
     EntityRef,
     EntityView,
@@ -26,6 +27,7 @@ from memors_core.domain.model import (
     ItemList,
     LintReport,
     MergeProposed,
+    PageList,
     PassageRef,
     Purged,
     Reindexed,
@@ -33,6 +35,7 @@ from memors_core.domain.model import (
     RememberedMany,
     SearchResults,
 )
+from memors_core.domain.rows import DOCUMENT_SORTS, PAGE_SORTS
 from memors_core.domain.search import check_request as check_search
 from memors_core.engine import edits, vectors, views
 from memors_core.engine.ingest import Ingest
@@ -459,6 +462,58 @@ class Memory:
         with self.store.read() as tx:
             return views.entity_count(tx, namespace)
 
+    def pages(
+        self,
+        namespace: str = "default",
+        *,
+        sort: str = "title",
+        stale: bool = False,
+        offset: int = 0,
+        limit: int = 50,
+    ) -> PageList:
+        """One page of the namespace's live pages (only the stale ones if
+        ``stale``), ordered by ``sort`` (:data:`PAGE_SORTS`), with how many there are."""
+        check_namespace(namespace)
+        offset, limit = _page_bounds(offset, limit)
+        sort = _sort(sort, PAGE_SORTS)
+        with self.store.read() as tx:
+            return views.pages(tx, namespace, sort, offset, limit or 50, stale=bool(stale))
+
+    def documents(
+        self, namespace: str = "default", *, sort: str = "title", offset: int = 0, limit: int = 50
+    ) -> DocumentList:
+        """One page of the namespace's live documents, ordered by ``sort``
+        (:data:`DOCUMENT_SORTS`), with how many there are."""
+        check_namespace(namespace)
+        offset, limit = _page_bounds(offset, limit)
+        sort = _sort(sort, DOCUMENT_SORTS)
+        with self.store.read() as tx:
+            return views.documents(tx, namespace, sort, offset, limit or 50)
+
+    def labels(self, addresses: Iterable[str], namespace: str = "default") -> dict[str, str]:
+        """What a person calls each address: an entity's name, a document's
+        title (else its URI), a page's title, a fact written out (address ->
+        label; passages, items and what is not there are left out)."""
+        check_namespace(namespace)
+        wanted = []
+        for address in dict.fromkeys(addresses):
+            try:
+                wanted.append((address, *parse_address(address)))
+            except BadInput:
+                continue
+        with self.store.read() as tx:
+            return views.labels(tx, namespace, wanted)
+
+    def produced(self, item: int, namespace: str = "default") -> str | None:
+        """The address of the page version the work item ``item`` wrote (a
+        ``page`` or ``stale`` item that was done); None if it wrote none."""
+        check_namespace(namespace)
+        if isinstance(item, bool) or not isinstance(item, int):
+            raise BadInput(f"item must be an item id, got {item!r}")
+        with self.store.read() as tx:
+            found = tx.pages.of_item(item, namespace)
+        return None if found is None else ids.address("page", found)
+
     def fact_history(self, subject: str, namespace: str = "default") -> list[FactView]:
         """Every fact about ``subject`` (name or address), forgotten and
         superseded ones too, oldest first: a timeline of what was held true."""
@@ -622,6 +677,12 @@ class Memory:
         """References to passages, in the order given (missing ones left out)."""
         with self.store.read() as tx:
             return views.passage_refs(tx, ids)
+
+
+def _sort(sort: object, allowed: tuple[str, ...]) -> str:
+    if sort not in allowed:
+        raise BadInput(f"sort must be one of {', '.join(allowed)}, got {str(sort)[:40]!r}")
+    return str(sort)
 
 
 def _page_bounds(offset: object, limit: object) -> tuple[int, int | None]:

@@ -331,6 +331,51 @@ class EntityList:
 
 
 @attrs.frozen
+class PageSummary:
+    """One line of a list of pages: a live page and what it is about."""
+
+    address: str
+    title: str
+    #: The page's entity (the one it was merged into, if so) and its name.
+    entity: str
+    entity_name: str
+    version: int
+    created_at: str
+    stale: bool
+    #: Stored over its checks' flags (``force``).
+    unverified: bool
+
+
+@attrs.frozen
+class PageList:
+    namespace: str
+    #: How many there are in all (not only on this page of the list).
+    total: int
+    pages: list[PageSummary]
+
+
+@attrs.frozen
+class DocumentSummary:
+    """One line of a list of documents: a live document and its latest version."""
+
+    address: str
+    title: str | None
+    uri: str | None
+    version: int
+    #: Its live passages.
+    passages: int
+    created_at: str
+
+
+@attrs.frozen
+class DocumentList:
+    namespace: str
+    #: How many there are in all (not only on this page of the list).
+    total: int
+    documents: list[DocumentSummary]
+
+
+@attrs.frozen
 class FactList:
     namespace: str
     facts: list[FactRef]

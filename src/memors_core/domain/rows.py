@@ -16,6 +16,13 @@ import attrs
 
 JSON = dict[str, Any]
 
+#: How a list of pages can be ordered: by title, by entity name, newest or
+#: oldest version first.
+PAGE_SORTS = ("title", "entity", "newest", "oldest")
+#: How a list of documents can be ordered: by title (its URI when it has
+#: none), newest or oldest first.
+DOCUMENT_SORTS = ("title", "newest", "oldest")
+
 
 @attrs.frozen
 class Document:

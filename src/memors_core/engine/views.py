@@ -15,6 +15,8 @@ from memors_core.domain import search as rank
 from memors_core.domain.grounding import flags_by_sentence
 from memors_core.domain.ids import address
 from memors_core.domain.model import (
+    DocumentList,
+    DocumentSummary,
     DocumentView,
     EntityList,
     EntityRef,
@@ -25,6 +27,8 @@ from memors_core.domain.model import (
     ItemList,
     ItemSummary,
     ItemView,
+    PageList,
+    PageSummary,
     PageView,
     PassageRef,
     PassageView,
@@ -271,6 +275,69 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
 def entity_count(tx: Tx, namespace: str) -> int:
     """How many canonical entities the namespace has."""
     return len(tx.entities.canonical_list(namespace))
+
+
+def pages(
+    tx: Tx, namespace: str, sort: str, offset: int, limit: int, stale: bool = False
+) -> PageList:
+    """One page of the namespace's live pages (only the stale ones if ``stale``)."""
+    rows = tx.pages.listing(namespace, sort, offset, limit, stale=stale)
+    out = [
+        PageSummary(
+            address=address("page", page.id),
+            title=page.title,
+            entity=address("entity", canonical),
+            entity_name=name,
+            version=page.version,
+            created_at=page.created_at,
+            stale=is_stale,
+            unverified=bool(page.flags),
+        )
+        for page, canonical, name, is_stale in rows
+    ]
+    return PageList(namespace, tx.pages.live_count(namespace, stale=stale), out)
+
+
+def documents(tx: Tx, namespace: str, sort: str, offset: int, limit: int) -> DocumentList:
+    """One page of the namespace's live documents, each with its latest version."""
+    out = [
+        DocumentSummary(
+            address=address("document", doc.id),
+            title=version.title,
+            uri=doc.uri,
+            version=version.version,
+            passages=n,
+            created_at=doc.created_at,
+        )
+        for doc, version, n in tx.documents.listing(namespace, sort, offset, limit)
+    ]
+    return DocumentList(namespace, tx.documents.live_count(namespace), out)
+
+
+def labels(tx: Tx, namespace: str, wanted: Iterable[tuple[str, str, str]]) -> dict[str, str]:
+    """What a person calls each ``(address, kind, id)``: an entity's name, a
+    document's title (else its URI), a page's title, a fact written out;
+    passages, items and what is not there are left out."""
+    out: dict[str, str] = {}
+    for addr, kind, ident in wanted:
+        name: str | None = None
+        if kind == "entity":
+            row = tx.entities.get(ident, namespace)
+            name = row.name if row else None
+        elif kind == "document":
+            doc = tx.documents.get(ident, namespace)
+            if doc is not None:
+                name = tx.documents.latest_version(ident).title or doc.uri
+        elif kind == "page":
+            page_row = tx.pages.get(ident, namespace)
+            name = page_row.title if page_row else None
+        elif kind == "fact":
+            fact_row = tx.facts.get(ident, namespace)
+            if fact_row is not None:
+                name = f"{fact_row.subject_name} {fact_row.predicate} {fact_row.value}"
+        if name:
+            out[addr] = name
+    return out
 
 
 def fact_history(tx: Tx, namespace: str, subject: str) -> list[FactView]:

@@ -114,6 +114,16 @@ class Documents(Protocol):
         """(document, first version) of the document version that no longer
         holds ``passage``, if one does not."""
 
+    def listing(
+        self, namespace: str, sort: str, offset: int, limit: int
+    ) -> list[tuple[Document, DocumentVersion, int]]:
+        """One page of the namespace's live documents, each with its latest
+        version and how many live passages it has; ``sort`` is one of
+        :data:`~memors_core.domain.rows.DOCUMENT_SORTS`."""
+
+    def live_count(self, namespace: str) -> int:
+        """How many live documents the namespace has."""
+
 
 class Passages(Protocol):
     """The passages of documents: append-only, numbered by the passage clock (``seq``)."""
@@ -411,6 +421,20 @@ class Pages(Protocol):
 
     def stale_counts(self) -> dict[str, int]:
         """Live stale pages per namespace (one with none left out)."""
+
+    def listing(
+        self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
+    ) -> list[tuple[Page, str, str, bool]]:
+        """One page of the namespace's live pages (only the stale ones if
+        ``stale``), each with its canonical entity's id and name and whether
+        it is stale (:meth:`is_stale`);
+        ``sort`` is one of :data:`~memors_core.domain.rows.PAGE_SORTS`."""
+
+    def of_item(self, item: int, namespace: str) -> str | None:
+        """The id of the page version the work item ``item`` wrote; None if it wrote none."""
+
+    def live_count(self, namespace: str, *, stale: bool = False) -> int:
+        """How many live pages (only stale ones if ``stale``) the namespace has."""
 
 
 class Tombstones(Protocol):

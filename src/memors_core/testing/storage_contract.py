@@ -511,6 +511,48 @@ class StorageContract(VectorContract):
             ]
             assert [p.id for p, _ in tx.pages.stale(NS)] == [raft_page]
 
+    def test_pages_are_listed_sorted_paged_and_the_stale_ones_alone(self, storage: Storage) -> None:
+        made = {}
+        for name in ("raft", "Paxos", "etcd"):
+            cited = remember(storage, f"[[{name}]] keeps a log.", about=name)
+            made[name] = (cited, write_page(storage, name, f"{name} keeps a log.", [cited], item=7))
+        newer = write_page(storage, "Paxos", "Paxos keeps a log.", [made["Paxos"][0]])
+        forget(storage, "passage", made["etcd"][0])
+        with storage.read() as tx:
+            rows = tx.pages.listing(NS, "title", 0, 10)
+            assert [(p.title, name, stale) for p, _, name, stale in rows] == [
+                ("etcd", "etcd", True),
+                ("Paxos", "Paxos", False),
+                ("raft", "raft", False),
+            ]
+            assert [p.id for p, *_ in tx.pages.listing(NS, "newest", 0, 1)] == [newer]
+            assert [p.title for p, *_ in tx.pages.listing(NS, "oldest", 1, 1)] == ["etcd"]
+            assert [p.title for p, *_ in tx.pages.listing(NS, "title", 0, 10, stale=True)] == [
+                "etcd"
+            ]
+            assert tx.pages.live_count(NS) == 3
+            assert tx.pages.live_count(NS, stale=True) == 1
+            assert tx.pages.live_count("elsewhere") == 0
+            assert tx.pages.of_item(7, NS) == made["etcd"][1]  # (the last one item 7 wrote)
+            assert tx.pages.of_item(8, NS) is None
+
+    def test_documents_are_listed_by_title_with_their_live_passages(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            first, ids = add_document(tx, ["One.", "Two."], uri="b.txt")
+            second, _ = add_document(tx, ["Three."], uri="a.txt")
+            gone, _ = add_document(tx, ["Four."], uri="c.txt")
+        forget(storage, "passage", ids[0])
+        forget(storage, "document", gone)
+        with storage.read() as tx:
+            rows = tx.documents.listing(NS, "title", 0, 10)
+            assert [(d.id, d.uri, v.version, n) for d, v, n in rows] == [
+                (second, "a.txt", 1, 1),
+                (first, "b.txt", 1, 1),
+            ]
+            assert [d.id for d, _, _ in tx.documents.listing(NS, "newest", 0, 1)] == [second]
+            assert [d.id for d, _, _ in tx.documents.listing(NS, "oldest", 1, 5)] == [second]
+            assert tx.documents.live_count(NS) == 2
+
     def test_superseding_a_fact_makes_the_pages_built_with_it_stale(self, storage: Storage) -> None:
         passage = remember(storage, "[[Raft]] elects a leader.", about="Raft")
         with storage.write() as tx:

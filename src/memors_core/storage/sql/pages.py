@@ -43,6 +43,13 @@ _COLS = (
     "pg.item, pg.flags, pg.built_seq, pg.created_at"
 )
 _FROM = "pages pg JOIN entities e ON e.id = pg.entity"
+#: ORDER BY of each of PAGE_SORTS (the row id breaks ties, so paging is stable).
+_PAGE_ORDER = {
+    "title": "lower(pg.title), pg.rowid",
+    "entity": "lower(c.name), pg.rowid",
+    "newest": "pg.rowid DESC",
+    "oldest": "pg.rowid",
+}
 
 
 def _page(row: tuple) -> Page:
@@ -352,6 +359,32 @@ class SqlPages(Repo):
             self.all(
                 f"SELECT namespace, COUNT(*) FROM pages pg WHERE {live('pg')} GROUP BY namespace"
             )
+        )
+
+    def listing(
+        self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
+    ) -> list[tuple[Page, str, str, bool]]:
+        only = f"AND {STALE_PAGE}" if stale else ""
+        rows = self.all(
+            f"""SELECT {_COLS}, c.id, c.name, {STALE_PAGE}
+                FROM {_FROM} JOIN entities c ON c.id = e.canonical
+                WHERE pg.namespace = ? AND {live("pg")} {only}
+                ORDER BY {_PAGE_ORDER[sort]} LIMIT ? OFFSET ?""",
+            (namespace, limit, offset),
+        )
+        return [(_page(r[:12]), r[12], r[13], bool(r[14])) for r in rows]
+
+    def of_item(self, item: int, namespace: str) -> str | None:
+        return self.scalar(
+            "SELECT id FROM pages WHERE item = ? AND namespace = ? ORDER BY rowid DESC LIMIT 1",
+            (item, namespace),
+        )
+
+    def live_count(self, namespace: str, *, stale: bool = False) -> int:
+        only = f"AND {STALE_PAGE}" if stale else ""
+        return self.scalar(
+            f"SELECT COUNT(*) FROM {_FROM} WHERE pg.namespace = ? AND {live('pg')} {only}",
+            (namespace,),
         )
 
     def stale_counts(self) -> dict[str, int]:

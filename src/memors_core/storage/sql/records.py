@@ -63,6 +63,16 @@ def _version(row: tuple) -> DocumentVersion:
 _VERSION_COLS = "document, version, text_hash, title, metadata, created_at"
 
 
+#: The latest version's title, else the URI, else the id: what a document is called.
+_DOC_NAME = "lower(COALESCE(v.title, d.uri, d.id))"
+#: ORDER BY of each of DOCUMENT_SORTS (the row id breaks ties, so paging is stable).
+_DOCUMENT_ORDER = {
+    "title": f"{_DOC_NAME}, d.rowid",
+    "newest": "d.rowid DESC",
+    "oldest": "d.rowid",
+}
+
+
 class SqlDocuments(Repo):
     def get(self, ident: str, namespace: str) -> Document | None:
         row = self.one(
@@ -80,6 +90,29 @@ class SqlDocuments(Repo):
             (namespace, uri),
         )
         return None if row is None else (Document(*row[:4]), row[4])
+
+    def listing(
+        self, namespace: str, sort: str, offset: int, limit: int
+    ) -> list[tuple[Document, DocumentVersion, int]]:
+        cols = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
+        rows = self.all(
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {cols},
+                       (SELECT COUNT(*) FROM passages p
+                        WHERE p.document = d.id AND {live("p")}) AS n
+                FROM documents d JOIN document_versions v ON v.document = d.id
+                WHERE d.namespace = ? AND {live("d")}
+                  AND v.version = (SELECT MAX(x.version) FROM document_versions x
+                                   WHERE x.document = d.id)
+                ORDER BY {_DOCUMENT_ORDER[sort]} LIMIT ? OFFSET ?""",
+            (namespace, limit, offset),
+        )
+        return [(Document(*r[:4]), _version(r[4:10]), r[10]) for r in rows]
+
+    def live_count(self, namespace: str) -> int:
+        return self.scalar(
+            f"SELECT COUNT(*) FROM documents d WHERE d.namespace = ? AND {live('d')}",
+            (namespace,),
+        )
 
     def insert(self, document: Document) -> None:
         self.run(
