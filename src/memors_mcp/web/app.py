@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from memors_core import BadInput, MemorsError, Memory, NotFound, Refused
 from memors_core.domain.ids import WEB_TYPES, web_path
 from memors_core.domain.inputs import check_namespace, field_value, resolution_object
+from memors_core.domain.rows import DOCUMENT_SORTS, PAGE_SORTS
 from memors_core.domain.search import GRANULARITIES, MODES
 from memors_core.log import get_logger
 
@@ -114,7 +115,7 @@ class WebView:
             login=self.guard.token is not None,
             signed_in=self.logins is not None
             and self.logins.valid(request.cookies.get(LOGIN_COOKIE)),
-            **{k: v for k, v in context.items() if k != "ns"},
+            **{"labels": {}, **{k: v for k, v in context.items() if k != "ns"}},
         )
         response = HTMLResponse(body, status_code=code)
         _secure(response)
@@ -178,6 +179,8 @@ class WebView:
             Route("/ns/{ns}", wrap(self.namespace_redirect)),
             Route("/ns/{ns}/search", wrap(self.search)),
             Route("/ns/{ns}/entities", wrap(self.entities)),
+            Route("/ns/{ns}/pages", wrap(self.pages)),
+            Route("/ns/{ns}/documents", wrap(self.documents)),
             Route("/ns/{ns}/queue", wrap(self.queue)),
             Route("/ns/{ns}/lint", wrap(self.lint)),
             Route("/ns/{ns}/preview/{ident}", wrap(self.preview)),
@@ -261,6 +264,10 @@ class WebView:
 
     async def go(self, request: Request) -> Response:
         ns = check_namespace(request.query_params.get("ns") or self.namespace)
+        entity = (request.query_params.get("entity") or "").strip()
+        if entity:  # an entity by its name (a page's [[Name]] link)
+            view = await self.call(self.memory.entity, entity, namespace=ns)
+            return RedirectResponse(web_path(view.address, ns), status_code=303)
         address = (request.query_params.get("address") or "").strip()
         view = await self.call(self.memory.get, address, namespace=ns)
         return RedirectResponse(web_path(view.address, ns), status_code=303)
@@ -297,6 +304,52 @@ class WebView:
             total=total,
         )
 
+    async def pages(self, request: Request) -> Response:
+        """The namespace's live pages (``stale=1``: the stale ones), sorted and paged."""
+        ns = self.ns_of(request)
+        params = request.query_params
+        offset = _int(params.get("offset"), 0)
+        sort = params.get("sort") or "title"
+        stale = params.get("stale") in ("1", "on", "true")
+        listing = await self.call(
+            self.memory.pages, ns, sort=sort, stale=stale, offset=offset, limit=PAGE_SIZE
+        )
+        return self.page(
+            request,
+            "pages.html",
+            ns=ns,
+            pages=listing.pages,
+            total=listing.total,
+            stale=stale,
+            sort=sort,
+            sorts=_sort_links(request, PAGE_SORTS, sort),
+            pager=_pager(request, offset, listing.total),
+        )
+
+    async def documents(self, request: Request) -> Response:
+        """The namespace's live documents, sorted and paged."""
+        ns = self.ns_of(request)
+        params = request.query_params
+        offset = _int(params.get("offset"), 0)
+        sort = params.get("sort") or "title"
+        listing = await self.call(
+            self.memory.documents, ns, sort=sort, offset=offset, limit=PAGE_SIZE
+        )
+        return self.page(
+            request,
+            "documents.html",
+            ns=ns,
+            documents=listing.documents,
+            total=listing.total,
+            sort=sort,
+            sorts=_sort_links(request, DOCUMENT_SORTS, sort),
+            pager=_pager(request, offset, listing.total),
+        )
+
+    async def labels(self, ns: str, addresses: Any) -> dict[str, str]:
+        """Names and titles for addresses a view shows (``m.addr`` shows them)."""
+        return await self.call(self.memory.labels, [a for a in addresses if a], namespace=ns)
+
     async def search(self, request: Request) -> Response:
         ns = self.ns_of(request)
         params = request.query_params
@@ -306,6 +359,7 @@ class WebView:
         limit = _int(params.get("limit"), 20)
         as_of = params.get("as_of") or None
         results: list[Any] = []
+        labels: dict[str, str] = {}
         notice = used = None
         if query.strip():
             found = await self.call(
@@ -318,10 +372,12 @@ class WebView:
                 mode=mode,
             )
             results, used, notice = found.results, found.mode, found.notice
+            labels = await self.labels(ns, [r.address for r in results])
         return self.page(
             request,
             "search.html",
             ns=ns,
+            labels=labels,
             query=query,
             granularity=granularity,
             mode=mode or "",
@@ -372,9 +428,13 @@ class WebView:
         report = await self.call(self.memory.lint, ns)
         offset = _int(request.query_params.get("offset"), 0)
         findings = report.findings[offset : offset + PAGE_SIZE]
+        labels = await self.labels(
+            ns, [a for f in findings for a in (f.address, *(f.related or ()))]
+        )
         return self.page(
             request,
             "lint.html",
+            labels=labels,
             ns=ns,
             findings=findings,
             total=len(report.findings),
@@ -440,12 +500,15 @@ class WebView:
         versions: list[Any] = []
         if view.page:
             versions = await self._versions(ns, view.page)
+        shown = view.passages[offset : offset + PAGE_SIZE]
+        labels = await self.labels(ns, [p.document for p in shown] + [view.merged_into or ""])
         return self.page(
             request,
             "entity.html",
+            labels=labels,
             ns=ns,
             e=view,
-            passages=view.passages[offset : offset + PAGE_SIZE],
+            passages=shown,
             pager=_pager(request, offset, len(view.passages)),
             total=len(view.passages),
             timeline=render.timeline(history),
@@ -495,6 +558,7 @@ class WebView:
             numbers,
             lambda a: web_path(a, ns),
             title_of,
+            lambda name: f"/go?{urlencode({'ns': ns, 'entity': name})}",
         )
         versions = await self._versions(ns, view.address)
         diff = ""
@@ -539,6 +603,8 @@ class WebView:
         form = await self.form(request)
         if isinstance(form, Response):
             return form
+        if form.get("resolve") == "refresh":
+            return await self._refresh_item(request, ns, view)
         try:
             resolution = _resolution(view.kind, form)
         except BadInput as exc:
@@ -576,6 +642,27 @@ class WebView:
             view = await self.call(self.memory.get, f"memo://item/{ident}", namespace=ns)
         return await self._show_item(request, ns, view, report=report, form=form, dry_run=dry_run)
 
+    async def _refresh_item(self, request: Request, ns: str, view: Any) -> Response:
+        """Rescan the item's kind (``compact`` of that kind alone), so an open
+        item whose inputs changed gets its current payload, then show it."""
+        if view.status != "open":
+            return await self._show_item(
+                request, ns, view, problem=f"item {view.id} is {view.status}: nothing to refresh"
+            )
+        before = view.fingerprint
+        await self.call(self.memory.compact, [view.kind], 0, ns)
+        view = await self.call(self.memory.get, view.address, namespace=ns)
+        log.info("web_item_refreshed", item=view.id, kind=view.kind, status=view.status)
+        if view.status != "open":
+            notice = (
+                f"Refreshed: this item is {view.status} now (what it asked for no longer holds)."
+            )
+        elif view.fingerprint != before:
+            notice = "Refreshed: its inputs had changed, and the payload below is the current one."
+        else:
+            notice = "Refreshed: nothing it was built from had changed."
+        return await self._show_item(request, ns, view, notice=notice)
+
     async def _show_item(
         self,
         request: Request,
@@ -587,6 +674,7 @@ class WebView:
         form: dict[str, Any] | None = None,
         dry_run: bool = False,
         code: int | None = None,
+        notice: str | None = None,
     ) -> Response:
         kind = self.memory.kinds.get(view.kind)
         payload = view.payload if isinstance(view.payload, dict) else {"payload": view.payload}
@@ -609,9 +697,17 @@ class WebView:
             for name, result in (report.checks or {}).items():
                 flagged = getattr(result, "flagged", [])
                 checks.append((name, getattr(result, "passed", True), flagged))
+        produced = None
+        if view.status == "done" and view.kind in ("page", "stale"):
+            produced = await self.call(self.memory.produced, view.id, namespace=ns)
+        shown = [produced, getattr(report, "address", None) if report else None]
+        shown += [c.get("address") for c in payload.get("changes") or [] if isinstance(c, dict)]
         return self.page(
             request,
             "item.html",
+            labels=await self.labels(ns, [a for a in shown if isinstance(a, str)]),
+            produced=produced,
+            notice=notice,
             code=code or (400 if problem else 200),
             ns=ns,
             i=view,
@@ -677,6 +773,16 @@ def _pager(request: Request, offset: int, total: int) -> dict[str, Any]:
         "prev": at(max(offset - PAGE_SIZE, 0)) if offset > 0 else None,
         "next": at(offset + PAGE_SIZE) if offset + PAGE_SIZE < total else None,
     }
+
+
+def _sort_links(request: Request, sorts: tuple[str, ...], current: str) -> list[Any]:
+    """``(name, url, on)`` for each way a list can be sorted (from its first row)."""
+    out = []
+    for name in sorts:
+        params = {k: v for k, v in request.query_params.items() if k != "offset"}
+        params["sort"] = name
+        out.append((name, f"?{urlencode(params)}", name == current))
+    return out
 
 
 def _resolution_fields(cls: type) -> list[dict[str, Any]]:

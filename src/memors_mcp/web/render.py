@@ -95,6 +95,7 @@ def page_html(
     numbers: dict[str, int],
     link: Any,
     title_of: Any,
+    entity_link: Any = None,
 ) -> tuple[str, list[int]]:
     """A page's Markdown as HTML, each recorded sentence followed by links to
     the passages it cites, numbered as in ``numbers`` (address -> n); and the
@@ -107,6 +108,8 @@ def page_html(
     (:func:`unverified_html`); ``link(address)`` is a source's URL and ``title_of(address)`` the
     text shown when it is hovered. The citation markers the author wrote are
     replaced by these links (they numbered the payload, not the page).
+    With ``entity_link(name)`` (an entity's URL by its name), ``[[Name]]``
+    and ``[[Name|label]]`` are links to the entity (:func:`wiki_links`).
     """
     marked = SPACED_MARKERS.sub("", content)
     # A slot is a sentence's number between two of a private-use character the
@@ -126,6 +129,8 @@ def page_html(
         last = end
     pieces.append(marked[last:])
     rendered = markdown_html("".join(pieces))
+    if entity_link is not None:
+        rendered = wiki_links(rendered, entity_link)
 
     def cites(m: re.Match[str]) -> str:
         i = int(m.group(1))
@@ -146,6 +151,40 @@ def page_html(
         return f'<sup class="cites" data-sentence="{i}">{"".join(links)}</sup>'
 
     return slot.sub(cites, rendered), [i for i, e in enumerate(ends) if e is None]
+
+
+# In rendered HTML (where markdown-it escaped the text): a [[Name]] or
+# [[Name|label]] link, and the code spans and blocks it is left alone in.
+_WIKI_HTML = re.compile(r"\[\[([^\[\]|<>\n]+?)(?:\|([^\[\]<>\n]*))?\]\]")
+_TAG_HTML = re.compile(r"(<[^>]*>)")
+_CODE_TAG = re.compile(r"<(/?)(?:code|pre)\b")
+
+
+def wiki_links(rendered: str, entity_link: Any) -> str:
+    """``[[Name]]`` and ``[[Name|label]]`` in rendered HTML as links to the
+    entity (``entity_link(name)`` is its URL), showing the label or the
+    name. Only text is read: code, and the attributes of tags, are left
+    as written."""
+
+    def one(m: re.Match[str]) -> str:
+        name = html.unescape(m.group(1)).strip()
+        shown = m.group(2) if m.group(2) and m.group(2).strip() else m.group(1)
+        if not name:
+            return m.group(0)
+        url = html.escape(entity_link(name))
+        return f'<a class="wiki" href="{url}" title="entity: {html.escape(name)}">{shown}</a>'
+
+    out = []
+    in_code = 0
+    for i, part in enumerate(_TAG_HTML.split(rendered)):
+        if i % 2:  # a tag
+            code = _CODE_TAG.match(part)
+            if code:
+                in_code = max(in_code + (-1 if code.group(1) else 1), 0)
+            out.append(part)
+        else:
+            out.append(part if in_code else _WIKI_HTML.sub(one, part))
+    return "".join(out)
 
 
 def unverified_html(flags: Sequence[dict[str, Any]], sentence: int | None = None) -> str:

@@ -14,9 +14,22 @@
     // The fragment comes from this server, rendered with every value escaped.
     pop.innerHTML = html;
     document.body.appendChild(pop);
-    var r = link.getBoundingClientRect();
-    pop.style.left = Math.max(8, window.scrollX + r.left - 20) + "px";
-    pop.style.top = (window.scrollY + r.bottom + 6) + "px";
+    place(pop, link.getBoundingClientRect());
+  }
+  // Near the link, but inside the viewport: pulled left from the right
+  // edge, and above the link when there is no room below it.
+  function place(box, r) {
+    var margin = 8;
+    var view = document.documentElement;
+    var width = Math.min(box.offsetWidth, view.clientWidth - 2 * margin);
+    box.style.maxWidth = width + "px";
+    var left = Math.min(r.left - 20, view.clientWidth - margin - width);
+    var top = r.bottom + 6;
+    if (top + box.offsetHeight > view.clientHeight - margin && r.top - 6 - box.offsetHeight >= margin) {
+      top = r.top - 6 - box.offsetHeight;
+    }
+    box.style.left = (window.scrollX + Math.max(margin, left)) + "px";
+    box.style.top = (window.scrollY + top) + "px";
   }
   function preview(event) {
     var link = event.target.closest("a.cite");
