@@ -985,7 +985,8 @@ def test_search_by_meaning_shows_how_it_ranked_and_why_not(vector_memory, vector
         found = client.get(f"/ns/default/search?{query}")
         assert found.status == 200
         assert "Melanie adopted a young rescue dog" in found.text
-        assert "passages ranked by words and meaning, fused by rank" in found.text
+        assert "passages ranked by words and meaning, their scores fused" in found.text
+        assert "fused score: words and meaning, 0 to 1" in found.text
         assert '<option value="" selected>default</option>' in found.text
         lexical = client.get(f"/ns/default/search?{query}&mode=lexical")
         assert "Nothing matches" in lexical.text
