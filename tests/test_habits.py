@@ -16,6 +16,11 @@ from paths import ROOT
 
 RULE_SINCE = "827ad8b"
 LIMIT = 72
+#: Commits on main whose subject went over the limit: history is never
+#: rewritten, so each is listed here instead (full hash).
+OVER_THE_LIMIT = {
+    "40e348a86875f82fa5c19317206dbb9d01d9cfc8",  # 80 characters
+}
 
 
 def _git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,7 +32,11 @@ def test_commit_subjects_fit_72_characters():
         pytest.skip("not a git checkout")
     if _git("cat-file", "-e", f"{RULE_SINCE}^{{commit}}").returncode != 0:
         pytest.skip(f"commit {RULE_SINCE} is not in this clone (a shallow one?)")
-    log = _git("log", "--format=%h %s", f"{RULE_SINCE}..HEAD")
+    log = _git("log", "--format=%H %s", f"{RULE_SINCE}..HEAD")
     assert log.returncode == 0, log.stderr
-    long = [line for line in log.stdout.splitlines() if len(line.split(" ", 1)[1]) > LIMIT]
+    long = [
+        line
+        for line in log.stdout.splitlines()
+        if len(line.split(" ", 1)[1]) > LIMIT and line.split(" ", 1)[0] not in OVER_THE_LIMIT
+    ]
     assert long == [], f"commit subjects over {LIMIT} characters: {long}"
