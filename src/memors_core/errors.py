@@ -24,14 +24,21 @@ class MemorsError(Exception):
 
 
 class BadInput(MemorsError):
+    """An argument is not what the operation takes (exit 2 on the command line, a
+    tool error over MCP); nothing was stored."""
+
     code = "bad-input"
 
 
 class BadAddress(BadInput):
+    """An address that is not ``memo://TYPE/ID`` of a type the operation takes."""
+
     code = "bad-address"
 
 
 class NotFound(MemorsError):
+    """No row has that address in this namespace."""
+
     code = "not-found"
 
 
@@ -42,10 +49,15 @@ class Refused(MemorsError):
 
 
 class PluginError(MemorsError):
+    """A plugin failed to load, or its kind, check or rule failed; the message names
+    the plugin."""
+
     code = "plugin-error"
 
 
 class StoreBusy(MemorsError):
+    """Another process held the store past the busy timeout; try again."""
+
     code = "busy"
 
 

@@ -531,12 +531,17 @@ class Memory:
             return views.absorbed(tx, namespace, entity)
 
     def entity(self, name: str, namespace: str = "default") -> EntityView:
+        """The entity called ``name`` (or one of its aliases, or at that
+        entity address; case and white space do not matter), with its live
+        passages, facts and page; NotFound if there is none."""
         check_namespace(namespace)
         name = req_str(name, "entity name", 200)
         with self.store.read() as tx:
             return views.entity_named(tx, name, namespace)
 
     def facts(self, subject: str | None = None, namespace: str = "default") -> FactList:
+        """The live facts of the namespace, or only those about ``subject``
+        (an entity's name or address), oldest first."""
         check_namespace(namespace)
         if subject is not None:
             subject = req_str(subject, "subject", 200)

@@ -17,6 +17,9 @@ JSON = dict[str, Any]
 
 @attrs.frozen
 class PassageRef:
+    """A passage as a payload or an entity lists it: its address, its document's and
+    its text."""
+
     address: str
     document: str
     text: str
@@ -24,6 +27,8 @@ class PassageRef:
 
 @attrs.frozen
 class FactRef:
+    """A fact as a payload or a list gives it; an absent bound is open (``None``)."""
+
     address: str
     subject: str
     predicate: str
@@ -34,6 +39,8 @@ class FactRef:
 
 @attrs.frozen
 class EntityRef:
+    """An entity as a payload names it: address, canonical name and aliases."""
+
     address: str
     name: str
     aliases: list[str] = attrs.field(factory=list)
@@ -41,6 +48,8 @@ class EntityRef:
 
 @attrs.frozen
 class PageRef:
+    """A page version as a payload carries it (the page a ``stale`` item rewrites)."""
+
     address: str
     title: str
     content: str
@@ -52,6 +61,9 @@ class PageRef:
 
 @attrs.frozen
 class Remembered:
+    """What :meth:`Memory.remember` stored: the document's address, its passages'
+    and the entities they mention."""
+
     document: str
     passages: list[str]
     entities: list[str]
@@ -74,11 +86,16 @@ class RememberedMany:
 
 @attrs.frozen
 class FactRecorded:
+    """The address of the fact :meth:`Memory.record_fact` stored."""
+
     fact: str
 
 
 @attrs.frozen
 class MergeProposed:
+    """The merge candidate :meth:`Memory.propose_merge` opened (or found open), the
+    two entities and its ``status``."""
+
     candidate: int
     entities: list[str]
     status: str
@@ -86,6 +103,9 @@ class MergeProposed:
 
 @attrs.frozen
 class SearchHit:
+    """One result of a search: the row's address, its granularity, its text (or a
+    snippet) and its score."""
+
     address: str
     granularity: str
     text: str
@@ -97,6 +117,8 @@ class SearchHit:
 
 @attrs.frozen
 class SearchResults:
+    """What :meth:`Memory.search` found, best first."""
+
     results: list[SearchHit]
     #: How passages were ranked: ``lexical``, ``semantic`` or ``hybrid``.
     mode: str = "lexical"
@@ -119,6 +141,9 @@ class Reindexed:
 
 @attrs.frozen
 class Forgotten:
+    """What :meth:`Memory.forget` did: the address, its ``status`` now, and every
+    address it forgot (a document's passages too)."""
+
     address: str
     status: str
     forgotten: list[str] = attrs.field(factory=list)
@@ -126,6 +151,8 @@ class Forgotten:
 
 @attrs.frozen
 class Purged:
+    """What :meth:`Memory.purge` erased for good, and its audit record."""
+
     address: str
     erased: list[str]
     audit: int
@@ -140,6 +167,9 @@ class Purged:
 
 @attrs.frozen
 class ItemSummary:
+    """An open work item as :meth:`Memory.compact` and :meth:`Memory.items` hand it
+    out, with its payload."""
+
     id: int
     kind: str
     status: str
@@ -150,6 +180,9 @@ class ItemSummary:
 
 @attrs.frozen
 class Compacted:
+    """What :meth:`Memory.compact` did: items created, how many are open, and the
+    open items (as many as ``limit``)."""
+
     namespace: str
     created: int
     open: int
@@ -162,12 +195,19 @@ class Compacted:
 
 @attrs.frozen
 class CheckResult:
+    """One check's verdict on a submission: ``passed``, and what it ``flagged`` when
+    not."""
+
     passed: bool
     flagged: list[JSON] = attrs.field(factory=list)
 
 
 @attrs.frozen
 class SubmitReport:
+    """What :meth:`Memory.submit` did with a resolution: the item's ``status`` now,
+    whether it was ``stored`` (and where), the diff against the previous page, each
+    check's result and a one-line ``message``."""
+
     item: int
     kind: str
     status: str
@@ -183,6 +223,9 @@ class SubmitReport:
 
 @attrs.frozen
 class Finding:
+    """One lint finding: its ``rule``, the main ``address``, a readable ``message``
+    and the other addresses involved (``related``)."""
+
     rule: str
     address: str
     message: str
@@ -191,6 +234,8 @@ class Finding:
 
 @attrs.frozen
 class LintReport:
+    """What :meth:`Memory.lint` found in a namespace (no findings: clean)."""
+
     namespace: str
     findings: list[Finding]
 
@@ -206,6 +251,9 @@ TOMBSTONE_FIELDS = ("forgotten", "superseded")
 
 @attrs.frozen
 class DocumentView:
+    """A document as :meth:`Memory.get` shows it: its latest version's passages and
+    every version."""
+
     address: str
     type: str
     status: str
@@ -222,6 +270,8 @@ class DocumentView:
 
 @attrs.frozen
 class PassageView:
+    """A passage as :meth:`Memory.get` shows it, with the entities it mentions."""
+
     address: str
     type: str
     status: str
@@ -237,6 +287,9 @@ class PassageView:
 
 @attrs.frozen
 class FactView:
+    """A fact as :meth:`Memory.get` shows it; ``expired`` once its ``valid_to`` has
+    passed."""
+
     address: str
     type: str
     status: str
@@ -255,6 +308,9 @@ class FactView:
 
 @attrs.frozen
 class EntityView:
+    """An entity as :meth:`Memory.get` and :meth:`Memory.entity` show it: its live
+    passages and facts, and its page."""
+
     address: str
     type: str
     status: str
@@ -279,6 +335,9 @@ class SentenceView:
 
 @attrs.frozen
 class PageView:
+    """A page version as :meth:`Memory.get` shows it: its content, the passages it
+    cites, its checked sentences and whether it is stale."""
+
     address: str
     type: str
     status: str
@@ -302,6 +361,9 @@ class PageView:
 
 @attrs.frozen
 class ItemView:
+    """A work item as :meth:`Memory.get` shows it (``memo://item/N``), whatever its
+    status, with its resolution once done."""
+
     address: str
     type: str
     status: str
@@ -316,6 +378,8 @@ class ItemView:
 
 @attrs.frozen
 class EntitySummary:
+    """An entity in a list: its counts of live passages and facts, and its page."""
+
     address: str
     name: str
     aliases: list[str]
@@ -326,6 +390,8 @@ class EntitySummary:
 
 @attrs.frozen
 class EntityList:
+    """One page of a namespace's entities (:meth:`Memory.entities`)."""
+
     namespace: str
     entities: list[EntitySummary]
 
@@ -348,6 +414,8 @@ class PageSummary:
 
 @attrs.frozen
 class PageList:
+    """One page of a namespace's live pages (:meth:`Memory.pages`), with how many there are."""
+
     namespace: str
     #: How many there are in all (not only on this page of the list).
     total: int
@@ -369,6 +437,8 @@ class DocumentSummary:
 
 @attrs.frozen
 class DocumentList:
+    """One page of a namespace's live documents (:meth:`Memory.documents`), with how many there are."""
+
     namespace: str
     #: How many there are in all (not only on this page of the list).
     total: int
@@ -377,12 +447,16 @@ class DocumentList:
 
 @attrs.frozen
 class FactList:
+    """A namespace's live facts (:meth:`Memory.facts`)."""
+
     namespace: str
     facts: list[FactRef]
 
 
 @attrs.frozen
 class ItemList:
+    """Work items of a namespace (:meth:`Memory.items`)."""
+
     namespace: str
     items: list[ItemSummary]
 
