@@ -374,3 +374,43 @@ def test_embedding_benchmark_prints_each_configuration_beside_the_bare_model(tmp
     ):
         assert out.count(row) == 2, row  # prose and turns
     assert re.search(r"x of bare\s+target >= 0\.8x", out), out
+
+
+@pytest.mark.parametrize("engine", ["sqlite", "postgres"])
+def test_queue_benchmark_works_the_whole_queue_to_a_clean_lint(engine):
+    """benchmarks/queue.py --quick: a scripted agent works every item of a
+    real corpus through MCP (pages, then merges, conflicts, duplicates and
+    the stale pages they leave); every item ends settled, lint is clean, no
+    answer exceeds the cap and each duplicate cluster took one round."""
+    if not Path("/usr/share/common-licenses/GPL-2").exists():
+        pytest.skip("the quick corpus is Debian's /usr/share/common-licenses and copyright files")
+    extra, drop = [], None
+    if engine == "postgres":
+        from memors_core.testing import postgres
+
+        postgres.require_server()
+        url = postgres.new_database()
+        extra, drop = ["--db", url], lambda: postgres.drop_database(url)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchmarks.queue", "--quick", *extra],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    finally:
+        if drop:
+            drop()
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    lines = {line.split("  ")[0]: line for line in out.splitlines()}
+    for figure in ("items settled", "final lint", "largest answer", "duplicate rounds"):
+        assert lines[figure].endswith(" met"), lines[figure]
+    assert "0 open, 0 given up" in lines["items settled"]
+    assert "0 finding(s)" in lines["final lint"]
+    rounds = json.loads(lines["rounds per kind"].split(None, 3)[3])
+    # every kind came up, and the decisions made pages stale that were refreshed
+    assert set(rounds) == {"page", "stale", "merge", "conflict", "duplicate"}, rounds
+    dup = re.search(r"(\d+) for (\d+) cluster", lines["duplicate rounds"])
+    assert dup and dup.group(1) == dup.group(2) and int(dup.group(2)) > 0, dup
+    size = re.search(r"([\d,]+) B \(\w+\)\s+<= ([\d,]+) B", lines["largest answer"])
+    assert size and int(size[1].replace(",", "")) <= int(size[2].replace(",", ""))
+    assert out.rstrip().endswith("targets: all met")
