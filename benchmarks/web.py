@@ -11,7 +11,9 @@ entity with ``--entity-passages`` passages of its own, and a page citing 50
 passages (stored through ``submit`` on its entity's page item, every check
 passing); ``compact`` then leaves an open queue. It starts the real server
 (``memors-mcp serve --http`` on 127.0.0.1) and times ``--requests`` GETs of
-each view over one kept-alive connection, after two to warm it up.
+each view over one kept-alive connection, after two to warm it up: the
+page, the queue, the entity, the namespace home, search, and the lists of
+pages and of documents (issue 31, point 7).
 
 Each figure is a whole round trip on the loopback interface, so it bounds
 the server's render time from above; its reference is the same round trip
@@ -140,6 +142,7 @@ def build(memory: Any, size: int, entity_passages: int, seed: int) -> dict[str, 
     )
     entity = memory.entity(LEDGER)
     return {
+        "documents": memory.documents().total,
         "page": done.address,
         "entity": entity.address,
         "entity_passages": len(entity.passages),
@@ -231,6 +234,8 @@ def main() -> None:
             page_id = built["page"].rsplit("/", 1)[1]
             entity_id = built["entity"].rsplit("/", 1)[1]
             last = max(0, (built["entity_passages"] - 1) // 50 * 50)
+            docs = built["documents"]
+            docs_last = max(0, (docs - 1) // 50 * 50)
             views = {
                 "page view, 50 cited passages": f"{ns}/page/{page_id}",
                 f"queue view, {built['open']:,} open items": f"{ns}/queue",
@@ -238,6 +243,11 @@ def main() -> None:
                 "entity view, its last 50 passages": f"{ns}/entity/{entity_id}?offset={last}",
                 "namespace home (metrics, entities)": f"{ns}/",
                 "search page, 2 words": f"{ns}/search?q={quote('replication step')}",
+                "pages list, by title": f"{ns}/pages",
+                "stale pages list": f"{ns}/pages?stale=1",
+                f"documents list, {docs:,} by title": f"{ns}/documents",
+                "documents list, its last 50 by title": f"{ns}/documents?offset={docs_last}",
+                "documents list, newest first": f"{ns}/documents?sort=newest",
             }
             measure(server.port, views, args.requests)
         finally:

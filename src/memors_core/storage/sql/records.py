@@ -96,9 +96,7 @@ class SqlDocuments(Repo):
     ) -> list[tuple[Document, DocumentVersion, int]]:
         cols = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
         rows = self.all(
-            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {cols},
-                       (SELECT COUNT(*) FROM passages p
-                        WHERE p.document = d.id AND {live("p")}) AS n
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {cols}
                 FROM documents d JOIN document_versions v ON v.document = d.id
                 WHERE d.namespace = ? AND {live("d")}
                   AND v.version = (SELECT MAX(x.version) FROM document_versions x
@@ -106,7 +104,17 @@ class SqlDocuments(Repo):
                 ORDER BY {_DOCUMENT_ORDER[sort]} LIMIT ? OFFSET ?""",
             (namespace, limit, offset),
         )
-        return [(Document(*r[:4]), _version(r[4:10]), r[10]) for r in rows]
+        # Counted for the rows shown only (in the query above, the rows an
+        # OFFSET skips would be counted too).
+        counts = dict(
+            self.all(
+                f"""SELECT p.document, COUNT(*) FROM passages p
+                    WHERE p.document IN (SELECT value FROM json_each(?)) AND {live("p")}
+                    GROUP BY p.document""",
+                (json.dumps([r[0] for r in rows]),),
+            )
+        )
+        return [(Document(*r[:4]), _version(r[4:10]), counts.get(r[0], 0)) for r in rows]
 
     def live_count(self, namespace: str) -> int:
         return self.scalar(
