@@ -226,6 +226,9 @@ def shoot(base: str, found: dict[str, Any], out: Path) -> list[Path]:
         page.goto("/ns/default/queue")
         save("web-queue.png")
 
+        page.goto("/ns/default/documents")
+        save("web-documents.png")
+
         page.goto(f"/ns/default/item/{found['etcd_item']}")
         form = page.locator("form.page-form")
         form.locator("textarea[name=content]").fill(found["etcd_draft"])
