@@ -231,6 +231,8 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     seen: dict[int, str] = field(default_factory=dict)  # item id -> kind
     clusters: int = 0  # open duplicate items when the decisions began
+    largest_cluster: int = 0  # members of the largest duplicate item
+    pages_read: int = 0  # further pages of payloads fetched with get
     done: set[int] = field(default_factory=set)
     failed: dict[int, str] = field(default_factory=dict)  # item id -> why it was given up
 
@@ -264,6 +266,7 @@ class Agent:
         paged = item.get("paged") or {}
         while isinstance(paged.get("next"), dict):
             data, error = await self.call("get", dict(paged["next"]))
+            self.tally.pages_read += 1
             if error:
                 raise RuntimeError(f"get {paged['next']}: {data['error']}")
             for key in paged.get("lists") or {}:
@@ -317,6 +320,8 @@ class Agent:
         if kind == "merge":
             return await self.final(item, {"accept": True})
         if kind == "duplicate":
+            members = len(payload["passages"])
+            self.tally.largest_cluster = max(self.tally.largest_cluster, members)
             return await self.final(item, {"keep": [payload["passages"][0]["address"]]})
         return f"no rule for kind {kind}"
 
@@ -416,6 +421,8 @@ def report(tally: Tally, result: dict[str, Any], cap: int, wall: float) -> bool:
             tally.rounds["duplicate"] == clusters,
         ),
         ("rounds per kind", json.dumps(dict(sorted(tally.rounds.items()))), "", None),
+        ("largest cluster", f"{tally.largest_cluster} members", "", None),
+        ("payload pages read", f"{tally.pages_read} (get, following paged.next)", "", None),
         ("dry runs", f"{tally.dry_runs:,}", "", None),
         ("refused submissions", f"{len(tally.refused)} {dict(tally.ended)}", "", None),
         ("calls", f"{sum(tally.calls.values()):,} {dict(sorted(tally.calls.items()))}", "", None),
