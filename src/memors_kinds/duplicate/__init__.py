@@ -120,8 +120,12 @@ JACCARD_DECIMALS = 4
 def _rounded(value: Fraction | float) -> float:
     """A Jaccard for people: ``7/9`` is ``0.7777`` (cut, not rounded up, so
     that only identical sets show 1.0)."""
+    # A float Jaccard (the join's) is a ratio of set sizes below a few
+    # thousand: limit_denominator finds that ratio again exactly, so 0.95
+    # stored as 0.94999... still reads 0.95.
+    exact = value if isinstance(value, Fraction) else Fraction(value).limit_denominator(10**6)
     scale = 10**JACCARD_DECIMALS
-    return int(Fraction(value) * scale) / scale
+    return int(exact * scale) / scale
 
 
 def _snippet(text: str, most: int = 60) -> str:
@@ -160,7 +164,7 @@ def _resettle(tx: Tx, index: PrefixIndex, namespace: str) -> None:
     or a store whose settlements were never recorded)."""
     index.forget_settled(namespace)
     after = 0
-    while batch := tx.items.list(namespace, "duplicate", "done", after=after, limit=500):
+    while batch := tx.items.list(namespace, "duplicate", "done", after=after, limit=50):
         for item in batch:
             passages = (item.payload or {}).get("passages") or []
             index.settle(namespace, item.id, (parse_address(p["address"])[1] for p in passages))

@@ -396,13 +396,12 @@ class PostgresPrefixIndex:
         """A purged passage's prefix tokens are hashes of its words: its rows
         go from both prefix tables (one pass over each: purge is rare, and
         the passage's shingles are not needed to find them), and it leaves
-        its cluster."""
+        its cluster and the settlements that named it."""
         if not passages:
             return
         seqs = sorted(seq for seq, _ident in passages)
         for table in PREFIX_TABLES:
             self.conn.execute(f"DELETE FROM {table} WHERE passage = ANY(%s::bigint[])", (seqs,))
-        self.conn.execute(
-            "DELETE FROM dup_members WHERE passage = ANY(%s::text[])",
-            (sorted(ident for _seq, ident in passages),),
-        )
+        idents = sorted(ident for _seq, ident in passages)
+        for table in ("dup_members", "dup_settled"):
+            self.conn.execute(f"DELETE FROM {table} WHERE passage = ANY(%s::text[])", (idents,))

@@ -280,7 +280,7 @@ class SqlitePrefixIndex:
         """A purged passage's prefix tokens are hashes of its words: its rows
         go from both prefix tables (one pass over each: purge is rare, and
         the passage's shingles are not needed to find them), and it leaves
-        its cluster."""
+        its cluster and the settlements that named it."""
         if not passages:
             return
         seqs = json.dumps(sorted(seq for seq, _ident in passages))
@@ -288,7 +288,8 @@ class SqlitePrefixIndex:
             self.conn.execute(
                 f"DELETE FROM {table} WHERE passage IN (SELECT value FROM json_each(?))", (seqs,)
             )
-        self.conn.execute(
-            "DELETE FROM dup_members WHERE passage IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(ident for _seq, ident in passages)),),
-        )
+        idents = json.dumps(sorted(ident for _seq, ident in passages))
+        for table in ("dup_members", "dup_settled"):
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE passage IN (SELECT value FROM json_each(?))", (idents,)
+            )
