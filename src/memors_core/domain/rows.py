@@ -175,6 +175,20 @@ class MergeCandidate:
 
 
 @attrs.frozen
+class Correction:
+    """One correction a person or an agent made (a rename, a merge undone,
+    an item reopened …): its audit row."""
+
+    id: int
+    namespace: str
+    action: str
+    #: The address the correction was about.
+    target: str
+    detail: dict
+    created_at: str
+
+
+@attrs.frozen
 class Item:
     """A stored work item."""
 

@@ -28,6 +28,7 @@ import attrs
 
 from memors_core.domain.rows import (
     BadPendingPurge,
+    Correction,
     Document,
     DocumentVersion,
     Entity,
@@ -232,8 +233,26 @@ class Entities(Protocol):
     def aliases(self, canonical: str) -> list[str]:
         """Other names of a canonical entity: its aliases and merged entities' names."""
 
-    def add_alias(self, entity: str, namespace: str, alias: str) -> None:
-        """Give ``entity`` the other name ``alias`` (idempotent; write)."""
+    def add_alias(
+        self, entity: str, namespace: str, alias: str, correction: int | None = None
+    ) -> bool:
+        """Give ``entity`` the other name ``alias`` (idempotent; write); whether it
+        was not one before (a retracted alias is restored)."""
+
+    def retract_alias(self, entity: str, namespace: str, alias: str, correction: int) -> bool:
+        """Take the alias back from ``entity`` (an undone merge; write): it no longer
+        names the entity, until given again; False if it was not one."""
+
+    def rename(self, entity: str, namespace: str, name: str, correction: int) -> None:
+        """Give the canonical ``entity`` the name ``name`` (write): its names stay
+        aliases, and ``name`` becomes one too, so every name resolves."""
+
+    def separate(self, ids: Iterable[str], canonical: str) -> list[str]:
+        """Point the entities ``ids`` at ``canonical`` again (an undone merge; write);
+        the ids that moved."""
+
+    def merged_ids(self, canonical: str) -> list[str]:
+        """The entities that resolve to ``canonical`` (itself included), oldest first."""
 
     def live_passages(self, canonical: str) -> list[Passage]:
         """Live passages mentioning the entity or one merged into it, by ``seq``."""
@@ -478,6 +497,9 @@ class Tombstones(Protocol):
         """:meth:`add` for many rows of one kind in a few statements (write);
         the ids that were live and now have their tombstone, in the order given."""
 
+    def by_item(self, namespace: str, item: int) -> list[Tombstone]:
+        """The tombstones the work item ``item`` wrote, oldest first."""
+
     def since(self, namespace: str, after: int) -> list[Tombstone]:
         """Tombstones of ``namespace`` newer than the clock value ``after``, oldest first."""
 
@@ -493,10 +515,23 @@ class MergeCandidates(Protocol):
         """The candidate ``ident``; None if there is none."""
 
     def set_status(self, ident: int, status: str) -> None:
-        """Decide a candidate: set its status (``accepted``, ``rejected``) and when (write)."""
+        """Decide a candidate: set its status (``accepted``, ``rejected``; ``open`` again
+        when a person proposes it again) and when (write)."""
 
     def in_namespace(self, namespace: str, status: str | None = None) -> list[MergeCandidate]:
         """The candidates of ``namespace``, oldest first; ``status`` keeps those in it."""
+
+
+class Corrections(Protocol):
+    """The audit of corrections (renames, merges and their undoing, items reopened)."""
+
+    def record(self, namespace: str, action: str, target: str, detail: dict[str, Any]) -> int:
+        """Append one correction about the address ``target`` (write); its id."""
+
+    def list(
+        self, namespace: str, action: str | None = None, target: str | None = None
+    ) -> list[Correction]:
+        """The corrections of ``namespace``, oldest first, of that action and target if given."""
 
 
 class Items(Protocol):
@@ -793,6 +828,7 @@ class Tx(Protocol):
     items: Items
     changes: ChangeLog
     counters: Counters
+    corrections: Corrections
     search: Search
     vectors: Vectors
     purges: Purges

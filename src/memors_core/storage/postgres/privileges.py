@@ -377,7 +377,16 @@ BEGIN
 
 #: Tables an application role may read and append to, never change.
 def append_only_tables() -> tuple[str, ...]:
-    return (*RAW_TABLES, "mentions", "aliases", "purges")
+    return (
+        *RAW_TABLES,
+        "mentions",
+        "aliases",
+        "purges",
+        # the corrections people make and what they name (issue 31)
+        "corrections",
+        "entity_names",
+        "alias_changes",
+    )
 
 
 #: Tables an application role may only read: derived from other tables by

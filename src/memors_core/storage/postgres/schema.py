@@ -37,6 +37,9 @@ IDENTITIES = {
     "work_items": "id",
     "purges": "id",
     "changes": "seq",
+    "corrections": "id",
+    "entity_names": "rowid",
+    "alias_changes": "rowid",
 }
 
 _GUARDS = """
@@ -479,6 +482,51 @@ SENTENCE_FLAGS_MIGRATION = (
     f"ALTER TABLE page_sentences ADD COLUMN flags {T} NOT NULL DEFAULT '[]';\n"
 )
 
+# Corrections (issue 31), SQLite's version 9: the audit of every
+# correction, entities' names after renames and the aliases a merge undone
+# took back; append-only for every role (an application role may read and
+# append, privileges.append_only_tables).
+CORRECTIONS_MIGRATION = f"""
+CREATE TABLE corrections(
+    id {ID},
+    namespace {T} NOT NULL,
+    action {T} NOT NULL,
+    target {T} NOT NULL,
+    detail {T} NOT NULL DEFAULT '{{}}',
+    created_at {T} NOT NULL
+);
+CREATE INDEX corrections_target ON corrections(namespace, target, id);
+
+CREATE TABLE entity_names(
+    rowid {ID},
+    entity {T} NOT NULL,
+    namespace {T} NOT NULL,
+    name {T} NOT NULL,
+    correction BIGINT NOT NULL,
+    created_at {T} NOT NULL
+);
+CREATE INDEX entity_names_entity ON entity_names(entity, rowid);
+
+CREATE TABLE alias_changes(
+    rowid {ID},
+    entity {T} NOT NULL,
+    namespace {T} NOT NULL,
+    key {T} NOT NULL,
+    state {T} NOT NULL CHECK (state IN ('retracted', 'restored')),
+    correction BIGINT,
+    created_at {T} NOT NULL
+);
+CREATE INDEX alias_changes_key ON alias_changes(entity, key, rowid);
+""" + "".join(
+    f"CREATE TRIGGER {t}_no_update BEFORE UPDATE ON {t} "
+    "FOR EACH ROW EXECUTE FUNCTION memors_refuse_update();\n"
+    f"CREATE TRIGGER {t}_no_truncate BEFORE TRUNCATE ON {t} "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memors_refuse_update();\n"
+    f"CREATE TRIGGER {t}_no_delete BEFORE DELETE ON {t} "
+    "FOR EACH ROW EXECUTE FUNCTION memors_refuse_update();\n"
+    for t in ("corrections", "entity_names", "alias_changes")
+)
+
 MIGRATIONS: list[str] = [
     BASE,
     _search(),
@@ -490,6 +538,7 @@ MIGRATIONS: list[str] = [
     # Issue 29: the application role writes only what memors' operations write.
     guarded_history_sql(),
     SENTENCE_FLAGS_MIGRATION,
+    CORRECTIONS_MIGRATION,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose

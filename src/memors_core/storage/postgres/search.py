@@ -67,6 +67,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memors_core.domain import search as rank
+from memors_core.storage.sql.repo import live_alias
 from memors_core.storage.sql.search import SqlSearch
 
 # The kinds of indexed rows, as stored in the index's ``kind`` column
@@ -817,7 +818,7 @@ class PgSearch(SqlSearch):
 
     ALIASES = (
         "(SELECT string_agg(a.alias, ' ; ' ORDER BY a.created_at, a.key) "
-        "FROM aliases a WHERE a.entity = e.id)"
+        f"FROM aliases a WHERE a.entity = e.id AND {live_alias('a')})"
     )
 
     def _valid_at(self, as_of: str) -> tuple[str, dict]:

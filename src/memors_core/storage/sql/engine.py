@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from memors_core.domain.dates import now
 from memors_core.errors import MemorsError, PluginError
 from memors_core.log import get_logger
+from memors_core.storage.sql.corrections import SqlCorrections
 from memors_core.storage.sql.pages import SqlPages
 from memors_core.storage.sql.queue import (
     SqlChangeLog,
@@ -54,6 +55,7 @@ class SqlTx:
         "items": SqlItems,
         "changes": SqlChangeLog,
         "counters": SqlCounters,
+        "corrections": SqlCorrections,
     }
     #: SQL of one clock's high-water mark: the highest row number or the
     #: recorded mark, whichever is higher (parameter: the clock's name,

@@ -325,6 +325,18 @@ class SqlPages(Repo):
             entity = self.tx.entities.get(ident)
             name = entity.name if entity is not None else ""
             changes.append({"address": target, "change": "merged", "text": name})
+        # A person's corrections: the entity renamed, a merge undone.
+        for cause, target in self.all(
+            "SELECT cause, target FROM page_stale WHERE page = ? "
+            "AND cause IN ('rename', 'unmerge') AND target IS NOT NULL ORDER BY rowid",
+            (page.id,),
+        ):
+            _, ident = parse_address(target, expect=("entity",))
+            entity = self.tx.entities.get(ident)
+            change = "renamed" if cause == "rename" else "separated"
+            changes.append(
+                {"address": target, "change": change, "text": entity.name if entity else ""}
+            )
         # New since the page was built; after a merge, every passage of the
         # (merged) entity the page does not cite, since the merged entity's
         # passages are older than the page.

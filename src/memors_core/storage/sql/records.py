@@ -22,7 +22,7 @@ from memors_core.domain.rows import (
 )
 from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
-from memors_core.storage.sql.repo import Repo, named_entities
+from memors_core.storage.sql.repo import Repo, entity_name, live_alias, named_entities
 
 if TYPE_CHECKING:
     pass
@@ -359,7 +359,7 @@ class SqlPassages(Repo):
             yield Passage(*row)
 
 
-_ENTITY_COLS = "e.rowid, e.id, e.namespace, e.name, e.canonical, e.created_at"
+_ENTITY_COLS = f"e.rowid, e.id, e.namespace, {entity_name('e')}, e.canonical, e.created_at"
 
 
 class SqlEntities(Repo):
@@ -371,7 +371,8 @@ class SqlEntities(Repo):
         if row is None:
             row = self.one(
                 "SELECT e.canonical FROM aliases a JOIN entities e ON e.id = a.entity "
-                "WHERE a.namespace = ? AND a.key = ? LIMIT 1",
+                f"WHERE a.namespace = ? AND a.key = ? AND {live_alias('a')} "
+                "ORDER BY e.rowid LIMIT 1",
                 (namespace, key),
             )
         return None if row is None else row[0]
@@ -440,7 +441,7 @@ class SqlEntities(Repo):
             Entity(*r)
             for r in self.all(
                 f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.namespace = ? "
-                "AND e.canonical = e.id ORDER BY e.name",
+                "AND e.canonical = e.id ORDER BY 4",
                 (namespace,),
             )
         ]
@@ -451,12 +452,14 @@ class SqlEntities(Repo):
     def aliases(self, canonical: str) -> list[str]:
         # Aliases first, then the names of entities merged into this one
         # (the merge kind also records those as aliases; the dedup below keeps one).
+        # A renamed entity's name as first written is one of its other names.
         names = [
             r[2]
             for r in self.all(
-                "SELECT 0, created_at, alias FROM aliases WHERE entity = ?1 "
+                f"SELECT 0, a.created_at, a.alias FROM aliases a WHERE a.entity = ?1 "
+                f"AND {live_alias('a')} "
                 "UNION ALL SELECT 1, created_at, name FROM entities "
-                "WHERE canonical = ?1 AND id <> ?1 ORDER BY 1, 2, 3",
+                "WHERE canonical = ?1 ORDER BY 1, 2, 3",
                 (canonical,),
             )
         ]
@@ -469,12 +472,83 @@ class SqlEntities(Repo):
                 out.append(n)
         return out
 
-    def add_alias(self, entity: str, namespace: str, alias: str) -> None:
-        self.run(
+    def add_alias(
+        self, entity: str, namespace: str, alias: str, correction: int | None = None
+    ) -> bool:
+        key = text.match_key(alias)
+        added = self.run(
             "INSERT OR IGNORE INTO aliases(entity, namespace, alias, key, folded, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (entity, namespace, alias, text.match_key(alias), text.fold_name(alias), now()),
+            (entity, namespace, alias, key, text.fold_name(alias), now()),
         )
+        if added:
+            return True
+        if self._alias_state(entity, key) == "retracted":
+            self._alias_change(entity, namespace, key, "restored", correction)
+            return True
+        return False
+
+    def _alias_state(self, entity: str, key: str) -> str:
+        return (
+            self.scalar(
+                "SELECT state FROM alias_changes WHERE entity = ? AND key = ? "
+                "ORDER BY rowid DESC LIMIT 1",
+                (entity, key),
+            )
+            or "restored"
+        )
+
+    def _alias_change(
+        self, entity: str, namespace: str, key: str, state: str, correction: int | None
+    ) -> None:
+        self.run(
+            "INSERT INTO alias_changes(entity, namespace, key, state, correction, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (entity, namespace, key, state, correction, now()),
+        )
+
+    def retract_alias(self, entity: str, namespace: str, alias: str, correction: int) -> bool:
+        key = text.match_key(alias)
+        if (
+            self.one("SELECT 1 FROM aliases WHERE entity = ? AND key = ?", (entity, key)) is None
+            or self._alias_state(entity, key) == "retracted"
+        ):
+            return False
+        self._alias_change(entity, namespace, key, "retracted", correction)
+        return True
+
+    def rename(self, entity: str, namespace: str, name: str, correction: int) -> None:
+        self.run(
+            "INSERT INTO entity_names(entity, namespace, name, correction, created_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (entity, namespace, name, correction, now()),
+        )
+        self.add_alias(entity, namespace, name, correction)
+
+    def separate(self, ids: Iterable[str], canonical: str) -> list[str]:
+        ids = sorted(set(ids))
+        moved = [
+            r[0]
+            for r in self.all(
+                "SELECT id FROM entities WHERE id IN (SELECT value FROM json_each(?)) "
+                "AND canonical <> ? ORDER BY rowid",
+                (json.dumps(ids), canonical),
+            )
+        ]
+        if moved:
+            self.run(
+                "UPDATE entities SET canonical = ? WHERE id IN (SELECT value FROM json_each(?))",
+                (canonical, json.dumps(moved)),
+            )
+        return moved
+
+    def merged_ids(self, canonical: str) -> list[str]:
+        return [
+            r[0]
+            for r in self.all(
+                "SELECT id FROM entities WHERE canonical = ? ORDER BY rowid", (canonical,)
+            )
+        ]
 
     def live_passages(self, canonical: str) -> list[Passage]:
         return [
@@ -567,13 +641,14 @@ class SqlEntities(Repo):
                  ON b.namespace = al.namespace AND b.folded = al.folded
                JOIN entities a ON a.id = al.entity
                WHERE al.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
+                 AND {live_alias("al")}
                  AND b.id <> a.id AND al.folded <> '' {restrict}""",
             (namespace, *params, namespace, *params),
         )
 
 
 _FACT_COLS = (
-    "f.rowid, f.id, f.namespace, f.subject, ce.id, ce.name, f.predicate, f.value, "
+    f"f.rowid, f.id, f.namespace, f.subject, ce.id, {entity_name('ce')}, f.predicate, f.value, "
     "f.valid_from, f.valid_to, f.from_ts, f.to_ts, f.source, f.recorded_at"
 )
 _FACT_FROM = "facts f JOIN entities e ON e.id = f.subject JOIN entities ce ON ce.id = e.canonical"
@@ -818,6 +893,16 @@ class SqlTombstones(Repo):
                 item=item,
             )
         return fresh
+
+    def by_item(self, namespace: str, item: int) -> list[Tombstone]:
+        return [
+            Tombstone(*r)
+            for r in self.all(
+                f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND item = ? "
+                "ORDER BY rowid",
+                (namespace, item),
+            )
+        ]
 
     def since(self, namespace: str, after: int) -> list[Tombstone]:
         return [

@@ -28,6 +28,24 @@ class Repo:
         return self.db.run(sql, params)
 
 
+def entity_name(alias: str) -> str:
+    """SQL: the name of the entity ``alias`` now (its newest rename, else its name as written)."""
+    return (
+        f"coalesce((SELECT n_.name FROM entity_names n_ WHERE n_.entity = {alias}.id "
+        f"ORDER BY n_.rowid DESC LIMIT 1), {alias}.name)"
+    )
+
+
+def live_alias(alias: str) -> str:
+    """SQL: the alias row ``alias`` was not taken back (an undone merge retracts the
+    names it gave; giving the name again restores it)."""
+    return (
+        "coalesce((SELECT c_.state FROM alias_changes c_ WHERE c_.entity = "
+        f"{alias}.entity AND c_.key = {alias}.key ORDER BY c_.rowid DESC LIMIT 1), "
+        "'restored') = 'restored'"
+    )
+
+
 def json_list(values: Iterable[int | str]) -> str:
     """``values`` (whole numbers, strings) as a JSON array, for ``json_each(?)``.
 

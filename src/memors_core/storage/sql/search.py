@@ -47,7 +47,9 @@ class SqlSearch(Repo):
         keep = None if as_of is None else self._valid_at(as_of)
         ranked = self._rank(FACT, namespace, rank.as_query(query), limit, keep)
         rows = self._rows(
-            """SELECT f.rowid, f.id, ce.name, f.predicate, f.value, f.valid_from, f.valid_to
+            """SELECT f.rowid, f.id, coalesce((SELECT n.name FROM entity_names n
+                      WHERE n.entity = ce.id ORDER BY n.rowid DESC LIMIT 1), ce.name),
+                      f.predicate, f.value, f.valid_from, f.valid_to
                FROM facts f JOIN entities e ON e.id = f.subject
                JOIN entities ce ON ce.id = e.canonical""",
             ranked,
@@ -59,7 +61,11 @@ class SqlSearch(Repo):
     def entities(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:
         ranked = self._rank(ENTITY, namespace, rank.as_query(query), limit)
         rows = self._rows(
-            f"SELECT e.rowid, e.id, e.name, {self.ALIASES} FROM entities e", ranked, "e.rowid"
+            "SELECT e.rowid, e.id, coalesce((SELECT n.name FROM entity_names n "
+            f"WHERE n.entity = e.id ORDER BY n.rowid DESC LIMIT 1), e.name), {self.ALIASES} "
+            "FROM entities e",
+            ranked,
+            "e.rowid",
         )
         texts = {r: (i, rank.entity_line(n, a)) for r, (i, n, a) in rows.items()}
         return rank.hits(ranked, texts, "entity")

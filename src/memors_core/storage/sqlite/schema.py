@@ -581,9 +581,57 @@ END;
 # row written before this has none.
 V8 = "ALTER TABLE page_sentences ADD COLUMN flags TEXT NOT NULL DEFAULT '[]';\n"
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8]
+# Version 9: corrections (issue 31). People correct memory, and every
+# correction is a row of its own: ``corrections`` is the audit of each one
+# (a rename, a merge, a merge undone, an item reopened, a rejected merge
+# proposed again), append-only; ``entity_names`` holds an entity's names
+# after renames (the newest is its name; ``entities.name`` stays as
+# written); ``alias_changes`` retracts an alias a merge gave, and restores
+# it, without touching ``aliases``.
+CORRECTION_TABLES = ("corrections", "entity_names", "alias_changes")
+
+V9 = """
+CREATE TABLE corrections(
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX corrections_target ON corrections(namespace, target, id);
+
+CREATE TABLE entity_names(
+    rowid INTEGER PRIMARY KEY,
+    entity TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    correction INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX entity_names_entity ON entity_names(entity, rowid);
+
+CREATE TABLE alias_changes(
+    rowid INTEGER PRIMARY KEY,
+    entity TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('retracted', 'restored')),
+    correction INTEGER,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX alias_changes_key ON alias_changes(entity, key, rowid);
+""" + "".join(
+    f"CREATE TRIGGER {t}_no_update BEFORE UPDATE ON {t}\n"
+    f"BEGIN SELECT RAISE(ABORT, 'memors: {t} rows are never modified'); END;\n"
+    f"CREATE TRIGGER {t}_no_delete BEFORE DELETE ON {t}\n"
+    f"BEGIN SELECT RAISE(ABORT, 'memors: {t} rows are never deleted'); END;\n"
+    for t in CORRECTION_TABLES
+)
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The schema of the rows an export holds: versions 6 and 7 changed only
 #: derived tables (the search indexes, the vectors); 8 added the sentences'
-#: flags.
+#: flags; 9's corrections are not exported yet.
 EXPORT_SCHEMA = 8

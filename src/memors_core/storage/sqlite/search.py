@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 import apsw
 
 from memors_core.domain import search as rank
-from memors_core.storage.sql.repo import json_list
+from memors_core.storage.sql.repo import json_list, live_alias
 from memors_core.storage.sql.search import PASSAGE, SqlSearch
 from memors_core.storage.sqlite.indexing import index_table, register
 
@@ -80,7 +80,10 @@ class SqliteSearch(SqlSearch):
     _tokenizer: Callable | None = None
     _registered = False
 
-    ALIASES = "(SELECT group_concat(alias, ' ; ') FROM aliases WHERE entity = e.id)"
+    ALIASES = (
+        "(SELECT group_concat(a.alias, ' ; ') FROM aliases a WHERE a.entity = e.id "
+        f"AND {live_alias('a')})"
+    )
 
     def _valid_at(self, as_of: str) -> tuple[str, tuple]:
         return (
