@@ -50,8 +50,9 @@ examples, one for each form (ADDR is an address from the item's payload):
     memors-mcp submit 1 --bound memo://fact/ID --to 2024-03-01
   a duplicate item: keep these passages, their near duplicates are forgotten
     memors-mcp submit 2 --keep memo://passage/ID memo://passage/ID
-  a merge item: accept it, or reject it (never proposed again)
+  a merge item: accept it (choosing the survivor and its name), or reject it
     memors-mcp submit 4 --accept
+    memors-mcp submit 4 --accept --survivor "Quorum replication" --name "Quorum replication"
     memors-mcp submit 4 --reject
   any item: skip it, with a reason
     memors-mcp submit 5 --skip --reason "not worth a page"
@@ -368,9 +369,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "subject", nargs="?", metavar="SUBJECT", help="only this entity's facts (default: all)"
     )
 
-    p = add("entity", "list, show and propose merging entities")
+    p = add("entity", "list, show, rename entities; propose and undo merges")
     esub = p.add_subparsers(
-        dest="entity_command", metavar="{list,show,propose-merge}", parser_class=Parser
+        dest="entity_command",
+        metavar="{list,show,propose-merge,rename,unmerge}",
+        parser_class=Parser,
     )
     esub.required = True
     esub.add_parser("list", help="list entities", description="list entities", parents=[nested])
@@ -386,6 +389,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         nargs=2,
         metavar="NAME",
         help="two entity names: the first survives, the second becomes its alias",
+    )
+    q.add_argument(
+        "--again",
+        action="store_true",
+        help="propose a pair that was rejected (or whose merge was undone) once more",
+    )
+    help_ = "give an entity a new name (its old names stay aliases)"
+    q = esub.add_parser("rename", help=help_, description=help_, parents=[nested])
+    q.add_argument("name", metavar="NAME", help="the entity: a name or alias, or memo://entity/ID")
+    q.add_argument("new_name", metavar="NEW", help="its name from now on")
+    help_ = "undo a merge: the entity merged away stands apart again"
+    q = esub.add_parser("unmerge", help=help_, description=help_, parents=[nested])
+    q.add_argument(
+        "name",
+        metavar="NAME",
+        help="the entity that was merged into another: its name or memo://entity/ID",
     )
 
     p = add("compact", "scan for work items and list the open ones")
@@ -408,13 +427,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _progress_option(p)
 
-    p = add("items", "list work items (or: items show ID)")
+    p = add("items", "list work items (or: items show ID, items reopen ID)")
     p.add_argument("--kind", metavar="K", help="only this kind")
     p.add_argument("--status", choices=["open", "done", "skipped", "obsolete"])
-    isub = p.add_subparsers(dest="items_command", metavar="{show}", parser_class=Parser)
+    isub = p.add_subparsers(dest="items_command", metavar="{show,reopen}", parser_class=Parser)
     help_ = "show one work item with its payload"
     q = isub.add_parser("show", help=help_, description=help_, parents=[nested])
     q.add_argument("item", metavar="ID", help="the item's number (or memo://item/ID)")
+    help_ = "reopen a done or skipped item, undoing what it did"
+    q = isub.add_parser("reopen", help=help_, description=help_, parents=[nested])
+    q.add_argument("item", metavar="ID", help="the item's number (or memo://item/ID)")
+    q.add_argument("--reason", metavar="R", help="why it is reopened (kept in the audit)")
 
     p = add(
         "submit",
@@ -453,7 +476,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     g.add_argument("--to", dest="bound_to", metavar="T", help="with --bound: the copy's valid_to")
     g = p.add_argument_group("merge items")
     g.add_argument("--accept", action="store_true", help="accept the merge")
-    g.add_argument("--reject", action="store_true", help="reject the merge (never proposed again)")
+    g.add_argument(
+        "--survivor",
+        metavar="NAME",
+        help="with --accept: the entity that survives (a name or address; default the first)",
+    )
+    g.add_argument("--name", metavar="NAME", help="with --accept: the survivor's name from now on")
+    g.add_argument(
+        "--reject",
+        action="store_true",
+        help="reject the merge (not proposed again unless a person does: --again)",
+    )
     g = p.add_argument_group("any kind")
     g.add_argument("--skip", action="store_true", help="skip the item (needs --reason)")
     g.add_argument("--reason", metavar="R", help="why it is skipped")

@@ -16,6 +16,7 @@ from memors_core.domain import dates, ids
 from memors_core.domain.ids import parse_address
 from memors_core.domain.inputs import check_namespace, opt_str, req_str
 from memors_core.domain.model import (
+    Corrected,
     DocumentList,
     EntityList,
     EntityRef,
@@ -253,15 +254,60 @@ class Memory:
 
     # --- merges ----------------------------------------------------------------------
 
-    def propose_merge(self, entities: list[str], namespace: str = "default") -> MergeProposed:
+    def propose_merge(
+        self, entities: list[str], namespace: str = "default", again: bool = False
+    ) -> MergeProposed:
         """Open a merge candidate between two entities (names or addresses);
-        the first is the one that survives if the merge is accepted."""
+        the first is the one that survives if the merge is accepted. A pair
+        rejected before (or a merge undone) opens again only with ``again``."""
         check_namespace(namespace)
         if not isinstance(entities, list | tuple) or len(entities) != 2:
             raise BadInput("propose_merge takes exactly two entity names")
+        if not isinstance(again, bool):
+            raise BadInput("again must be true or false")
         first, second = (req_str(e, "an entity name", 200) for e in entities)
         with self.store.write() as tx:
-            return edits.propose_merge(tx, namespace, first, second)
+            return edits.propose_merge(tx, namespace, first, second, again, self._services)
+
+    # --- corrections -------------------------------------------------------------------
+
+    def rename_entity(self, entity: str, name: str, namespace: str = "default") -> Corrected:
+        """Give an entity (a name or an address) a new name; its old names
+        stay aliases, so they still resolve. Renaming back undoes it."""
+        from memors_core.engine import corrections
+
+        check_namespace(namespace)
+        entity = req_str(entity, "an entity name or address", 300)
+        name = req_str(name, "the new name", 200)
+        with self.store.write() as tx:
+            return corrections.rename(tx, namespace, entity, name)
+
+    def undo_merge(self, entity: str, namespace: str = "default") -> Corrected:
+        """Undo the merge that took ``entity`` (the name or address of the
+        entity merged away) into another: both stand apart again, the aliases
+        the merge gave are taken back, and both pages go stale."""
+        from memors_core.engine import corrections
+
+        check_namespace(namespace)
+        entity = req_str(entity, "an entity name or address", 300)
+        with self.store.write() as tx:
+            return corrections.undo_merge(tx, namespace, entity)
+
+    def reopen(
+        self, item: int | str, reason: str | None = None, namespace: str = "default"
+    ) -> Corrected:
+        """Reopen a done or skipped item: undo what it did (a conflict's
+        superseded facts come back as new rows; an accepted merge separates;
+        a rejected one opens again) and put it back on the queue."""
+        from memors_core.engine import corrections
+        from memors_core.engine.compaction import parse_item_id
+
+        check_namespace(namespace)
+        item_id = parse_item_id(item)
+        if reason is not None:
+            reason = req_str(reason, "a reason", 2000)
+        with self.store.write() as tx:
+            return corrections.reopen(self._services, tx, namespace, item_id, reason)
 
     # --- search ------------------------------------------------------------------------
 

@@ -4,8 +4,12 @@ Candidates come from ``propose_merge`` or from this kind's scanner: two
 entities whose folded names are equal (``quorum-replication`` ~ ``Quorum
 Replication``), or one's name is the other's alias. Payload: both
 ``entities`` with their passages, facts and pages. Submit ``accept`` (the
-second becomes an alias of the first; its mentions and facts follow; the
-survivor's page goes stale) or ``reject`` (the pair is never proposed again).
+second becomes an alias of the first — or the other way round, given
+``survivor``, the name or address of the one that survives; ``name`` gives
+the survivor a name of its own; its mentions and facts follow; the
+survivor's page goes stale) or ``reject`` (the scanner never proposes the
+pair again; a person may, ``propose_merge`` with ``again``). An accepted
+merge is recorded in ``corrections`` with what it moved, so it can be undone.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import attrs
 from memors_core import hookimpl
 from memors_core.domain.ids import address
 from memors_core.domain.refs import entity_ref, fact_ref, page_ref, passage_ref
-from memors_core.errors import BadInput
+from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
 from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
 from memors_core.wire import to_json
@@ -29,6 +33,20 @@ log = get_logger("memors")
 class MergeResolution:
     accept: bool = False
     reject: bool = False
+    #: With accept: which of the two survives (a name or an address; default the first).
+    survivor: str | None = None
+    #: With accept: the survivor's name from now on (default: the survivor's own name).
+    name: str | None = None
+
+
+def clean_name(name: str) -> str:
+    """An entity name as stored: white space folded; BadInput if empty or too long."""
+    clean = " ".join(str(name).split())
+    if not clean:
+        raise BadInput("an entity name must not be empty")
+    if len(clean) > 200:
+        raise BadInput(f"entity name too long ({len(clean)} characters; at most 200)")
+    return clean
 
 
 def discover(ctx: KindContext, only: set[str] | None = None) -> None:
@@ -42,12 +60,16 @@ class MergeKind(Kind):
     name = "merge"
     description = "confirm or reject that two entities are one"
     resolution = MergeResolution
-    hint = "accept or reject, set to true (accept: the second entity becomes the first's alias)"
-    usage = "submit {id} --accept | --reject"
+    hint = (
+        "accept or reject, set to true (accept: the second entity becomes the first's alias; "
+        "survivor names the one that survives, name gives it a new name)"
+    )
+    usage = "submit {id} --accept [--survivor NAME] [--name NAME] | --reject"
     instructions = (
         "`accept` if the two entities in `payload.entities` are one subject (the second "
-        "becomes an alias of the first; its passages and facts follow), else `reject` (the "
-        "pair is never proposed again)"
+        "becomes an alias of the first; its passages and facts follow; `survivor`, the name "
+        "or address of the other, keeps that one instead, and `name` gives the survivor the "
+        "name a reader would look for), else `reject` (the pair is not proposed again)"
     )
     incremental = True
 
@@ -120,10 +142,48 @@ class MergeKind(Kind):
     def validate(self, ctx: KindContext, item: Item, resolution: MergeResolution) -> None:
         if resolution.accept == resolution.reject:
             raise BadInput("a merge item takes exactly one of accept or reject")
+        if resolution.reject and (resolution.survivor is not None or resolution.name is not None):
+            raise BadInput("survivor and name go with accept, not reject")
         if resolution.accept:  # what accepting does, so a dry run can say it
-            cand = ctx.store.merges.get(int(item.key))
-            ctx.report["survivor"] = address("entity", self._canonical(ctx, cand.first))
-            ctx.report["merged"] = address("entity", self._canonical(ctx, cand.second))
+            survivor, absorbed, _ = self._sides(ctx, item, resolution)
+            ctx.report["survivor"] = address("entity", survivor)
+            ctx.report["merged"] = address("entity", absorbed)
+
+    def _sides(
+        self, ctx: KindContext, item: Item, resolution: MergeResolution
+    ) -> tuple[str, str, str | None]:
+        """(survivor, absorbed, new name or None) of an accepted merge item."""
+        cand = ctx.store.merges.get(int(item.key))
+        first, second = self._canonical(ctx, cand.first), self._canonical(ctx, cand.second)
+        survivor, absorbed = first, second
+        if resolution.survivor is not None:
+            chosen = self._one_of(ctx, resolution.survivor, (first, second))
+            if chosen == second:
+                survivor, absorbed = second, first
+        name = None
+        if resolution.name is not None:
+            name = clean_name(resolution.name)
+            owner = ctx.store.entities.find(name, ctx.namespace)
+            if owner is not None and owner not in (first, second):
+                raise BadInput(
+                    f"{name!r} is the name of another entity ({address('entity', owner)}); "
+                    "choose another name, or merge that one too"
+                )
+            if name == ctx.store.entities.require(survivor).name:
+                name = None
+        return survivor, absorbed, name
+
+    def _one_of(self, ctx: KindContext, ref: str, pair: tuple[str, str]) -> str:
+        if not isinstance(ref, str) or not ref.strip():
+            raise BadInput("survivor must be the name or address of one of the two entities")
+        try:
+            found = ctx.store.entities.resolve(ref.strip(), ctx.namespace)
+        except (BadInput, NotFound):
+            found = None
+        if found not in pair:
+            names = " or ".join(repr(ctx.store.entities.require(e).name) for e in pair)
+            raise BadInput(f"survivor {ref.strip()!r} is neither entity of this merge ({names})")
+        return found
 
     def apply(self, ctx: KindContext, item: Item, resolution: MergeResolution) -> str | None:
         store, ns = ctx.store, ctx.namespace
@@ -134,21 +194,44 @@ class MergeKind(Kind):
                 log.info, "merge_rejected", namespace=ns, candidate=cand.id, item=item.id
             )
             return None
-        survivor = self._canonical(ctx, cand.first)
-        loser = self._canonical(ctx, cand.second)
+        survivor, loser, new_name = self._sides(ctx, item, resolution)
         # Read before the merge: afterwards both pages are the survivor's.
         survivor_page = store.pages.current(survivor)
         loser_page = store.pages.current(loser)
         names = [store.entities.require(loser).name, *store.entities.aliases(loser)]
+        moved = store.entities.merged_ids(loser)
         store.entities.merge(survivor, loser, ns)
-        for name in names:
-            store.entities.add_alias(survivor, ns, name)
+        added = [name for name in names if store.entities.add_alias(survivor, ns, name)]
+        superseded = None
         if survivor_page and loser_page:
             reason = f"entity merged into {address('entity', survivor)}"
             store.tombstones.add(ns, "page", loser_page.id, "superseded", reason, item.id)
+            superseded = address("page", loser_page.id)
         page = survivor_page or loser_page
         if page:
             store.pages.mark_stale(page.id, "merge", address("entity", loser))
+        correction = store.corrections.record(
+            ns,
+            "merge",
+            address("entity", survivor),
+            {
+                "candidate": cand.id,
+                "item": item.id,
+                "absorbed": address("entity", loser),
+                "moved": moved,
+                "aliases": added,
+                "page_superseded": superseded,
+            },
+        )
+        if new_name is not None:
+            old = store.entities.require(survivor).name
+            renamed = store.corrections.record(
+                ns, "rename", address("entity", survivor), {"from": old, "to": new_name}
+            )
+            store.entities.rename(survivor, ns, new_name, renamed)
+        ctx.report["survivor"] = address("entity", survivor)
+        ctx.report["name"] = store.entities.require(survivor).name
+        ctx.report["correction"] = correction
         store.after_commit(
             log.info,
             "merge_accepted",

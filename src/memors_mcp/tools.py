@@ -87,6 +87,18 @@ class ProposeMergeOutput(TypedDict):
     status: str
 
 
+class CorrectedOutput(TypedDict):
+    """A correction: its audit row, what it was about, the pages now stale, and for a
+    reopened item the item open for it now (null if it no longer applies)."""
+
+    correction: int
+    action: str
+    address: str
+    message: str
+    stale: list[str]
+    item: int | None
+
+
 class SearchHit(TypedDict):
     address: str
     granularity: str
@@ -241,6 +253,9 @@ def summarise(
         return f"merge candidate {data['candidate']} ({data['status']}): " + " + ".join(
             data["entities"]
         )
+    if name in ("rename_entity", "undo_merge", "reopen"):
+        stale = data.get("stale") or []
+        return data["message"] + (f"; stale now: {_addresses(stale)}" if stale else "")
     if name == "search":
         hits = [h["address"] for h in data["results"]]
         return f"{len(hits)} result(s)" + (f": {_addresses(hits)}" if hits else "")
@@ -376,7 +391,7 @@ STRICT_BOOL = Field(strict=True)
 def register_tools(
     server: MCPServer, memory: Memory, default_namespace: str
 ) -> dict[str, set[str]]:
-    """Register the nine tools on ``server``; returns each tool's argument names."""
+    """Register the twelve tools on ``server``; returns each tool's argument names."""
     limits = memory.limits
     budget = compact_budget()
 
@@ -545,18 +560,98 @@ def register_tools(
                 max_length=2,
             ),
         ],
+        again: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Propose a pair that was rejected before (or whose merge was undone) once "
+                    "more, on purpose. Without it such a pair is refused."
+                ),
+                strict=True,
+            ),
+        ] = False,
         namespace: Namespace = None,
     ) -> Annotated[CallToolResult, ProposeMergeOutput]:
         return run_tool(
-            "propose_merge", lambda: memory.propose_merge(entities, namespace=ns(namespace))
+            "propose_merge",
+            lambda: memory.propose_merge(entities, namespace=ns(namespace), again=again),
         )
 
     tool(
         propose_merge,
         "Propose that two entities are one subject (e.g. 'Raft' and 'Raft consensus'). This "
         "only opens a merge item; nothing changes until someone accepts it through compact and "
-        "submit. Returns the candidate and its status; a pair rejected before is refused.",
+        "submit (its resolution may name the `survivor` and give it a `name`). Returns the "
+        "candidate and its status; a pair rejected before is refused unless `again`.",
         _annotations("Propose merging two entities", read_only=False, idempotent=True),
+    )
+
+    # --- corrections ------------------------------------------------------------------------
+
+    EntityArg = Annotated[
+        str, Field(description="The entity: a name or alias (any case), or memo://entity/ID.")
+    ]
+
+    def rename_entity(
+        entity: EntityArg,
+        name: Annotated[str, Field(description="Its name from now on (at most 200 characters).")],
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, CorrectedOutput]:
+        return run_tool(
+            "rename_entity",
+            lambda: memory.rename_entity(entity, name, namespace=ns(namespace)),
+        )
+
+    tool(
+        rename_entity,
+        "Give an entity a new name (the one a reader would look for). Its old names stay "
+        "aliases, so they still resolve in get and search; renaming back undoes it. Its page "
+        "is marked stale, so compact offers a refresh. Refused if the name is another "
+        "entity's (propose a merge instead).",
+        _annotations("Rename an entity", read_only=False),
+    )
+
+    def undo_merge(
+        entity: Annotated[
+            str,
+            Field(
+                description=(
+                    "The entity that was merged into another: its own name or memo://entity/ID."
+                )
+            ),
+        ],
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, CorrectedOutput]:
+        return run_tool("undo_merge", lambda: memory.undo_merge(entity, namespace=ns(namespace)))
+
+    tool(
+        undo_merge,
+        "Undo a merge: the entity merged away stands apart again with its passages, facts and "
+        "names; the aliases the merge gave the survivor are taken back; both pages are marked "
+        "stale. The pair is then not proposed by the scanner again (propose_merge with "
+        "`again` can). Recorded, nothing erased.",
+        _annotations("Undo a merge", read_only=False),
+    )
+
+    def reopen(
+        item: Annotated[
+            int | str, Field(description="A done or skipped item: its id (42) or memo://item/42.")
+        ],
+        reason: Annotated[str | None, Field(description="Why (kept in the audit).")] = None,
+        namespace: Namespace = None,
+    ) -> Annotated[CallToolResult, CorrectedOutput]:
+        return run_tool(
+            "reopen", lambda: memory.reopen(item, reason=reason, namespace=ns(namespace))
+        )
+
+    tool(
+        reopen,
+        "Reopen a finished work item and undo what it did: a skip is put back on the queue; a "
+        "settled conflict brings back the facts it superseded (as new facts) and supersedes a "
+        "bounded copy; an accepted merge separates the entities again, a rejected one opens "
+        "again. Returns the item now open for it (`item`). Done page, stale and duplicate items "
+        "are refused (forget the page instead; forgotten passages do not come back).",
+        _annotations("Reopen a work item", read_only=False),
     )
 
     # --- search -----------------------------------------------------------------------------

@@ -25,6 +25,9 @@ TOOLS = (
     "compact",
     "submit",
     "lint",
+    "rename_entity",
+    "undo_merge",
+    "reopen",
 )
 
 

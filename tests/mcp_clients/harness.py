@@ -32,6 +32,9 @@ TOOLS = {
     "compact",
     "submit",
     "lint",
+    "rename_entity",
+    "undo_merge",
+    "reopen",
 }
 TEMPLATES = {
     f"memo://{t}/{{id}}{{?page}}" for t in ("page", "entity", "passage", "fact", "document", "item")

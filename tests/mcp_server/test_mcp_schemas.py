@@ -61,6 +61,9 @@ MIRRORS: dict[str, Mirror] = {
     "remember": Mirror((model.Remembered,), extras={"paged": False}),
     "record_fact": Mirror((model.FactRecorded,)),
     "propose_merge": Mirror((model.MergeProposed,)),
+    "rename_entity": Mirror((model.Corrected,)),
+    "undo_merge": Mirror((model.Corrected,)),
+    "reopen": Mirror((model.Corrected,)),
     "search": Mirror((model.SearchResults,), extras={"paged": False}),
     # tools.get adds where the web view shows the row (wire.with_web_url).
     "get": Mirror(VIEWS, extras={"url": True, "paged": False}),

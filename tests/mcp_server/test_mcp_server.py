@@ -170,7 +170,10 @@ def test_tool_inputs_are_spec_names(store: Memory) -> None:
     expected = {
         "remember": {"text", "uri", "title", "entities", "metadata"},
         "record_fact": {"subject", "predicate", "value", "valid_from", "valid_to", "source"},
-        "propose_merge": {"entities"},
+        "propose_merge": {"entities", "again"},
+        "rename_entity": {"entity", "name"},
+        "undo_merge": {"entity"},
+        "reopen": {"item", "reason"},
         # mode: SPEC §4; page: an answer too long for one (docs/mcp.md, "Answers")
         "search": {"query", "granularity", "limit", "as_of", "mode", "page"},
         "get": {"address", "page"},

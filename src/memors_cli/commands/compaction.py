@@ -58,6 +58,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 
 def cmd_items(args: argparse.Namespace) -> int:
+    if args.items_command == "reopen":
+        from .records import corrected_text
+
+        with open_memory(args) as memory:
+            data = to_json(memory.reopen(args.item, reason=args.reason, namespace=args.ns))
+        print_result(args, data, corrected_text(data))
+        return 0
     with open_memory(args, reading=True) as memory:
         if args.items_command == "show":
             data = to_json(

@@ -101,8 +101,16 @@ def cmd_entity(args: argparse.Namespace) -> int:
             print_result(args, data, "\n".join(lines) if lines else "no entities")
         elif args.entity_command == "show":
             print_result(args, to_json(memory.entity(args.name, namespace=args.ns)))
+        elif args.entity_command == "rename":
+            data = to_json(memory.rename_entity(args.name, args.new_name, namespace=args.ns))
+            print_result(args, data, corrected_text(data))
+        elif args.entity_command == "unmerge":
+            data = to_json(memory.undo_merge(args.name, namespace=args.ns))
+            print_result(args, data, corrected_text(data))
         else:
-            data = to_json(memory.propose_merge(list(args.names), namespace=args.ns))
+            data = to_json(
+                memory.propose_merge(list(args.names), namespace=args.ns, again=args.again)
+            )
             print_result(
                 args,
                 data,
@@ -111,3 +119,11 @@ def cmd_entity(args: argparse.Namespace) -> int:
                 "(run compact to get its merge item)",
             )
     return 0
+
+
+def corrected_text(data: dict) -> str:
+    """A correction's report: what it did, and the pages now stale."""
+    lines = [data["message"]]
+    if data.get("stale"):
+        lines.append("stale now (run compact for a refresh item): " + " ".join(data["stale"]))
+    return "\n".join(lines)

@@ -62,6 +62,11 @@ def build_resolution(args: argparse.Namespace) -> dict[str, Any]:
     for flag in ("accept", "reject", "skip"):
         if getattr(args, flag):
             res[flag] = True
+    for field in ("survivor", "name"):
+        if getattr(args, field) is not None:
+            if not args.accept:
+                fail(f"--{field} goes with --accept", code="usage")
+            res[field] = getattr(args, field)
     if not res:
         fail(
             "submit needs a resolution: --content-file F --title T, --keep ADDR, "

@@ -102,6 +102,20 @@ class MergeProposed:
 
 
 @attrs.frozen
+class Corrected:
+    """What a correction did (rename, unmerge, reopen): its audit row's id,
+    the address it was about, the pages it marked stale and, for a reopened
+    item, the item now open for it."""
+
+    correction: int
+    action: str
+    address: str
+    message: str
+    stale: list[str] = attrs.field(factory=list)
+    item: int | None = None
+
+
+@attrs.frozen
 class SearchHit:
     """One result of a search: the row's address, its granularity, its text (or a
     snippet) and its score."""

@@ -297,6 +297,18 @@ def merge_resolution(resolution: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def rescan(services: Services, tx: Tx, namespace: str, kind: Kind, item: Item) -> int | None:
+    """Scan ``kind`` now (after a correction undid what ``item`` did); the open item
+    for ``item``'s key, else the newest open item the scan created, else None."""
+    before = {i for i, _ in tx.items.open_keys(namespace, kind.name).values()}
+    _scan_kind(services, tx, namespace, kind, full=False)
+    now_open = tx.items.open_keys(namespace, kind.name)
+    if item.key in now_open:
+        return now_open[item.key][0]
+    created = sorted({i for i, _ in now_open.values()} - before)
+    return created[-1] if created else None
+
+
 def submit(
     services: Services,
     namespace: str,

@@ -63,18 +63,31 @@ def record_fact(
     return FactRecorded(fact=address("fact", ident))
 
 
-def propose_merge(tx: Tx, namespace: str, first_name: str, second_name: str) -> MergeProposed:
+def propose_merge(
+    tx: Tx, namespace: str, first_name: str, second_name: str, again: bool = False, services=None
+) -> MergeProposed:
     """Open a merge candidate between two entities (names or addresses);
-    the first is the one that survives if the merge is accepted."""
+    the first is the one that survives if the merge is accepted. ``again``
+    opens a rejected pair again (a person's explicit proposal)."""
     first = tx.entities.resolve(first_name, namespace)
     second = tx.entities.resolve(second_name, namespace)
     if first == second:
         raise BadInput(f"{first_name!r} and {second_name!r} are already one entity")
     candidate, status = tx.merges.open(namespace, first, second, "proposed")
     if status == "rejected":
+        if again:
+            from memors_core.engine.corrections import propose_again
+
+            return propose_again(
+                services,
+                tx,
+                namespace,
+                candidate,
+                [address("entity", first), address("entity", second)],
+            )
         raise Refused(
             f"merging {first_name!r} and {second_name!r} was rejected before; "
-            "a rejected pair is never proposed again"
+            "propose it again on purpose with again (CLI --again)"
         )
     return MergeProposed(
         candidate=candidate,

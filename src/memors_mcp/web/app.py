@@ -185,6 +185,7 @@ class WebView:
             Route("/ns/{ns}/lint", wrap(self.lint)),
             Route("/ns/{ns}/preview/{ident}", wrap(self.preview)),
             Route("/ns/{ns}/item/{ident}", wrap(self.item), methods=["GET", "POST"]),
+            Route("/ns/{ns}/entity/{ident}/correct", wrap(self.correct), methods=["POST"]),
             Route("/ns/{ns}/{kind}/{ident}", wrap(self.thing)),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
@@ -605,6 +606,12 @@ class WebView:
             return form
         if form.get("resolve") == "refresh":
             return await self._refresh_item(request, ns, view)
+        if form.get("resolve") == "reopen":
+            reason = (form.get("reason") or "").strip() or None
+            done = await self.call(self.memory.reopen, view.id, reason=reason, namespace=ns)
+            log.info("web_reopen", item=view.id, reopened=done.item)
+            target = done.item if done.item is not None else view.id
+            return RedirectResponse(web_path(f"memo://item/{target}", ns), status_code=303)
         try:
             resolution = _resolution(view.kind, form)
         except BadInput as exc:
@@ -662,6 +669,29 @@ class WebView:
         else:
             notice = "Refreshed: nothing it was built from had changed."
         return await self._show_item(request, ns, view, notice=notice)
+
+    async def correct(self, request: Request) -> Response:
+        """A person's correction of an entity: rename it, or undo a merge."""
+        ns = self.ns_of(request)
+        address = f"memo://entity/{request.path_params['ident']}"
+        view = await self.call(self.memory.get, address, namespace=ns)
+        form = await self.form(request)
+        if isinstance(form, Response):
+            return form
+        action = form.get("correct")
+        if action == "rename":
+            done = await self.call(
+                self.memory.rename_entity, view.address, form.get("name") or "", namespace=ns
+            )
+        elif action == "unmerge":
+            entity = form.get("entity") or view.address
+            if not isinstance(entity, str) or not entity.startswith("memo://entity/"):
+                raise BadInput("choose the entity to separate")
+            done = await self.call(self.memory.undo_merge, entity, namespace=ns)
+        else:
+            raise BadInput("choose a correction: rename, or undo a merge")
+        log.info("web_correct", action=done.action, address=done.address)
+        return RedirectResponse(web_path(done.address, ns), status_code=303)
 
     async def _show_item(
         self,
@@ -810,8 +840,15 @@ def _resolution(kind: str, form: dict[str, Any]) -> dict[str, Any]:
         return {"skip": True, "reason": (form.get("reason") or "").strip()}
     if action == "json" or (kind not in BUILT_IN_FORMS and form.get("resolution_json")):
         return resolution_object(form.get("resolution_json") or "", "the resolution")
-    if action in ("accept", "reject"):
-        return {action: True}
+    if action == "accept":
+        out: dict[str, Any] = {"accept": True}
+        for key in ("survivor", "name"):
+            value = (form.get(key) or "").strip()
+            if value:
+                out[key] = value
+        return out
+    if action == "reject":
+        return {"reject": True}
     if action == "keep":
         keep = [k for k in lists.get("keep", []) if k]
         if not keep:

@@ -1,0 +1,178 @@
+"""People correct memory from the command line, and every correction is
+reversible (issue 31, point 4): the survivor of a merge, a rename, a merge
+undone, an item reopened, a rejected merge proposed again."""
+
+from __future__ import annotations
+
+from memors_core.testing import passages_about
+
+
+def _quorum_store(cli) -> dict:
+    """Three passages about ``Quorum replication`` with a page, and a one-line
+    note naming ``quorum-replication``: the scanner's merge item, first
+    ``Quorum replication`` (the older entity)."""
+    text = "\n\n".join(passages_about("Quorum replication", 3))
+    assert cli("remember", "-", "--uri", "q.md", input=text).code == 0
+    assert (
+        cli("remember", "-", "--uri", "note.md", input="[[quorum-replication]] in one line.").code
+        == 0
+    )
+    page = next(i for i in cli("compact", "--kinds", "page", "--json").json["items"])
+    body = "\n".join(
+        p["text"].replace("[[", "").replace("]]", "") for p in page["payload"]["passages"]
+    )
+    (cli.tmp / "page.md").write_text(body)
+    r = cli(
+        "submit",
+        str(page["id"]),
+        "--content-file",
+        "page.md",
+        "--title",
+        "Quorum replication",
+        "--json",
+    )
+    assert r.json["stored"], r
+    merge = cli("compact", "--kinds", "merge", "--json").json["items"][0]
+    names = [e["name"] for e in merge["payload"]["entities"]]
+    assert names == ["Quorum replication", "quorum-replication"]
+    return merge
+
+
+def test_accept_keeps_the_survivor_named_and_the_name_given(cli) -> None:
+    merge = _quorum_store(cli)
+    first, second = (e["address"] for e in merge["payload"]["entities"])
+    r = cli(
+        "submit",
+        str(merge["id"]),
+        "--accept",
+        "--survivor",
+        "quorum-replication",
+        "--name",
+        "Quorum Replication",
+        "--json",
+    )
+    assert r.code == 0, r
+    assert r.json["survivor"] == second and r.json["name"] == "Quorum Replication"
+    shown = cli("entity", "show", "quorum replication", "--json").json
+    assert shown["address"] == second and shown["name"] == "Quorum Replication"
+    assert "quorum-replication" in shown["aliases"]
+    # (the old name differs from the new one only in case: it resolves, as above)
+    # The first one's page is the survivor's now, and stale.
+    assert cli("compact", "--kinds", "stale", "--json").json["open"] == 1
+    # A survivor outside the pair is bad input, and nothing is stored.
+    other = _other_merge(cli)
+    r = cli("submit", str(other), "--accept", "--survivor", "Quorum Replication")
+    assert r.code == 2 and "neither entity of this merge" in r.err and "Traceback" not in r.err
+    assert cli("submit", str(other), "--reject", "--name", "X").code == 2
+    assert first != second
+
+
+def _other_merge(cli) -> int:
+    cli("remember", "-", "--uri", "paxos.md", input="[[Paxos]] and [[Raft]] agree.")
+    r = cli("entity", "propose-merge", "Raft", "Paxos", "--json")
+    assert r.json["status"] == "open"
+    items = cli("compact", "--kinds", "merge", "--json").json["items"]
+    return next(i["id"] for i in items if i["payload"]["candidate"] == r.json["candidate"])
+
+
+def test_rename_keeps_the_old_name_as_an_alias_and_marks_the_page_stale(cli) -> None:
+    _quorum_store(cli)
+    r = cli("entity", "rename", "Quorum replication", "Quorum writes", "--json")
+    assert r.code == 0, r
+    assert r.json["action"] == "rename" and len(r.json["stale"]) == 1
+    shown = cli("entity", "show", "Quorum replication", "--json").json  # the old name resolves
+    assert shown["name"] == "Quorum writes" and "Quorum replication" in shown["aliases"]
+    hits = cli("search", "writes", "--granularity", "entity", "--json").json["results"]
+    assert hits and hits[0]["address"] == shown["address"]
+    stale = cli("compact", "--kinds", "stale", "--json").json["items"][0]
+    assert {"address": shown["address"], "change": "renamed", "text": "Quorum writes"} in (
+        stale["payload"]["changes"]
+    )
+    # Another entity's name is refused; renaming back is the undo.
+    r = cli("entity", "rename", "Quorum writes", "quorum-replication")
+    assert r.code == 2 and "another entity" in r.err
+    assert cli("entity", "rename", "Quorum writes", "Quorum replication").code == 0
+    assert cli("entity", "show", "Quorum writes", "--json").json["name"] == "Quorum replication"
+
+
+def test_undo_a_merge_and_propose_it_again(cli) -> None:
+    merge = _quorum_store(cli)
+    first, second = (e["address"] for e in merge["payload"]["entities"])
+    assert cli("submit", str(merge["id"]), "--accept").code == 0
+    assert cli("entity", "show", "quorum-replication", "--json").json["address"] == first
+    r = cli("entity", "unmerge", "quorum-replication", "--json")
+    assert r.code == 0, r
+    assert r.json["address"] == second and r.json["stale"]
+    apart = cli("entity", "show", "quorum-replication", "--json").json
+    assert apart["address"] == second and len(apart["passages"]) == 1
+    kept = cli("entity", "show", "Quorum replication", "--json").json
+    assert kept["aliases"] == [] and len(kept["passages"]) == 3
+    # Undone twice: nothing to undo.
+    r = cli("entity", "unmerge", "quorum-replication")
+    assert r.code == 2 and "nothing to undo" in r.err
+    # The page that had merged in the other's passages is stale, saying so.
+    stale = cli("compact", "--kinds", "stale,merge", "--json").json
+    assert [i["kind"] for i in stale["items"]] == ["stale"]  # the scanner does not propose it
+    changes = stale["items"][0]["payload"]["changes"]
+    assert {"address": second, "change": "separated", "text": "quorum-replication"} in changes
+    # Proposed again on purpose: refused without --again, open with it.
+    r = cli("entity", "propose-merge", "quorum-replication", "Quorum replication")
+    assert r.code == 1 and "--again" in r.err
+    r = cli(
+        "entity", "propose-merge", "quorum-replication", "Quorum replication", "--again", "--json"
+    )
+    assert r.code == 0 and r.json["status"] == "open"
+    assert [i["kind"] for i in cli("compact", "--kinds", "merge", "--json").json["items"]] == [
+        "merge"
+    ]
+
+
+def test_a_rejected_merge_reopens_and_a_skip_comes_back(cli) -> None:
+    merge = _quorum_store(cli)
+    assert cli("submit", str(merge["id"]), "--reject").code == 0
+    r = cli("items", "reopen", str(merge["id"]), "--reason", "they are one", "--json")
+    assert r.code == 0, r
+    assert r.json["item"] not in (None, merge["id"])
+    assert cli("items", "show", str(r.json["item"]), "--json").json["status"] == "open"
+    # Reopened once: the new item is the one to reopen.
+    r2 = cli("items", "reopen", str(merge["id"]))
+    assert r2.code == 2 and f"as item {r.json['item']}" in r2.err
+    r3 = cli("submit", str(r.json["item"]), "--skip", "--reason", "later")
+    assert r3.code == 0
+    r4 = cli("items", "reopen", str(r.json["item"]), "--json")
+    assert r4.code == 0 and r4.json["item"] is not None
+    assert cli("items", "--status", "open", "--json").json["items"][0]["id"] == r4.json["item"]
+
+
+def test_reopen_a_settled_conflict_brings_its_facts_back(cli) -> None:
+    cli("fact", "add", "Raft", "leader", "n1", "--from", "2024-01-01")
+    cli("fact", "add", "Raft", "leader", "n2", "--from", "2024-03-01")
+    item = cli("compact", "--kinds", "conflict", "--json").json["items"][0]
+    a, b = (f["address"] for f in item["payload"]["facts"])
+    assert cli("submit", str(item["id"]), "--keep", a).code == 0
+    assert cli("get", b, "--json").json["status"] == "superseded"
+    r = cli("items", "reopen", str(item["id"]), "--json")
+    assert r.code == 0, r
+    again = cli("items", "show", str(r.json["item"]), "--json").json
+    assert again["kind"] == "conflict" and again["status"] == "open"
+    values = sorted(f["value"] for f in again["payload"]["facts"])
+    assert values == ["n1", "n2"]
+    assert cli("get", b, "--json").json["status"] == "superseded"  # raw rows unchanged
+    # A bounded one: the copy is superseded too, the original comes back.
+    c = next(f["address"] for f in again["payload"]["facts"] if f["value"] == "n1")
+    assert cli("submit", str(again["id"]), "--bound", c, "--to", "2024-03-01").code == 0
+    r = cli("items", "reopen", str(again["id"]), "--json")
+    assert r.code == 0, r
+    live = cli("fact", "list", "Raft", "--json").json["facts"]
+    assert sorted((f["value"], f["valid_to"]) for f in live) == [("n1", None), ("n2", None)]
+
+
+def test_what_cannot_be_reopened_says_why(cli) -> None:
+    _quorum_store(cli)
+    done_page = cli("items", "--kind", "page", "--json").json["items"][0]
+    r = cli("items", "reopen", str(done_page["id"]))
+    assert r.code == 1 and "forget the page" in r.err
+    open_item = cli("items", "--status", "open", "--json").json["items"][0]
+    r = cli("items", "reopen", str(open_item["id"]))
+    assert r.code == 2 and "only a done or skipped item" in r.err
+    assert cli("items", "reopen", "999").code == 2

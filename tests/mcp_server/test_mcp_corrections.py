@@ -1,0 +1,105 @@
+"""Corrections over MCP (issue 31, point 4), through the SDK's own client:
+the survivor of a merge and its name, rename_entity, undo_merge, reopen,
+and propose_merge with ``again``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from memors_core import Memory
+from memors_core.testing import passages_about
+from memors_mcp.server import build_server
+
+
+@pytest.fixture
+def store(store_address: Path | str):
+    memory = Memory.open(store_address)
+    memory.remember("\n\n".join(passages_about("Quorum replication", 3)), uri="q.md")
+    memory.remember("[[quorum-replication]] in one line.", uri="note.md")
+    yield memory
+    memory.close()
+
+
+def _run(memory: Memory, body):
+    async def main():
+        async with Client(build_server(memory, "default")) as client:
+            return await body(client)
+
+    return anyio.run(main)
+
+
+async def _call(client: Client, tool: str, **args):
+    result = await client.call_tool(tool, args)
+    text = " ".join(c.text for c in result.content if hasattr(c, "text"))
+    return result.is_error, result.structured_content, text
+
+
+def test_merge_survivor_rename_and_undo_over_mcp(store: Memory) -> None:
+    async def body(client: Client):
+        _, compacted, _ = await _call(client, "compact", kinds=["merge"])
+        item = compacted["items"][0]
+        first, second = (e["address"] for e in item["payload"]["entities"])
+        # A survivor that is neither entity: a tool error, nothing stored.
+        err, _, text = await _call(
+            client, "submit", item=item["id"], resolution={"accept": True, "survivor": "Raft"}
+        )
+        assert err and "neither entity of this merge" in text
+        err, report, _ = await _call(
+            client,
+            "submit",
+            item=item["id"],
+            accept=True,
+            resolution={"survivor": second, "name": "Quorum Replication"},
+        )
+        assert not err and report["survivor"] == second
+        _, entity, _ = await _call(client, "get", address=second)
+        assert entity["name"] == "Quorum Replication"
+        _, found, _ = await _call(client, "search", query="quorum", granularity="entity")
+        assert [h["address"] for h in found["results"]] == [second]
+
+        err, renamed, text = await _call(
+            client, "rename_entity", entity="Quorum Replication", name="Quorum writes"
+        )
+        assert not err and renamed["action"] == "rename" and "stays an alias" in text
+        err, _, text = await _call(client, "rename_entity", entity="nobody", name="X")
+        assert err and "no entity named" in text
+
+        err, undone, _ = await _call(client, "undo_merge", entity="Quorum replication")
+        assert not err and undone["address"] == first
+        err, _, text = await _call(client, "undo_merge", entity="Quorum replication")
+        assert err and "nothing to undo" in text
+        err, _, text = await _call(
+            client, "propose_merge", entities=["Quorum replication", "Quorum writes"]
+        )
+        assert err or "again" in text
+        err, proposed, _ = await _call(
+            client, "propose_merge", entities=["Quorum replication", "Quorum writes"], again=True
+        )
+        assert not err and proposed["status"] == "open"
+        _, compacted, _ = await _call(client, "compact", kinds=["merge"])
+        return compacted["items"]
+
+    items = _run(store, body)
+    assert [i["kind"] for i in items] == ["merge"]
+    assert store.entity("Quorum replication").name == "Quorum replication"
+
+
+def test_reopen_a_skip_over_mcp(store: Memory) -> None:
+    async def body(client: Client):
+        _, compacted, _ = await _call(client, "compact", kinds=["page"])
+        item = compacted["items"][0]["id"]
+        err, _, _ = await _call(client, "submit", item=item, skip=True, reason="later")
+        assert not err
+        err, reopened, text = await _call(client, "reopen", item=item, reason="now")
+        assert not err and reopened["item"] != item and "reopened as item" in text
+        err, _, text = await _call(client, "reopen", item=reopened["item"])
+        assert err and "only a done or skipped item" in text
+        _, again, _ = await _call(client, "compact", kinds=["page"])
+        return [i["id"] for i in again["items"]], reopened["item"]
+
+    ids, new = _run(store, body)
+    assert ids == [new]
