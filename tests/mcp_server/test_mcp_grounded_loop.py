@@ -106,7 +106,11 @@ def test_an_agent_fixes_a_refused_draft_in_one_round(memory: Memory) -> None:
     page = seen["page"]
     assert page["status"] == "live" and page["is_inference"] == 1
     assert page["sentences"] == [
-        {"text": "Raft was published in 2014 by Diego Ongaro.", "sources": [passages[PASSAGES[0]]]},
-        {"text": MERGED, "sources": [passages[PASSAGES[1]], passages[PASSAGES[2]]]},
+        {
+            "text": "Raft was published in 2014 by Diego Ongaro.",
+            "sources": [passages[PASSAGES[0]]],
+            "flags": [],
+        },
+        {"text": MERGED, "sources": [passages[PASSAGES[1]], passages[PASSAGES[2]]], "flags": []},
     ]
     assert sorted(page["sources"]) == sorted(passages[t] for t in PASSAGES)
