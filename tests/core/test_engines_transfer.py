@@ -2,8 +2,8 @@
 
 A store with every kind of row (two namespaces, document versions,
 entities and facts, a written page and its next version, an accepted
-merge, a resolved conflict, forgotten rows, skipped and obsolete items, a
-purge) is built on SQLite, exported with the real ``memors-mcp export`` and
+merge then undone, a rename, a resolved conflict, forgotten rows, skipped
+and obsolete items, a purge) is built on SQLite, exported with the real ``memors-mcp export`` and
 imported with the real ``memors-mcp import --db postgresql://…``. The two
 stores then hold the same rows, table by table, and show a user the same
 things: ``get`` of every address, listings, lint findings, metrics, search
@@ -92,6 +92,9 @@ def populate(memory: Memory, ns: str) -> None:
         if item.kind == "stale":
             memory.submit(item.id, content=page_content(item.payload), title="Raft v2",
                           force=True, namespace=ns)  # fmt: skip
+    # People's corrections: a rename, and the merge undone (its alias taken back).
+    memory.rename_entity("Raft", "Raft protocol", namespace=ns)
+    memory.undo_merge("Raft consensus", namespace=ns)
     extra = memory.remember("\n\n".join(passages_about("Zab", 3, "epochs")), namespace=ns)
     memory.compact(namespace=ns)
     memory.forget(extra.passages[0], namespace=ns)  # the Zab page item becomes obsolete

@@ -85,6 +85,20 @@ TABLES: list[tuple[str, str]] = [
         "SELECT rowid, * FROM tombstones WHERE :ns IS NULL OR namespace = :ns ORDER BY rowid",
     ),
     ("work_items", "SELECT * FROM work_items WHERE :ns IS NULL OR namespace = :ns ORDER BY id"),
+    # People's corrections (renames, merges undone, items reopened): the
+    # audit rows first, then the names and alias changes that cite them.
+    (
+        "corrections",
+        "SELECT * FROM corrections WHERE :ns IS NULL OR namespace = :ns ORDER BY id",
+    ),
+    (
+        "entity_names",
+        "SELECT * FROM entity_names WHERE :ns IS NULL OR namespace = :ns ORDER BY rowid",
+    ),
+    (
+        "alias_changes",
+        "SELECT * FROM alias_changes WHERE :ns IS NULL OR namespace = :ns ORDER BY rowid",
+    ),
     ("purges", "SELECT * FROM purges WHERE :ns IS NULL OR namespace = :ns ORDER BY id"),
     # Counters describe the whole store (every namespace's work): only a
     # whole-store export carries them.
