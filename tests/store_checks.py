@@ -228,11 +228,23 @@ def _problems(conn: apsw.Connection) -> Iterator[str]:
     yield from _counter_problems(conn)
 
 
+def _counter_rows(conn: Any) -> str:
+    """Every counter row: on PostgreSQL also the namespaces' shards (summed when read)."""
+    if isinstance(conn, apsw.Connection):
+        return "counters"
+    return (
+        "(SELECT name, kind, event, value FROM counters UNION ALL "
+        "SELECT name, kind, event, value FROM counter_shards)"
+    )
+
+
 def counters(conn: Any) -> dict[tuple[str, str], int]:
     return {
-        (kind, event): value
+        (kind, event): int(value)
         for kind, event, value in conn.execute(
-            "SELECT kind, event, value FROM counters WHERE name = ?", (WORK_ITEMS_TOTAL,)
+            f"SELECT kind, event, SUM(value) FROM {_counter_rows(conn)} c WHERE name = ? "
+            "GROUP BY kind, event",
+            (WORK_ITEMS_TOTAL,),
         )
     }
 
@@ -263,7 +275,8 @@ def _counter_problems(conn: Any) -> Iterator[str]:
                     f"{counted.get((kind, event), 0)} for {states.get(event, 0)} {event} items"
                 )
     marked = conn.execute(
-        "SELECT COALESCE(SUM(value), 0) FROM counters WHERE name = ?", (PAGES_MARKED_STALE,)
+        f"SELECT COALESCE(SUM(value), 0) FROM {_counter_rows(conn)} c WHERE name = ?",
+        (PAGES_MARKED_STALE,),
     ).fetchone()[0]
     distinct = conn.execute("SELECT COUNT(DISTINCT page) FROM page_stale").fetchone()[0]
     # A counter never goes down: a purge that erases a page once marked stale

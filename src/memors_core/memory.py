@@ -247,7 +247,7 @@ class Memory:
         valid_from = opt_str(valid_from, "valid_from", 64)
         valid_to = opt_str(valid_to, "valid_to", 64)
         source = opt_str(source, "source", 200)
-        with self.store.write() as tx:
+        with self.store.write(namespace=namespace) as tx:
             return edits.record_fact(
                 tx, namespace, subject, predicate, value, valid_from, valid_to, source
             )
@@ -266,7 +266,7 @@ class Memory:
         if not isinstance(again, bool):
             raise BadInput("again must be true or false")
         first, second = (req_str(e, "an entity name", 200) for e in entities)
-        with self.store.write() as tx:
+        with self.store.write(namespace=namespace) as tx:
             return edits.propose_merge(tx, namespace, first, second, again, self._services)
 
     # --- corrections -------------------------------------------------------------------
@@ -437,7 +437,7 @@ class Memory:
             raise BadInput(
                 f"only documents, passages, facts and pages can be forgotten, not a {kind}"
             )
-        with self.store.write() as tx:
+        with self.store.write(namespace=namespace) as tx:
             return edits.forget(tx, namespace, kind, ident, reason)
 
     def purge(self, address: str, namespace: str = "default") -> Purged:

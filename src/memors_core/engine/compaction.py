@@ -228,7 +228,7 @@ def compact(
         if report is not None:
             report(True, task="compact", phase=kind.name, step="scanning", created=created)
         try:
-            with store.write() as tx:
+            with store.write(namespace=namespace) as tx:
                 tx.namespaces.touch(namespace)
                 created += _scan_kind(services, tx, namespace, kind, full, report, created)
         except (StoreBusy, StoreUnavailable):
@@ -241,7 +241,7 @@ def compact(
             errors.append(
                 {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
             )
-    with store.write() as tx:
+    with store.write(namespace=namespace) as tx:
         tx.changes.prune(namespace)
     names = [k.name for k in chosen]
     with store.read() as tx:
@@ -337,12 +337,12 @@ def submit(
         )
     store = services.store
     try:
-        with store.write() as tx:
+        with store.write(namespace=namespace) as tx:
             return _submit(services, tx, namespace, item_id, merged, dry_run, force, fingerprint)
     except Refused as exc:
         kind = getattr(exc, "kind", None)
         if kind and not dry_run:
-            with store.write() as tx:
+            with store.write(namespace=namespace) as tx:
                 _count(tx, kind, "refused")
             log.info(
                 "item_refused", namespace=namespace, kind=kind, item=item_id, reason=exc.message

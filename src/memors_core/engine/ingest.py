@@ -86,7 +86,7 @@ class Ingest:
         report = Reporter(progress)
         prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
         created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
-        with self.storage.write() as tx:
+        with self.storage.write(namespace=namespace) as tx:
             out = self._one(tx, namespace, *doc, prepared=prepared, report=report, created=created)
         self._new_passages(namespace, created)
         return out
@@ -138,7 +138,7 @@ class Ingest:
             passages, fared = 0, Counter()
             created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
             try:
-                with self.storage.write() as tx:
+                with self.storage.write(namespace=namespace) as tx:
                     tx.namespaces.touch(namespace)
                     for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
                         stored = totals["documents"] + n

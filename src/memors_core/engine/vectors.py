@@ -157,7 +157,7 @@ def catch_up(
                     )
                 except _Stopped:
                     break
-                with storage.write() as tx:
+                with storage.write(namespace=namespace) as tx:
                     stored += tx.vectors.add(
                         namespace, zip((p for _, p, _ in batch), made, strict=True)
                     )

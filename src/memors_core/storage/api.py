@@ -860,9 +860,11 @@ class Storage(Protocol):
     def read(self) -> AbstractContextManager[Tx]:
         """A read transaction: one consistent snapshot (inside an open transaction, that one)."""
 
-    def write(self) -> AbstractContextManager[Tx]:
+    def write(self, *, namespace: str | None = None) -> AbstractContextManager[Tx]:
         """A write transaction (a savepoint inside one); MemorsError on a store opened
-        read-only."""
+        read-only. ``namespace``: the one namespace it changes, which lets an
+        engine with many writers (PostgreSQL) run it beside writes to other
+        namespaces; without it the write may change any of them."""
 
     #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
     engine: str

@@ -76,6 +76,10 @@ CREATE TABLE dup_settled(
 );
 DELETE FROM dup_indexed;
 """,
+    # 3: the fold's one row exists from the start, so a scan that folds
+    # locks it (and a scan of another namespace meanwhile skips its fold)
+    # rather than inserting it (which makes the other wait for its commit).
+    "INSERT INTO dup_folded(one, passage_seq) VALUES (1, 0) ON CONFLICT DO NOTHING;",
 ]
 
 PREFIX_TABLES = ("dup_prefix", "dup_recent")
@@ -271,11 +275,16 @@ class PostgresPrefixIndex:
         """Move ``dup_recent`` into ``dup_prefix`` (in key order) and note
         where the fold happened; unless ``force``, only once the passages
         since the last fold reach 1/FOLD_RATIO of those before it (clock
-        values stand in for counts)."""
-        if not force:
-            folded = self._scalar("SELECT passage_seq FROM dup_folded") or 0
-            if (head - folded) * FOLD_RATIO <= folded:
-                return
+        values stand in for counts). A fold only makes look-ups faster:
+        while a writer of another namespace folds (its transaction holds
+        the row), this one skips it rather than wait."""
+        row = self.conn.execute(
+            "SELECT passage_seq FROM dup_folded WHERE one = 1 FOR UPDATE SKIP LOCKED"
+        ).fetchone()
+        if row is None:
+            return
+        if not force and (head - row[0]) * FOLD_RATIO <= row[0]:
+            return
         self.conn.execute(
             "INSERT INTO dup_prefix(token, size, passage, pos) "
             "SELECT token, size, passage, pos FROM dup_recent ORDER BY token, size, passage "

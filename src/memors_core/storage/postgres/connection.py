@@ -1,13 +1,19 @@
 """Opening a PostgreSQL store, and transactions on it.
 
 One psycopg connection per store object, in autocommit mode with explicit
-transactions. Writes serialise on one transaction-scoped advisory lock
-(:data:`WRITE_LOCK`), taken first in every outermost write: that is what
-SQLite's ``BEGIN IMMEDIATE`` gave the code written for it (read, check,
-write), across every process and host, and it puts the numbers writers
-take from sequences and clocks in commit order — so an incremental scan's
-high-water mark never skips a row a slower writer commits later. Reads
-are ``REPEATABLE READ READ ONLY`` (one snapshot; every write refused).
+transactions. Every outermost write first takes transaction-scoped
+advisory locks: a write that names its namespace takes the store's write
+lock (:data:`WRITE_LOCK`) *shared* and its namespace's lock exclusively;
+any other write takes the store's lock exclusively. So writers of one
+namespace take turns, as SQLite's ``BEGIN IMMEDIATE`` made them (the code
+written for it reads, checks, then writes), writers of different
+namespaces never wait for each other, and a store-wide write (an import, a
+purge, a migration) waits for all of them. Within a namespace the numbers
+its writers draw (passages, tombstones, the change log: sequences, which
+no one waits for) are therefore in commit order, so an incremental scan's
+high-water mark, taken under its namespace's lock, never skips a row a
+slower writer commits later. Reads are ``REPEATABLE READ READ ONLY`` (one
+snapshot; every write refused).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import logging
 import os
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +57,15 @@ logging.getLogger("psycopg").addHandler(logging.NullHandler())
 LOCK_SPACE = 0x6D656D6F
 WRITE_LOCK = 1
 MIGRATE_LOCK = 2
+#: Advisory lock space of the namespaces' writers ("memn"); the key is the
+#: namespace's CRC-32 (two names sharing one only take turns).
+NAMESPACE_SPACE = 0x6D656D6E
+
+
+def namespace_key(namespace: str) -> int:
+    """The advisory lock key of ``namespace``'s writers (a signed 32-bit integer)."""
+    return zlib.crc32(namespace.encode("utf-8", "surrogatepass")) - 2**31
+
 
 #: Connections a store's pool holds at most (``MEMORS_PG_POOL_SIZE``).
 DEFAULT_POOL_SIZE = 4
@@ -68,7 +84,7 @@ def is_postgres_url(location: object) -> bool:
 class _Session:
     """One thread's transaction: its connection, depth and pending callbacks."""
 
-    __slots__ = ("after_commit", "conn", "depth", "in_write", "reading", "tx")
+    __slots__ = ("after_commit", "conn", "depth", "in_write", "reading", "scope", "tx")
 
     def __init__(self, tx: PgTx) -> None:
         self.conn: psycopg.Connection | None = None
@@ -76,6 +92,9 @@ class _Session:
         self.after_commit: list[tuple] = []
         self.in_write = False
         self.reading = False
+        #: What the write transaction holds: None for the whole store, else
+        #: the namespaces whose locks it took.
+        self.scope: frozenset[str] | None = None
         self.tx = tx
 
 
@@ -111,7 +130,11 @@ class PgStore:
         # on a pooled connection each: while one waits for the database's
         # lock, the pool's other connections stay free for reads.
         # (Re-entrant: what runs after a commit may write again.)
-        self._turns = {WRITE_LOCK: threading.RLock(), MIGRATE_LOCK: threading.RLock()}
+        self._turns: dict[object, threading.RLock] = {
+            WRITE_LOCK: threading.RLock(),
+            MIGRATE_LOCK: threading.RLock(),
+        }
+        self._turns_guard = threading.Lock()
         self._statistics_checked = float("-inf")
         #: Why this store keeps no vectors ("" when it does: pgvector is set up).
         self.vectors_missing = "not checked"
@@ -352,40 +375,51 @@ class PgStore:
     # --- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self, *, lock: int = WRITE_LOCK) -> Iterator[PgTx]:
-        """A write transaction (or a savepoint inside one)."""
+    def write(self, *, lock: int = WRITE_LOCK, namespace: str | None = None) -> Iterator[PgTx]:
+        """A write transaction (or a savepoint inside one). With ``namespace``
+        it waits only for that namespace's writers (and a store-wide write);
+        the transaction must then change nothing of another namespace."""
         if self.readonly:
             raise MemorsError(
                 f"the store {self.location} was opened read-only; this would change it"
             )
+        if lock != WRITE_LOCK:
+            namespace = None
         session = self._session
         if session.depth:
-            yield from self._savepoint(session)
+            yield from self._savepoint(session, namespace)
             return
         deadline = time.monotonic() + self.busy_ms / 1000
 
         def begin() -> str:
-            # One round trip: the transaction, and the store's write lock
-            # first in it, waited for as long as this writer has left.
+            # One round trip: the transaction, and its locks first in it,
+            # waited for as long as this writer has left.
             left = max(1, int((deadline - time.monotonic()) * 1000))
             return (
                 "BEGIN ISOLATION LEVEL READ COMMITTED; "
                 f"SET LOCAL lock_timeout = {left}; "
-                f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)}); "
+                f"{_lock_sql(lock, namespace)}; "
                 f"SET LOCAL lock_timeout = {int(self.busy_ms)}"
             )
 
-        with self._translated(), self._turn(lock, deadline):
+        turn = lock if namespace is None else ("namespace", namespace)
+        with self._translated(), self._turn(turn, deadline):
             left = max(0.001, deadline - time.monotonic())
             with self._checked_out(session, begin, left) as conn:
-                yield from self._write(session, conn)
+                session.scope = None if namespace is None else frozenset((namespace,))
+                try:
+                    yield from self._write(session, conn)
+                finally:
+                    session.scope = None
 
     @contextlib.contextmanager
-    def _turn(self, lock: int, deadline: float) -> Iterator[None]:
-        """This process's turn among its writers for ``lock``, waited for
-        until ``deadline``: one of them at a time holds a pooled connection
-        waiting for (then holding) the database's lock."""
-        turn = self._turns[lock]
+    def _turn(self, key: object, deadline: float) -> Iterator[None]:
+        """This process's turn among its writers for ``key`` (a lock, or a
+        namespace), waited for until ``deadline``: one of them at a time
+        holds a pooled connection waiting for (then holding) the database's
+        lock."""
+        with self._turns_guard:
+            turn = self._turns.setdefault(key, threading.RLock())
         if not turn.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise self._busy()
         try:
@@ -393,18 +427,26 @@ class PgStore:
         finally:
             turn.release()
 
-    def _savepoint(self, session: _Session) -> Iterator[PgTx]:
+    def _savepoint(self, session: _Session, namespace: str | None) -> Iterator[PgTx]:
         conn = session.conn
         assert conn is not None
         session.depth += 1
         name = f"memors_{session.depth}"
         mark = len(session.after_commit)
+        scope = session.scope
         conn.execute(f"SAVEPOINT {name}")
         try:
+            if scope is not None and namespace is not None and namespace not in scope:
+                # Another namespace than the transaction's: its lock too, until
+                # the transaction ends. (A savepoint that names none is part of
+                # its transaction's work, in its namespace.)
+                conn.execute(_lock_sql(WRITE_LOCK, namespace, shared_held=True))
+                session.scope = scope | {namespace}
             yield session.tx
         except BaseException:
             del session.after_commit[mark:]
             session.tx.reset_clocks()
+            session.scope = scope  # (a rolled-back savepoint's locks are released)
             with contextlib.suppress(psycopg.Error):
                 conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
                 conn.execute(f"RELEASE SAVEPOINT {name}")
@@ -470,7 +512,8 @@ class PgStore:
                 )
             ]
             for table in stale:
-                conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+                # (another writer analyzing it now is enough: never wait for it)
+                conn.execute(sql.SQL("ANALYZE (SKIP_LOCKED) {}").format(sql.Identifier(table)))
         except psycopg.Error as exc:  # a role that may not analyze: the owner's turn
             log.debug("statistics_not_kept", path=self.location, error=one_line(exc))
 
@@ -598,6 +641,18 @@ class PgStore:
     def scalar(self, sql: str, params: Any = ()) -> Any:
         row = self.execute(sql, params).fetchone()
         return None if row is None else row[0]
+
+
+def _lock_sql(lock: int, namespace: str | None, *, shared_held: bool = False) -> str:
+    """The statement taking a write's advisory locks: ``namespace``'s
+    exclusively under the store's lock shared, or the store's (``lock``)
+    exclusively. ``shared_held``: the store's is held shared already."""
+    if namespace is None:
+        return f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)})"
+    ns = f"pg_advisory_xact_lock({NAMESPACE_SPACE}, {namespace_key(namespace)})"
+    if shared_held:
+        return f"SELECT {ns}"
+    return f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE}, {int(lock)}); SELECT {ns}"
 
 
 def _pool_size() -> int:

@@ -3,14 +3,15 @@ with PostgreSQL's search, purge and transfer, and its clocks."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections import deque
+from typing import Any, ClassVar
 
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.engine import SqlTx
-from memors_core.storage.sql.queue import SqlChangeLog
+from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
 
 # The change log's clock is its highest number or the mark recorded when
 # entries were dropped, whichever is higher: both read in the transaction's
@@ -23,8 +24,53 @@ _CHANGE_HEAD = (
 
 class PgChangeLog(SqlChangeLog):
     def prune(self, namespace: str) -> None:
-        self.tx.hold_change_clock()
-        super().prune(namespace)
+        # The newest entry of the log stays (whichever namespace's): the
+        # log's clock is its highest number, and keeping it spares holding
+        # that number in the store's one ``clock`` row, which writers of
+        # other namespaces would wait for.
+        low = self.scalar(
+            "SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?", (namespace,)
+        )
+        if low is not None:
+            self.run(
+                "DELETE FROM changes WHERE namespace = ? AND seq <= ? "
+                "AND seq < (SELECT MAX(seq) FROM changes)",
+                (namespace, low),
+            )
+
+
+class PgCounters(SqlCounters):
+    """Counters bumped in the row of the namespace being written
+    (``counter_shards``), so writers of different namespaces never wait for
+    one row; read as the sum of those rows and ``counters``."""
+
+    def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
+        if by:
+            scope = self.db._session.scope
+            shard = min(scope) if scope else ""
+            self.run(
+                "INSERT INTO counter_shards(name, kind, event, shard, value) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(name, kind, event, shard) "
+                "DO UPDATE SET value = counter_shards.value + excluded.value",
+                (name, kind, event, shard, by),
+            )
+
+    def read(self, name: str) -> dict[tuple[str, str], int]:
+        return {
+            (kind, event): int(value)
+            for kind, event, value in self.all(
+                f"SELECT kind, event, SUM(value) FROM ({COUNTER_ROWS}) c WHERE name = ? "
+                "GROUP BY kind, event",
+                (name,),
+            )
+        }
+
+
+#: Every counter row: the store-wide ones and the namespaces' shards.
+COUNTER_ROWS = (
+    "SELECT name, kind, event, value FROM counters "
+    "UNION ALL SELECT name, kind, event, value FROM counter_shards"
+)
 
 
 class PgTx(SqlTx):
@@ -35,6 +81,7 @@ class PgTx(SqlTx):
     repositories: ClassVar[dict[str, type]] = {
         **SqlTx.repositories,
         "changes": PgChangeLog,
+        "counters": PgCounters,
         "search": PgSearch,
         "vectors": PgVectors,
         "purges": PgPurges,
@@ -49,6 +96,36 @@ class PgTx(SqlTx):
         "ON CONFLICT(name) DO UPDATE SET value = GREATEST(clock.value, excluded.value)"
     )
     change_head_sql = _CHANGE_HEAD
+
+    def __init__(self, db: Any) -> None:
+        super().__init__(db)
+        #: Numbers drawn from each clock's sequence, not ticked yet.
+        self._drawn: dict[str, deque[int]] = {}
+
+    def reserve(self, name: str, count: int) -> None:
+        """Draw ``count`` numbers of ``name``'s sequence in one round trip.
+
+        A sequence makes no writer wait for another (as ``MAX(rowid) + 1``
+        would, on the unique key, between namespaces); within a namespace its
+        writers take turns, so its rows' numbers follow their commits."""
+        if count > 0:
+            drawn = self.db.all(
+                "SELECT nextval(?::regclass) FROM generate_series(1, ?)", (f"{name}_clock", count)
+            )
+            self._drawn.setdefault(name, deque()).extend(sorted(r[0] for r in drawn))
+
+    def tick(self, name: str) -> int:
+        drawn = self._drawn.get(name)
+        if not drawn:
+            self.reserve(name, 1)
+            drawn = self._drawn[name]
+        value = drawn.popleft()
+        self._ticks[name] = value
+        return value
+
+    def reset_clocks(self) -> None:
+        super().reset_clocks()
+        self._drawn.clear()  # (numbers drawn and never used are simply skipped)
 
     def hold_change_clock(self) -> None:
         """Record the change log's high-water mark (before entries are dropped)."""

@@ -403,6 +403,7 @@ def read_only_tables() -> tuple[str, ...]:
         "search_queue",
         "vector_stats",
         "purge_pending",
+        "application_roles",
     )
 
 

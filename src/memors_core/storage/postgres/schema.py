@@ -527,6 +527,48 @@ CREATE INDEX alias_changes_key ON alias_changes(entity, key, rowid);
     for t in ("corrections", "entity_names", "alias_changes")
 )
 
+# Issue 32: writers of different namespaces never wait for each other. A
+# passage's or tombstone's number comes from a sequence (drawing one waits for
+# no one) instead of the highest row plus one; a counter is bumped in its
+# namespace's own row (`counter_shards`), summed with `counters` when read;
+# and the roles granted the application role are recorded, so a migration
+# that adds tables grants them too (a role holding INSERT on `work_items`
+# was granted before this record existed).
+CONCURRENT_WRITERS_MIGRATION = f"""
+CREATE SEQUENCE passages_clock AS BIGINT;
+CREATE SEQUENCE tombstones_clock AS BIGINT;
+SELECT setval('passages_clock', GREATEST(
+    COALESCE((SELECT MAX(rowid) FROM passages), 0),
+    COALESCE((SELECT value FROM clock WHERE name = 'passages'), 0), 1),
+    EXISTS (SELECT 1 FROM passages) OR EXISTS (SELECT 1 FROM clock WHERE name = 'passages'));
+SELECT setval('tombstones_clock', GREATEST(
+    COALESCE((SELECT MAX(rowid) FROM tombstones), 0),
+    COALESCE((SELECT value FROM clock WHERE name = 'tombstones'), 0), 1),
+    EXISTS (SELECT 1 FROM tombstones) OR EXISTS (SELECT 1 FROM clock WHERE name = 'tombstones'));
+
+CREATE TABLE counter_shards(
+    name {T} NOT NULL,
+    kind {T} NOT NULL DEFAULT '',
+    event {T} NOT NULL DEFAULT '',
+    shard {T} NOT NULL DEFAULT '',
+    value BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (name, kind, event, shard)
+);
+
+CREATE TABLE application_roles(
+    role {T} PRIMARY KEY,
+    granted_at {T} NOT NULL
+);
+INSERT INTO application_roles(role, granted_at)
+SELECT DISTINCT g.grantee, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+FROM information_schema.role_table_grants g
+WHERE g.table_schema = current_schema() AND g.table_name = 'work_items'
+  AND g.privilege_type = 'INSERT' AND g.grantee <> 'PUBLIC'
+  AND g.grantee <> (SELECT pg_get_userbyid(relowner) FROM pg_class
+                    WHERE oid = 'work_items'::regclass)
+ON CONFLICT DO NOTHING;
+"""
+
 MIGRATIONS: list[str] = [
     BASE,
     _search(),
@@ -539,6 +581,7 @@ MIGRATIONS: list[str] = [
     guarded_history_sql(),
     SENTENCE_FLAGS_MIGRATION,
     CORRECTIONS_MIGRATION,
+    CONCURRENT_WRITERS_MIGRATION,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose

@@ -29,6 +29,7 @@ from memors_core.errors import BadInput, MemorsError
 from memors_core.log import get_logger
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import EXPORT_SCHEMA, IDENTITIES
+from memors_core.storage.sql.engine import CLOCKS
 from memors_core.storage.sql.records import Repo
 from memors_core.storage.sql.transfer import (
     IS_EMPTY,
@@ -55,6 +56,14 @@ _RECONCILE = {
 }
 
 _cursor_numbers = itertools.count(1)
+#: The counters as one row each, as SQLite keeps them: the store-wide row
+#: and the namespaces' shards summed (a whole-store export only).
+_COUNTERS = (
+    "SELECT name, kind, event, SUM(value)::bigint AS value FROM ("
+    "SELECT name, kind, event, value FROM counters UNION ALL "
+    "SELECT name, kind, event, value FROM counter_shards) c "
+    "WHERE :ns IS NULL GROUP BY name, kind, event ORDER BY name, kind, event"
+)
 
 
 class PgTransfer(Repo):
@@ -71,6 +80,8 @@ class PgTransfer(Repo):
         # the connection between rows.
         conn = self.db.conn
         for table, sql in TABLES:
+            if table == "counters":
+                sql = _COUNTERS
             name = f"memors_export_{next(_cursor_numbers)}"
             rendered = render(sql)
             conn.execute(
@@ -98,6 +109,11 @@ class PgTransfer(Repo):
         sql += " " + _RECONCILE.get(table, "")
         try:
             self.db.conn.execute(sql, values)
+            if table == "counters":  # the export's total is the store's now
+                self.db.conn.execute(
+                    "DELETE FROM counter_shards WHERE name = %s AND kind = %s AND event = %s",
+                    (row["name"], row.get("kind", ""), row.get("event", "")),
+                )
         except (psycopg.DataError, psycopg.IntegrityError, psycopg.ProgrammingError) as exc:
             why = exc.diag.message_primary or " ".join(str(exc).split())
             raise BadInput(f"cannot restore this {table} row ({why})") from None
@@ -118,6 +134,13 @@ class PgTransfer(Repo):
                 if table == "changes":
                     high = max(high, changes_mark)
                 self._advance(table, column, high)
+            for clock in CLOCKS:  # passages' and tombstones' numbers: their sequences
+                high = self.scalar(
+                    f"SELECT GREATEST(COALESCE((SELECT MAX(rowid) FROM {clock}), 0), "
+                    "COALESCE((SELECT value FROM clock WHERE name = ?), 0))",
+                    (clock,),
+                )
+                self._advance_sequence(f"{clock}_clock", high)
         except psycopg.errors.InsufficientPrivilege as exc:
             raise MemorsError(
                 f"this role cannot import into the store ({exc.diag.message_primary}); "
@@ -132,6 +155,9 @@ class PgTransfer(Repo):
         only draw numbers, so it draws them up to ``high`` (about a third of
         a second per million)."""
         sequence = self.scalar("SELECT pg_get_serial_sequence(?, ?)", (table, column))
+        self._advance_sequence(sequence, high)
+
+    def _advance_sequence(self, sequence: str, high: int) -> None:
         last, called = self.one(f"SELECT last_value, is_called FROM {sequence}")
         given = last if called else last - 1
         if high <= given:

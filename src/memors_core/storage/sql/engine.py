@@ -104,6 +104,11 @@ class SqlTx:
         self._ticks[name] = value
         return value
 
+    def reserve(self, name: str, count: int) -> None:
+        """Say that ``count`` numbers of ``name``'s clock are about to be
+        ticked (an engine that draws them from the database draws them in
+        one round trip; here they are counted in memory)."""
+
     def hold_clocks(self) -> None:
         """Record every clock's high-water mark (before purge erases rows)."""
         for name in CLOCKS:

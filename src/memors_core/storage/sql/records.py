@@ -225,6 +225,8 @@ class SqlPassages(Repo):
     def insert_many(
         self, namespace: str, passages: Iterable[NewPassage], created_at: str
     ) -> list[int]:
+        passages = list(passages)
+        self.tx.reserve("passages", len(passages))
         tick = self.tx.tick
         rows = [
             (
@@ -869,6 +871,7 @@ class SqlTombstones(Repo):
         if not fresh:
             return []
         when = at or now()
+        self.tx.reserve("tombstones", len(fresh))
         self.db.executemany(
             "INSERT INTO tombstones(rowid, namespace, target, type, state, reason, item, "
             "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -159,8 +159,9 @@ class Store:
     # --- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[SqliteTx]:
-        """A write transaction (or a savepoint inside one)."""
+    def write(self, *, namespace: str | None = None) -> Iterator[SqliteTx]:
+        """A write transaction (or a savepoint inside one); one file has one
+        writer at a time, whatever the ``namespace``."""
         if self.readonly:
             raise MemorsError(f"the store {self.path} was opened read-only; this would change it")
         with self._lock:

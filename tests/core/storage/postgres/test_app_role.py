@@ -320,8 +320,16 @@ def _made_at_schema_6(owner_url: str) -> None:
     """A store as memors left it before migration 8, with a page done and a
     document in two versions."""
 
+    from memors_core.storage.postgres.engine import PgTx
+    from memors_core.storage.sql.engine import SqlTx
+    from memors_core.storage.sql.queue import SqlCounters
+
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(connection, "SCHEMA_VERSION", 6)
+        # (memors of then: numbers as the highest row's plus one, counters in one row)
+        patch.setattr(PgTx, "tick", SqlTx.tick)
+        patch.setattr(PgTx, "reserve", SqlTx.reserve)
+        patch.setitem(PgTx.repositories, "counters", SqlCounters)
         with Memory.open(owner_url) as memory:
             # Today's code reads the corrections' tables (a later migration's):
             # they stand in while it writes, and go before the upgrade.
