@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memors_core.domain.dates import now
@@ -169,8 +170,9 @@ class PgStore:
             "autocommit": True,
             "cursor_factory": psycopg.ClientCursor,
             "connect_timeout": max(1, timeout_ms // 1000),
-            "application_name": "memors",
         }
+        if not _names_itself(url):  # each host may name itself (pg_stat_activity, logs)
+            connect_args["application_name"] = "memors"
         try:  # one direct attempt first: a bad address fails at once, in the server's words
             psycopg.connect(url, **connect_args).close()
         except psycopg.Error as exc:
@@ -254,6 +256,7 @@ class PgStore:
                     "INSERT INTO schema_migrations(version, applied_at) VALUES (%s, %s)",
                     (step + 1, now()),
                 )
+            self._regrant()
             if version < SCHEMA_VERSION:
                 self.after_commit(
                     log.info,
@@ -272,8 +275,23 @@ class PgStore:
         def run_step(script: str) -> None:
             with self.write():  # a savepoint: the failing step's transaction stays usable
                 self.conn.execute(script)
+                self._regrant()  # (the kind's new tables)
 
         migrate_kinds(self, migrations, run_step, psycopg.Error)
+
+    def _regrant(self) -> None:
+        """Grant every recorded application role (``application_roles``,
+        which :func:`~memors_core.storage.postgres.privileges.grant_application_role`
+        fills) what the grant's rules give it on the schema as it is now, in
+        the migrating transaction: a migration that adds tables needs no
+        grant run again by hand."""
+        from memors_core.storage.postgres.privileges import regrant
+
+        roles = regrant(self.conn)
+        if roles:
+            self.after_commit(
+                log.info, "application_roles_granted", path=self.location, roles=roles
+            )
 
     def close(self) -> None:
         self.pool.close()
@@ -653,6 +671,17 @@ def _lock_sql(lock: int, namespace: str | None, *, shared_held: bool = False) ->
     if shared_held:
         return f"SELECT {ns}"
     return f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE}, {int(lock)}); SELECT {ns}"
+
+
+def _names_itself(url: str) -> bool:
+    """Whether the address (``?application_name=…``) or ``$PGAPPNAME`` names
+    the connections' application."""
+    if os.environ.get("PGAPPNAME"):
+        return True
+    try:
+        return bool(conninfo_to_dict(url).get("application_name"))
+    except psycopg.Error:
+        return False
 
 
 def _pool_size() -> int:

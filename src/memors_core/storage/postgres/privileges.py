@@ -478,13 +478,42 @@ def grant_statements(conn, role: str) -> list[str]:
     return out
 
 
+#: Records a granted role, so that a migration grants it the new tables too.
+RECORD_ROLE = (
+    "INSERT INTO application_roles(role, granted_at) VALUES (%s, "
+    "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')) "
+    "ON CONFLICT (role) DO NOTHING"
+)
+
+
+def regrant(conn) -> list[str]:
+    """Run the grant again, inside ``conn``'s transaction (the owner's,
+    migrating), for every recorded application role that still exists;
+    returns their names."""
+    if not conn.execute("SELECT to_regclass('application_roles') IS NOT NULL").fetchone()[0]:
+        return []
+    roles = [
+        r[0]
+        for r in conn.execute(
+            "SELECT a.role FROM application_roles a JOIN pg_roles r ON r.rolname = a.role "
+            "ORDER BY a.role"
+        )
+    ]
+    for role in roles:
+        for statement in grant_statements(conn, role):
+            conn.execute(statement)
+    return roles
+
+
 def grant_application_role(url: str, role: str) -> list[str]:
     """Make the existing login role ``role`` an application role of the
     store at ``url`` (an address connecting as the tables' owner or a
     superuser, after memors has migrated the store); the statements run.
 
-    Run it again after an upgrade that adds tables. The role never owns
-    anything, so it can neither switch a trigger off nor drop one."""
+    The role is recorded in the store (``application_roles``): the owner's
+    next migration (an upgrade of memors or of a kind that adds tables)
+    grants it the new tables itself, in the migrating transaction. The role
+    never owns anything, so it can neither switch a trigger off nor drop one."""
     import psycopg
 
     from memors_core.errors import MemorsError
@@ -499,6 +528,8 @@ def grant_application_role(url: str, role: str) -> list[str]:
             with conn.transaction():
                 for statement in statements:
                     conn.execute(statement)
+                if conn.execute("SELECT to_regclass('application_roles')").fetchone()[0]:
+                    conn.execute(RECORD_ROLE, (role,))
     except psycopg.Error as exc:
         raise MemorsError(
             f"could not grant {role!r} on {safe_location(url)}: {one_line(exc, _password(url))}"

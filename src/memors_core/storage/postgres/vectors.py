@@ -166,6 +166,7 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
             if not installed:
                 store.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             store.conn.execute(SETUP)
+            store._regrant()  # the recorded application roles may add vectors too
     except psycopg.errors.InsufficientPrivilege:
         return NOT_ALLOWED
     except psycopg.Error as exc:  # a broken server install, say: still one line
