@@ -169,9 +169,22 @@ def render_results() -> str:
         out += ["| field | type | default | |", "|---|---|---|---|"]
         for field in attrs.fields(cls):
             about = _markdown(comments.get(field.name, "")).replace("|", "\\|")
-            kind = str(field.type).replace("|", "\\|")
+            kind = _type_name(cls, field).replace("|", "\\|")
             out.append(f"| `{field.name}` | `{kind}` | {_default(field)} | {about} |")
     return "\n".join(out)
+
+
+def _type_name(cls: type, field: attrs.Attribute) -> str:
+    """A field's type as its source spells it. ``field.type`` will not do:
+    ``attrs.resolve_types`` (cattrs calls it when a result is first
+    converted) replaces the source's strings by the classes they name."""
+    for klass in cls.__mro__:
+        written = vars(klass).get("__annotations__", {}).get(field.name)
+        if written is not None:
+            return (
+                written if isinstance(written, str) else getattr(written, "__name__", str(written))
+            )
+    return str(field.type)
 
 
 def render_errors() -> str:

@@ -605,7 +605,7 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     a lone surrogate or a NUL is bad input naming the argument, exit 2,
     before any store is opened. Paths too: a file's name may become its
     URI, and the engines take UTF-8 names only."""
-    names = argument_names(parser)
+    names = argument_names(parser, args)
     for dest, value in vars(args).items():
         for one in value if isinstance(value, list) else [value]:
             why = bad_text(one) if isinstance(one, str) else None
@@ -631,10 +631,14 @@ def bad_text(value: str) -> str | None:
     return why
 
 
-def argument_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+def argument_names(
+    parser: argparse.ArgumentParser, args: argparse.Namespace | None = None
+) -> dict[str, str]:
     """How the user wrote each argument of ``parser`` and its subcommands,
     by the attribute it is stored in: the longest option (``--reason``), or a
-    positional's metavar (``QUERY``)."""
+    positional's metavar (``QUERY``). Given the parsed ``args``, only the
+    subcommands they chose (two subcommands may store different arguments
+    in one attribute: ``submit --name`` and ``entity show NAME``)."""
     import argparse
 
     names: dict[str, str] = {}
@@ -642,7 +646,11 @@ def argument_names(parser: argparse.ArgumentParser) -> dict[str, str]:
     while stack:
         for action in stack.pop()._actions:
             if isinstance(action, argparse._SubParsersAction):
-                stack.extend(action.choices.values())
+                chosen = getattr(args, action.dest, None) if args is not None else None
+                if chosen in action.choices:
+                    stack.append(action.choices[chosen])
+                else:
+                    stack.extend(action.choices.values())
             elif action.option_strings:
                 names.setdefault(action.dest, max(action.option_strings, key=len))
             else:

@@ -26,6 +26,7 @@ from memors_core.domain.ids import address
 from memors_core.testing import postgres
 from memors_core.wire import to_json
 from memors_kinds.duplicate import THRESHOLD, clusters, postgres_index, sqlite_index
+from memors_kinds.duplicate import _rounded as four  # as a payload shows a Jaccard
 from memors_kinds.duplicate.join import prefix_piece
 
 LICENCE = (
@@ -171,7 +172,10 @@ def expected_clusters(memory: Memory) -> dict[frozenset[str], tuple[int, float]]
         rows = [(r.id, r.document, r.shingles) for r in tx.passages.live_shingles("default")]
     found = clusters([r for r in rows if r[2]])
     return {
-        frozenset(address("passage", m) for m in c["members"]): (c["pair_count"], c["jaccard"])
+        frozenset(address("passage", m) for m in c["members"]): (
+            c["pair_count"],
+            four(c["jaccard"]),  # as a payload shows it
+        )
         for c in found
     }
 
