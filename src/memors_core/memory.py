@@ -409,12 +409,7 @@ class Memory:
         """Many things by address in one read, as :meth:`get` shows each:
         address -> view, those that are not there (or not addresses) left out."""
         check_namespace(namespace)
-        wanted = []
-        for address in dict.fromkeys(addresses):
-            try:
-                wanted.append((address, *parse_address(address)))
-            except BadInput:
-                continue
+        wanted = _parsed(addresses)
         out: dict[str, Any] = {}
         with self.store.read() as tx:
             for address, kind, ident in wanted:
@@ -541,12 +536,7 @@ class Memory:
         title (else its URI), a page's title, a fact written out (address ->
         label; passages, items and what is not there are left out)."""
         check_namespace(namespace)
-        wanted = []
-        for address in dict.fromkeys(addresses):
-            try:
-                wanted.append((address, *parse_address(address)))
-            except BadInput:
-                continue
+        wanted = _parsed(addresses)
         with self.store.read() as tx:
             return views.labels(tx, namespace, wanted)
 
@@ -742,6 +732,18 @@ def _page_bounds(offset: object, limit: object) -> tuple[int, int | None]:
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise BadInput(f"limit must be a positive integer, got {limit!r}")
     return offset, limit
+
+
+def _parsed(addresses: Iterable[str]) -> list[tuple[str, str, str]]:
+    """Each distinct address as (address, kind, id), in order; what is not
+    an address is left out."""
+    wanted = []
+    for address in dict.fromkeys(addresses):
+        try:
+            wanted.append((address, *parse_address(address)))
+        except BadInput:
+            continue
+    return wanted
 
 
 __all__ = ["MemorsError", "Memory"]
