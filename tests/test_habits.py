@@ -20,6 +20,7 @@ LIMIT = 72
 #: rewritten, so each is listed here instead (full hash).
 OVER_THE_LIMIT = {
     "40e348a86875f82fa5c19317206dbb9d01d9cfc8",  # 80 characters
+    "3746cdbd3ebdab6dcfbc1171c1da81e66fa29483",  # 73 characters
 }
 
 
