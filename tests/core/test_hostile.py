@@ -190,25 +190,30 @@ namespace_like = st.one_of(
 
 
 def row_counts(memory: Memory) -> dict[str, int]:
-    """Rows of every table except ``counters`` (refusals are counted, on purpose)."""
+    """Rows of every table except the counters' (refusals are counted, on purpose)."""
     names = [r[0] for r in rows_of(memory, TABLES[memory.store.engine])]
     return {n: value_of(memory, f'SELECT COUNT(*) FROM "{n}"') for n in names}
 
 
-#: Every table but ``counters``, per engine.
+#: Every table but the counters', per engine.
 TABLES = {
     "sqlite": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
     "AND name <> 'counters'",
     "postgres": "SELECT table_name FROM information_schema.tables WHERE table_schema = "
-    "current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'counters'",
+    "current_schema() AND table_type = 'BASE TABLE' "
+    "AND table_name NOT IN ('counters', 'counter_shards')",
+}
+#: The counters as one row each (PostgreSQL's namespaces' shards summed in).
+COUNTERS = {
+    "sqlite": "SELECT name, kind, event, value FROM counters",
+    "postgres": "SELECT name, kind, event, SUM(value)::bigint FROM (SELECT name, kind, event, "
+    "value FROM counters UNION ALL SELECT name, kind, event, value FROM counter_shards) c "
+    "GROUP BY name, kind, event",
 }
 
 
 def counter_values(memory: Memory) -> dict[tuple, int]:
-    return {
-        (n, k, e): v
-        for n, k, e, v in rows_of(memory, "SELECT name, kind, event, value FROM counters")
-    }
+    return {(n, k, e): v for n, k, e, v in rows_of(memory, COUNTERS[memory.store.engine])}
 
 
 def assert_untouched(memory: Memory, before: dict[str, int], counters_before: dict) -> None:

@@ -39,6 +39,12 @@ NOT_CARRIED = {"changes", "compact_marks", "sqlite_sequence", "kind_schema", "du
                "dup_recent", "dup_folded", "dup_members", "dup_indexed", "dup_settled",
                "passage_profiles"}  # fmt: skip
 #: And on PostgreSQL: its migrations' record and its search index (rebuilt on import).
+#: PostgreSQL's counters as SQLite keeps them: one row each, the shards summed.
+SUMMED_COUNTERS = (
+    "SELECT name, kind, event, SUM(value)::bigint FROM (SELECT name, kind, event, value "
+    "FROM counters UNION ALL SELECT name, kind, event, value FROM counter_shards) c "
+    "GROUP BY name, kind, event"
+)
 PG_NOT_CARRIED = {
     "schema_migrations",
     "search_docs",
@@ -131,11 +137,15 @@ def tables(db: Path | str) -> dict[str, list[tuple]]:
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = "
                 "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name"
             ).fetchall()
-            return {
+            out = {
                 name: sorted(conn.execute(f"SELECT * FROM {name}").fetchall(), key=repr)
                 for (name,) in names
-                if name not in NOT_CARRIED | PG_NOT_CARRIED
+                if name not in NOT_CARRIED | PG_NOT_CARRIED | {"counter_shards"}
             }
+            # A counter is its store-wide row plus the namespaces' shards
+            # (an import writes the sums as store-wide rows): compare the sums.
+            out["counters"] = sorted(conn.execute(SUMMED_COUNTERS).fetchall(), key=repr)
+            return out
         finally:
             conn.close()
     try:
