@@ -1,0 +1,49 @@
+"""The storage contract: documents and their versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from memors_core.domain.dates import now
+from memors_core.domain.ids import uuid7
+from memors_core.domain.rows import DocumentVersion
+from memors_core.errors import NotFound
+from memors_core.storage.api import Storage
+from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
+from memors_core.testing.storage_contract.helpers import add_document, add_passage, forget
+
+
+class DocumentContract(StorageFixtures):
+    """Documents and their versions."""
+
+    def test_document_versions_keep_their_passages(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, [kept, dropped] = add_document(tx, ["Kept.", "Dropped."], uri="file:///n.md")
+            tx.documents.add_version(DocumentVersion(document, 2, "h2", "Notes", {"k": 1}, now()))
+            tx.documents.link_passage(document, 2, 0, kept)
+            added = add_passage(tx, document, 2, 1, "Added.")
+            tx.documents.link_passage(document, 2, 1, added)
+            tx.tombstones.add(NS, "passage", dropped, "superseded", "document version 2")
+        with storage.read() as tx:
+            assert tx.documents.version_passages(document, 1) == [kept, dropped]
+            assert tx.documents.version_passages(document, 2) == [kept, added]
+            assert [(v.version, n) for v, n in tx.documents.versions(document)] == [(1, 2), (2, 2)]
+            latest = tx.documents.latest_version(document)
+            assert (latest.version, latest.title, latest.metadata) == (2, "Notes", {"k": 1})
+            found = tx.documents.latest_by_uri(NS, "file:///n.md")
+            assert found is not None and (found[0].id, found[1]) == (document, 2)
+            assert tx.documents.latest_by_uri(OTHER_NS, "file:///n.md") is None
+            assert tx.documents.version_dropping(dropped) == (document, 2)
+            assert tx.documents.version_dropping(kept) is None
+            assert tx.passages.live_of_document(document) == [kept, added]
+            assert tx.documents.get(document, OTHER_NS) is None
+            with pytest.raises(NotFound):
+                tx.documents.latest_version(uuid7())
+
+    def test_a_forgotten_document_is_not_found_by_its_uri(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, _ = add_document(tx, ["Text."], uri="file:///gone.md")
+        forget(storage, "document", document)
+        with storage.read() as tx:
+            assert tx.documents.latest_by_uri(NS, "file:///gone.md") is None
+            assert tx.documents.get(document, NS) is not None

@@ -1,0 +1,89 @@
+"""The storage contract: entities."""
+
+from __future__ import annotations
+
+import pytest
+
+from memors_core.domain.ids import address
+from memors_core.errors import BadInput, NotFound
+from memors_core.storage.api import Storage
+from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
+from memors_core.testing.storage_contract.helpers import remember
+
+
+class EntityContract(StorageFixtures):
+    """Entities: folded names, aliases, merges."""
+
+    def test_ensure_is_idempotent_and_folds_case_and_space(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            ident, created = tx.entities.ensure("Quorum Replication", NS)
+            assert created
+            assert tx.entities.ensure("Quorum Replication", NS) == (ident, False)
+            assert tx.entities.ensure("  quorum   REPLICATION ", NS) == (ident, False)
+            other, created = tx.entities.ensure("quorum-replication", NS)
+            assert created and other != ident
+            elsewhere, created = tx.entities.ensure("Quorum Replication", OTHER_NS)
+            assert created and elsewhere != ident
+        with storage.read() as tx:
+            entity = tx.entities.get(ident)
+            assert entity is not None
+            assert (entity.name, entity.canonical, entity.namespace) == (
+                "Quorum Replication",
+                ident,
+                NS,
+            )
+            assert tx.entities.find("QUORUM replication", NS) == ident
+            assert tx.entities.find("Quorum Replication", "nowhere") is None
+            assert tx.entities.count(NS) == 2
+            assert tx.entities.get(ident, OTHER_NS) is None
+
+    def test_an_empty_entity_name_is_bad_input(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            for name in ("", "   "):
+                with pytest.raises(BadInput):
+                    tx.entities.ensure(name, NS)
+
+    def test_an_alias_finds_the_entity(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            ident, _ = tx.entities.ensure("PostgreSQL", NS)
+            tx.entities.add_alias(ident, NS, "Postgres")
+            tx.entities.add_alias(ident, NS, "Postgres")
+            tx.entities.add_alias(ident, NS, "postgresql")  # the name itself, folded
+        with storage.read() as tx:
+            assert tx.entities.find("postgres", NS) == ident
+            assert tx.entities.resolve("POSTGRES", NS) == ident
+            assert tx.entities.resolve(address("entity", ident), NS) == ident
+            assert tx.entities.aliases(ident) == ["Postgres"]
+            with pytest.raises(NotFound):
+                tx.entities.resolve("MySQL", NS)
+
+    def test_merge_points_the_absorbed_entity_at_the_survivor(self, storage: Storage) -> None:
+        p1 = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        p2 = remember(storage, "[[Raft protocol]] replicates a log.", about="Raft protocol")
+        p3 = remember(storage, "[[Raft algorithm]] is understandable.", about="Raft algorithm")
+        with storage.write() as tx:
+            survivor = tx.entities.resolve("Raft", NS)
+            absorbed = tx.entities.resolve("Raft protocol", NS)
+            third = tx.entities.resolve("Raft algorithm", NS)
+            tx.entities.merge(absorbed, third, NS)  # third -> absorbed, then both -> survivor
+            tx.entities.merge(survivor, absorbed, NS)
+        with storage.read() as tx:
+            for ident in (absorbed, third):
+                entity = tx.entities.get(ident)
+                assert entity is not None and entity.canonical == survivor
+            assert tx.entities.find("Raft protocol", NS) == survivor
+            assert tx.entities.canonical_of([absorbed, third]) == {survivor}
+            assert [e.id for e in tx.entities.canonical_list(NS)] == [survivor]
+            assert set(tx.entities.aliases(survivor)) == {"Raft protocol", "Raft algorithm"}
+            assert [p.id for p in tx.entities.live_passages(survivor)] == [p1, p2, p3]
+            assert tx.passages.entities_of(p3) == [survivor]
+
+    def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
+        remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
+        with storage.write() as tx:
+            named = tx.entities.resolve("Quorum Replication", NS)
+            folded, _ = tx.entities.ensure("quorum-replication", NS)
+            lonely, _ = tx.entities.ensure("Lonely", NS)
+        with storage.read() as tx:
+            assert tx.entities.same_name_pairs(NS) == [(named, folded)]
+            assert set(tx.entities.orphans(NS)) == {folded, lonely}
