@@ -98,7 +98,7 @@ def _append_only(table: str) -> str:
     return update + truncate + delete
 
 
-V1 = f"""
+_TABLES = f"""
 CREATE TABLE namespaces(
     name {T} PRIMARY KEY,
     created_at {T} NOT NULL
@@ -398,24 +398,264 @@ CREATE TRIGGER changes_merge_candidate AFTER INSERT OR UPDATE OF status ON merge
 #: The raw tables purge erases from (through its SECURITY DEFINER route).
 ERASABLE = (*PURGEABLE, "mentions")
 
-BASE = (
+# The migrations, oldest first: ``V<n>`` takes the schema from version
+# ``n - 1`` to ``n`` (recorded in ``schema_migrations``). A store checks
+# the versions it has applied, so a shipped step's SQL never changes: a
+# change to the schema is a new step at the end.
+
+# The tables, their append-only guards and purge's erasure route.
+V1 = (
     _GUARDS
-    + V1
+    + _TABLES
     + "".join(_append_only(t) for t in FIRST_PURGEABLE)
     + erasure_sql((*FIRST_PURGEABLE, "mentions"))
 )
 
+# Full-text search (issue 15), what SQLite's FTS5 index gives: the term
+# postings, each index's statistics and the triggers that keep them
+# (memors_core.storage.postgres.search describes the design and ranks).
+V2 = r"""
+CREATE TEXT SEARCH DICTIONARY memors_english_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION memors_english (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION memors_english
+    ALTER MAPPING FOR asciiword, word, numword, asciihword, hword, numhword,
+        hword_asciipart, hword_part, hword_numpart, int, uint, float, sfloat, version
+    WITH memors_english_stem;
 
-def _search() -> str:
-    from memors_core.storage.postgres.search import MIGRATION
+-- A text's stemmed terms with their positions: runs of letters and digits
+-- only (every other character separates words, as memors' own word rule
+-- says), each stemmed, none dropped.
+CREATE FUNCTION memors_search_vector(body text) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT to_tsvector('memors_english'::regconfig,
+                             regexp_replace(body, '[^[:alnum:]]+', ' ', 'g')) $$;
 
-    return MIGRATION
+CREATE TABLE search_stats(
+    id INTEGER GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind "char" NOT NULL,
+    namespace TEXT COLLATE "C" NOT NULL,
+    docs BIGINT NOT NULL,
+    length BIGINT NOT NULL,
+    UNIQUE (kind, namespace)
+);
 
+-- A term is its stemmed word's 64-bit hash, seeded with its index's number
+-- (kind and namespace): narrow fixed-width keys are the cheapest to insert
+-- into, and no word of a row's text is copied here.
+CREATE TABLE search_postings(
+    term BIGINT NOT NULL,
+    rowid BIGINT NOT NULL,
+    tf SMALLINT NOT NULL,
+    length INTEGER NOT NULL
+);
+CREATE INDEX search_postings_term ON search_postings(term, rowid) INCLUDE (tf, length);
+ALTER TABLE search_postings SET (autovacuum_vacuum_insert_scale_factor = 0.02);
 
-def _entity_terms() -> str:
-    from memors_core.storage.postgres.search import ENTITY_TERMS_MIGRATION
+CREATE TABLE search_docs(
+    kind "char" NOT NULL,
+    rowid BIGINT NOT NULL,
+    ix INTEGER NOT NULL,
+    length INTEGER NOT NULL,
+    terms BIGINT[] NOT NULL,
+    PRIMARY KEY (kind, rowid)
+);
 
-    return ENTITY_TERMS_MIGRATION
+CREATE FUNCTION memors_search_remove(k "char", rid bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    d search_docs;
+BEGIN
+    DELETE FROM search_docs WHERE kind = k AND rowid = rid RETURNING * INTO d;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    DELETE FROM search_postings WHERE term = ANY (d.terms) AND rowid = rid;
+    UPDATE search_stats SET docs = docs - 1, length = length - d.length WHERE id = d.ix;
+END $$;
+
+-- Index one row (not indexed yet) of kind k in namespace ns.
+CREATE FUNCTION memors_search_add(k "char", ns text, rid bigint, body text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v tsvector := memors_search_vector(coalesce(body, ''));
+    n integer;
+    ix integer;
+    hashes bigint[];
+BEGIN
+    SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) INTO n FROM unnest(v);
+    INSERT INTO search_stats(kind, namespace, docs, length) VALUES (k, ns, 1, n)
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + 1, length = search_stats.length + excluded.length
+        RETURNING id INTO ix;
+    WITH added AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, ix), rid, coalesce(array_length(u.positions, 1), 1), n
+        FROM unnest(v) u
+        RETURNING term
+    )
+    SELECT coalesce(array_agg(term), '{}') INTO hashes FROM added;
+    INSERT INTO search_docs(kind, rowid, ix, length, terms) VALUES (k, rid, ix, n, hashes);
+END $$;
+
+-- New passages wait in search_queue until their transaction commits, and
+-- are then indexed all at once, their postings inserted in term order: a
+-- bulk load's thousands of rows touch each index page once, not once per
+-- row. (The first of the deferred calls does the work, the others find it
+-- done; a passage inserted later, after SET CONSTRAINTS … IMMEDIATE say,
+-- asks for another flush.)
+CREATE TABLE search_queue(rowid BIGINT NOT NULL);
+
+CREATE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace, memors_search_vector(p.text) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+          AND NOT EXISTS (SELECT 1 FROM search_docs d WHERE d.kind = 'p' AND d.rowid = p.rowid)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+-- (Re)index one row of a kind from the tables, or take it out when it is
+-- gone or has a tombstone.
+CREATE FUNCTION memors_search_refresh(k "char", ident text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    ns text;
+    rid bigint;
+    body text;
+BEGIN
+    IF k = 'p' THEN
+        SELECT namespace, rowid, text INTO ns, rid, body FROM passages WHERE id = ident;
+    ELSIF k = 'g' THEN
+        SELECT namespace, rowid, title || E'\n' || content INTO ns, rid, body
+        FROM pages WHERE id = ident;
+    ELSIF k = 'f' THEN
+        SELECT f.namespace, f.rowid, e.name || E'\n' || f.predicate || E'\n' || f.value
+        INTO ns, rid, body
+        FROM facts f JOIN entities e ON e.id = f.subject WHERE f.id = ident;
+    ELSE
+        SELECT e.namespace, e.rowid,
+               e.name || coalesce(E'\n' || (SELECT string_agg(a.alias, E'\n' ORDER BY a.key)
+                                           FROM aliases a WHERE a.entity = e.id), '')
+        INTO ns, rid, body FROM entities e WHERE e.id = ident;
+    END IF;
+    IF rid IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM memors_search_remove(k, rid);
+    IF k = 'e' OR NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ident) THEN
+        PERFORM memors_search_add(k, ns, rid, body);
+    END IF;
+END $$;
+
+CREATE FUNCTION memors_search_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    k "char" := CASE TG_TABLE_NAME WHEN 'passages' THEN 'p' WHEN 'pages' THEN 'g'
+                                   WHEN 'facts' THEN 'f' ELSE 'e' END;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM memors_search_remove(k, OLD.rowid);
+    ELSIF k = 'p' THEN  -- the hot path (remember): indexed at commit
+        INSERT INTO search_queue(rowid) VALUES (NEW.rowid);
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    ELSE
+        PERFORM memors_search_refresh(k, NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_alias() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM memors_search_refresh('e', OLD.entity);
+    ELSE
+        PERFORM memors_search_refresh('e', NEW.entity);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    t tombstones := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+    k "char" := CASE t.type WHEN 'passage' THEN 'p' WHEN 'page' THEN 'g'
+                            WHEN 'fact' THEN 'f' END;
+BEGIN
+    IF k IS NOT NULL THEN
+        PERFORM memors_search_refresh(k, t.target);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER passages_search AFTER INSERT OR DELETE ON passages
+    FOR EACH ROW EXECUTE FUNCTION memors_search_row();
+CREATE CONSTRAINT TRIGGER passages_search_flush AFTER INSERT ON passages
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE TRIGGER pages_search AFTER INSERT OR DELETE ON pages
+    FOR EACH ROW EXECUTE FUNCTION memors_search_row();
+CREATE TRIGGER facts_search AFTER INSERT OR DELETE ON facts
+    FOR EACH ROW EXECUTE FUNCTION memors_search_row();
+CREATE TRIGGER entities_search AFTER INSERT OR DELETE ON entities
+    FOR EACH ROW EXECUTE FUNCTION memors_search_row();
+CREATE TRIGGER aliases_search AFTER INSERT OR DELETE ON aliases
+    FOR EACH ROW EXECUTE FUNCTION memors_search_alias();
+CREATE TRIGGER tombstones_search AFTER INSERT OR DELETE ON tombstones
+    FOR EACH ROW EXECUTE FUNCTION memors_search_tombstone();
+
+-- The whole index again from the tables (after a restore that bypassed the triggers).
+CREATE FUNCTION memors_search_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    DELETE FROM search_postings;
+    DELETE FROM search_docs;
+    DELETE FROM search_stats;
+    FOR r IN SELECT id FROM passages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('p', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM pages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('g', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM facts ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('f', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM entities ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('e', r.id);
+    END LOOP;
+END $$;
+"""
 
 
 # Grounded pages (issue 16), SQLite's version 5: a page records each
@@ -423,7 +663,7 @@ def _entity_terms() -> str:
 # with (raw rows, erased with their page through purge's route);
 # `passage_profiles` is derived per-passage token data, erased with its
 # passage, recomputed when missing (not exported).
-PAGE_RECORDS_MIGRATION = (
+V3 = (
     f"""
 CREATE TABLE page_sentences(
     page {T} NOT NULL,
@@ -451,24 +691,318 @@ CREATE TABLE passage_profiles(
 )
 
 
-#: Step ``n`` takes the schema from version ``n`` to ``n + 1``.
-def _doc_frequency() -> str:
-    from memors_core.storage.postgres.search import DOC_FREQUENCY_MIGRATION
+# Entity terms (issue 17): every indexed row also carries the term of each
+# canonical entity it is about (a passage's mentions, a fact's subject, a
+# page's entity, an entity itself; see memors_core.domain.search), kept
+# when mentions change and when a merge moves an entity to a new canonical;
+# only canonical entities are indexed. The index is built again from the
+# tables with the new terms.
+V4 = r"""
+CREATE FUNCTION memors_entity_terms(k "char", ident text) RETURNS tsvector
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(array_to_tsvector(array_agg(DISTINCT chr(57344) || ce.rowid::text)),
+                    ''::tsvector)
+    FROM entities e JOIN entities ce ON ce.id = e.canonical
+    WHERE e.id IN (SELECT m.entity FROM mentions m WHERE k = 'p' AND m.passage = ident
+                   UNION ALL SELECT f.subject FROM facts f WHERE k = 'f' AND f.id = ident
+                   UNION ALL SELECT g.entity FROM pages g WHERE k = 'g' AND g.id = ident
+                   UNION ALL SELECT ident WHERE k = 'e')
+$$;
 
-    return DOC_FREQUENCY_MIGRATION
+DROP FUNCTION memors_search_add(k "char", ns text, rid bigint, body text);
+CREATE FUNCTION memors_search_add(k "char", ns text, rid bigint, body text, extra tsvector)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v tsvector := memors_search_vector(coalesce(body, '')) || extra;
+    n integer;
+    ix integer;
+    hashes bigint[];
+BEGIN
+    SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) INTO n FROM unnest(v);
+    INSERT INTO search_stats(kind, namespace, docs, length) VALUES (k, ns, 1, n)
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + 1, length = search_stats.length + excluded.length
+        RETURNING id INTO ix;
+    WITH added AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, ix), rid, coalesce(array_length(u.positions, 1), 1), n
+        FROM unnest(v) u
+        RETURNING term
+    )
+    SELECT coalesce(array_agg(term), '{}') INTO hashes FROM added;
+    INSERT INTO search_docs(kind, rowid, ix, length, terms) VALUES (k, rid, ix, n, hashes);
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_refresh(k "char", ident text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    ns text;
+    rid bigint;
+    body text;
+    belongs boolean;
+BEGIN
+    IF k = 'p' THEN
+        SELECT namespace, rowid, text INTO ns, rid, body FROM passages WHERE id = ident;
+    ELSIF k = 'g' THEN
+        SELECT namespace, rowid, title || E'\n' || content INTO ns, rid, body
+        FROM pages WHERE id = ident;
+    ELSIF k = 'f' THEN
+        SELECT f.namespace, f.rowid, e.name || E'\n' || f.predicate || E'\n' || f.value
+        INTO ns, rid, body
+        FROM facts f JOIN entities e ON e.id = f.subject WHERE f.id = ident;
+    ELSE
+        SELECT e.namespace, e.rowid,
+               e.name || coalesce(E'\n' || (SELECT string_agg(a.alias, E'\n' ORDER BY a.key)
+                                           FROM aliases a WHERE a.entity = e.id), '')
+        INTO ns, rid, body FROM entities e WHERE e.id = ident;
+    END IF;
+    IF rid IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM memors_search_remove(k, rid);
+    IF k = 'e' THEN
+        belongs := EXISTS (SELECT 1 FROM entities WHERE id = ident AND canonical = id);
+    ELSE
+        belongs := NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ident);
+    END IF;
+    IF belongs THEN
+        PERFORM memors_search_add(k, ns, rid, body, memors_entity_terms(k, ident));
+    END IF;
+END $$;
+
+-- Queued passages are indexed at commit (taken out first if they were
+-- indexed already: their mentions changed), their postings in term order.
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    FOR r IN SELECT DISTINCT d.rowid FROM search_queue q
+             JOIN search_docs d ON d.kind = 'p' AND d.rowid = q.rowid LOOP
+        PERFORM memors_search_remove('p', r.rowid);
+    END LOOP;
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_mention() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    m mentions := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+BEGIN
+    INSERT INTO search_queue(rowid) SELECT rowid FROM passages WHERE id = m.passage;
+    PERFORM set_config('memors.search_flushed', 'no', true);
+    RETURN NULL;
+END $$;
+
+CREATE FUNCTION memors_search_merge() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    INSERT INTO search_queue(rowid)
+    SELECT p.rowid FROM mentions m JOIN passages p ON p.id = m.passage WHERE m.entity = NEW.id;
+    PERFORM set_config('memors.search_flushed', 'no', true);
+    FOR r IN SELECT id FROM facts WHERE subject = NEW.id LOOP
+        PERFORM memors_search_refresh('f', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM pages WHERE entity = NEW.id LOOP
+        PERFORM memors_search_refresh('g', r.id);
+    END LOOP;
+    PERFORM memors_search_refresh('e', NEW.id);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER mentions_search AFTER INSERT OR DELETE ON mentions
+    FOR EACH ROW EXECUTE FUNCTION memors_search_mention();
+CREATE CONSTRAINT TRIGGER mentions_search_flush AFTER INSERT OR DELETE ON mentions
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE CONSTRAINT TRIGGER entities_search_flush AFTER UPDATE OF canonical ON entities
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE TRIGGER entities_search_merge AFTER UPDATE OF canonical ON entities
+    FOR EACH ROW WHEN (OLD.canonical IS DISTINCT FROM NEW.canonical)
+    EXECUTE FUNCTION memors_search_merge();
+
+SELECT memors_search_rebuild();
+"""
 
 
-def _set_removal() -> str:
-    from memors_core.storage.postgres.search import SET_REMOVAL_MIGRATION
+# Document frequencies (issue 17): how many rows of its index hold each term,
+# kept by the functions that add and remove postings, so a search reads a
+# query term's ``n`` (BM25's IDF) in one index lookup instead of counting the
+# term's postings, a count that grew with the namespace for a common word.
+# Writes are serialized by the store's write lock, so the counts never race.
+V5 = r"""
+CREATE TABLE search_df(
+    term BIGINT PRIMARY KEY,
+    n INTEGER NOT NULL
+);
+INSERT INTO search_df(term, n) SELECT term, count(*) FROM search_postings GROUP BY term;
 
-    return SET_REMOVAL_MIGRATION
+CREATE OR REPLACE FUNCTION memors_search_remove(k "char", rid bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    d search_docs;
+BEGIN
+    DELETE FROM search_docs WHERE kind = k AND rowid = rid RETURNING * INTO d;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    WITH gone AS (
+        DELETE FROM search_postings WHERE term = ANY (d.terms) AND rowid = rid RETURNING term
+    ),
+    counted AS (SELECT term, count(*) AS n FROM gone GROUP BY term)
+    UPDATE search_df f SET n = f.n - c.n FROM counted c WHERE f.term = c.term;
+    DELETE FROM search_df WHERE term = ANY (d.terms) AND n <= 0;  -- (as a rebuild leaves it)
+    UPDATE search_stats SET docs = docs - 1, length = length - d.length WHERE id = d.ix;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_add(
+    k "char", ns text, rid bigint, body text, extra tsvector
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v tsvector := memors_search_vector(coalesce(body, '')) || extra;
+    n integer;
+    ix integer;
+    hashes bigint[];
+BEGIN
+    SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) INTO n FROM unnest(v);
+    INSERT INTO search_stats(kind, namespace, docs, length) VALUES (k, ns, 1, n)
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + 1, length = search_stats.length + excluded.length
+        RETURNING id INTO ix;
+    WITH added AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, ix), rid, coalesce(array_length(u.positions, 1), 1), n
+        FROM unnest(v) u
+        RETURNING term
+    )
+    SELECT coalesce(array_agg(term), '{}') INTO hashes FROM added;
+    INSERT INTO search_df(term, n) SELECT t, count(*) FROM unnest(hashes) t GROUP BY t
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n;
+    INSERT INTO search_docs(kind, rowid, ix, length, terms) VALUES (k, rid, ix, n, hashes);
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    FOR r IN SELECT DISTINCT d.rowid FROM search_queue q
+             JOIN search_docs d ON d.kind = 'p' AND d.rowid = q.rowid LOOP
+        PERFORM memors_search_remove('p', r.rowid);
+    END LOOP;
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT hashtextextended(u.lexeme, st.id), count(*)
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        GROUP BY 1
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_rebuild() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    DELETE FROM search_postings;
+    DELETE FROM search_docs;
+    DELETE FROM search_stats;
+    DELETE FROM search_df;
+    FOR r IN SELECT id FROM passages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('p', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM pages ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('g', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM facts ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('f', r.id);
+    END LOOP;
+    FOR r IN SELECT id FROM entities ORDER BY rowid LOOP
+        PERFORM memors_search_refresh('e', r.id);
+    END LOOP;
+END $$;
+"""
 
 
 # Passages' vectors (issue 17), SQLite's version 7: each namespace's count
 # of vectors and of changes to them. The vectors themselves need pgvector,
 # a server extension: their table and triggers are made where the server
 # has it (memors_core.storage.postgres.vectors.SETUP).
-VECTOR_STATS_MIGRATION = f"""
+V6 = f"""
 CREATE TABLE vector_stats(
     namespace {T} PRIMARY KEY,
     vectors BIGINT NOT NULL,
@@ -476,17 +1010,166 @@ CREATE TABLE vector_stats(
 );
 """
 
+# Set-based removal (issue 29): forgetting a document of 8,171 passages held
+# the write lock 378 s, taking them out one by one, each passage's removal
+# updating search_df once per term and scanning what the earlier ones left
+# (a common term's row had thousands of versions by the end). Passages are
+# now taken out at commit with the ones added: a tombstone or an erasure
+# queues the passage, and the flush removes every queued passage in one
+# pass (postings deleted by (term, rowid) pairs, each term's frequency and
+# each index's statistics changed by one grouped UPDATE), then indexes
+# those that are still live. Pages, facts and entities (a few rows per
+# write) are refreshed at once as before, through the same removal.
+V7 = r"""
+CREATE FUNCTION memors_search_remove_many(k "char", rids bigint[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    gone_rows bigint[];
+    gone_terms bigint[];
+    emptied bigint[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM search_docs WHERE kind = k AND rowid = ANY (rids)
+        RETURNING rowid, ix, length, terms
+    ),
+    stats AS (
+        UPDATE search_stats s SET docs = s.docs - g.docs, length = s.length - g.length
+        FROM (SELECT ix, count(*) AS docs, sum(length) AS length FROM gone GROUP BY ix) g
+        WHERE s.id = g.ix
+    )
+    SELECT array_agg(g.rowid), array_agg(t.term) INTO gone_rows, gone_terms
+    FROM gone g CROSS JOIN LATERAL unnest(g.terms) AS t(term);
+    IF gone_terms IS NULL THEN
+        RETURN;
+    END IF;
+    -- Planned with the pairs in hand (EXECUTE), so the planner knows how
+    -- many there are: a few are looked up by the postings index, a whole
+    -- document's are merged with it in one ordered pass.
+    EXECUTE $q$
+        WITH postings AS (
+            DELETE FROM search_postings p USING unnest($1, $2) AS x(term, rowid)
+            WHERE p.term = x.term AND p.rowid = x.rowid
+            RETURNING p.term
+        ),
+        df AS (
+            UPDATE search_df f SET n = f.n - c.n
+            FROM (SELECT term, count(*) AS n FROM postings GROUP BY term) c
+            WHERE f.term = c.term
+            RETURNING f.term, f.n
+        )
+        SELECT coalesce(array_agg(term), '{}') FROM df WHERE n <= 0
+    $q$ INTO emptied USING gone_terms, gone_rows;
+    DELETE FROM search_df WHERE term = ANY (emptied);  -- (as a rebuild leaves it)
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_remove(k "char", rid bigint) RETURNS void
+LANGUAGE sql AS $$ SELECT memors_search_remove_many(k, ARRAY[rid]) $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    PERFORM memors_search_remove_many('p', ARRAY(SELECT DISTINCT rowid FROM search_queue));
+    WITH queued AS MATERIALIZED (
+        SELECT p.rowid, p.namespace,
+               memors_search_vector(p.text) || memors_entity_terms('p', p.id) AS v
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT hashtextextended(u.lexeme, st.id), sz.rowid,
+               coalesce(array_length(u.positions, 1), 1), sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        ORDER BY 1, 2
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT hashtextextended(u.lexeme, st.id), count(*)
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+        GROUP BY 1
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n,
+           ARRAY(SELECT hashtextextended(u.lexeme, st.id) FROM unnest(sz.v) u)
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+-- A passage's tombstone or erasure queues it for the flush at commit.
+CREATE OR REPLACE FUNCTION memors_search_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    k "char" := CASE TG_TABLE_NAME WHEN 'passages' THEN 'p' WHEN 'pages' THEN 'g'
+                                   WHEN 'facts' THEN 'f' ELSE 'e' END;
+BEGIN
+    IF k = 'p' THEN  -- indexed, and taken out, at commit
+        INSERT INTO search_queue(rowid)
+        VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.rowid ELSE NEW.rowid END);
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM memors_search_remove(k, OLD.rowid);
+    ELSE
+        PERFORM memors_search_refresh(k, NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_tombstone() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    t tombstones := CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+    k "char" := CASE t.type WHEN 'passage' THEN 'p' WHEN 'page' THEN 'g'
+                            WHEN 'fact' THEN 'f' END;
+BEGIN
+    IF k = 'p' THEN
+        INSERT INTO search_queue(rowid) SELECT rowid FROM passages WHERE id = t.target;
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    ELSIF k IS NOT NULL THEN
+        PERFORM memors_search_refresh(k, t.target);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE CONSTRAINT TRIGGER passages_search_flush_removed AFTER DELETE ON passages
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE CONSTRAINT TRIGGER tombstones_search_flush AFTER INSERT OR DELETE ON tombstones
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+"""
+
+# Issue 29: the application role writes only what memors' operations write
+# (memors_core.storage.postgres.privileges.guarded_history_sql).
+V8 = guarded_history_sql()
+
 # What was not verified never looks verified (issue 31), SQLite's version
 # 8: each sentence of a page stored over its checks' flags records them.
-SENTENCE_FLAGS_MIGRATION = (
-    f"ALTER TABLE page_sentences ADD COLUMN flags {T} NOT NULL DEFAULT '[]';\n"
-)
+V9 = f"ALTER TABLE page_sentences ADD COLUMN flags {T} NOT NULL DEFAULT '[]';\n"
 
 # Corrections (issue 31), SQLite's version 9: the audit of every
 # correction, entities' names after renames and the aliases a merge undone
 # took back; append-only for every role (an application role may read and
 # append, privileges.append_only_tables).
-CORRECTIONS_MIGRATION = f"""
+V10 = f"""
 CREATE TABLE corrections(
     id {ID},
     namespace {T} NOT NULL,
@@ -534,7 +1217,7 @@ CREATE INDEX alias_changes_key ON alias_changes(entity, key, rowid);
 # and the roles granted the application role are recorded, so a migration
 # that adds tables grants them too (a role holding INSERT on `work_items`
 # was granted before this record existed).
-CONCURRENT_WRITERS_MIGRATION = f"""
+V11 = f"""
 CREATE SEQUENCE passages_clock AS BIGINT;
 CREATE SEQUENCE tombstones_clock AS BIGINT;
 SELECT setval('passages_clock', GREATEST(
@@ -569,20 +1252,7 @@ WHERE g.table_schema = current_schema() AND g.table_name = 'work_items'
 ON CONFLICT DO NOTHING;
 """
 
-MIGRATIONS: list[str] = [
-    BASE,
-    _search(),
-    PAGE_RECORDS_MIGRATION,
-    _entity_terms(),
-    _doc_frequency(),
-    VECTOR_STATS_MIGRATION,
-    _set_removal(),
-    # Issue 29: the application role writes only what memors' operations write.
-    guarded_history_sql(),
-    SENTENCE_FLAGS_MIGRATION,
-    CORRECTIONS_MIGRATION,
-    CONCURRENT_WRITERS_MIGRATION,
-]
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

@@ -334,7 +334,7 @@ def _made_at_schema_6(owner_url: str) -> None:
             # Today's code reads the corrections' tables (a later migration's):
             # they stand in while it writes, and go before the upgrade.
             with psycopg.connect(owner_url, autocommit=True) as conn:
-                conn.execute(schema.CORRECTIONS_MIGRATION)
+                conn.execute(schema.V10)
             for i, text in enumerate(passages_about("Raft", 4)):
                 memory.remember(text, uri=f"raft-{i}.txt")
             item = next(i for i in memory.compact().items if i.kind == "page")
