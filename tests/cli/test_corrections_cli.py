@@ -176,3 +176,50 @@ def test_what_cannot_be_reopened_says_why(cli) -> None:
     r = cli("items", "reopen", str(open_item["id"]))
     assert r.code == 2 and "only a done or skipped item" in r.err
     assert cli("items", "reopen", "999").code == 2
+
+
+def _entity_hits(cli, query: str) -> list[str]:
+    r = cli("search", query, "--granularity", "entity", "--json")
+    assert r.code == 0, r
+    return [h["address"] for h in r.json["results"]]
+
+
+def test_search_forgets_the_aliases_an_unmerge_took_back(cli) -> None:
+    cli("remember", "-", "--uri", "paxos.md", input="[[Paxos]] and [[Raft]] agree.")
+    r = cli("entity", "propose-merge", "Raft", "Paxos", "--json")
+    item = next(
+        i["id"]
+        for i in cli("compact", "--kinds", "merge", "--json").json["items"]
+        if i["payload"]["candidate"] == r.json["candidate"]
+    )
+    assert cli("submit", str(item), "--accept", "--survivor", "Raft").code == 0
+    raft = cli("entity", "show", "Raft", "--json").json["address"]
+    assert _entity_hits(cli, "Paxos") == [raft]
+    paxos = cli("entity", "unmerge", "Paxos", "--json").json["address"]
+    # The survivor no longer answers to the name the undo took back.
+    assert _entity_hits(cli, "Paxos") == [paxos]
+    # A rename: the new name finds the entity, and its facts by it.
+    cli("fact", "add", "Raft", "leader", "n1")
+    assert cli("entity", "rename", "Raft", "Zab protocol").code == 0
+    assert _entity_hits(cli, "Zab") == [raft]
+    r = cli("search", "Zab", "--granularity", "fact", "--json")
+    assert [h["text"] for h in r.json["results"]] == ["Zab protocol leader n1"]
+
+
+def test_purge_erases_a_renamed_entity_with_its_names(cli) -> None:
+    doc = cli(
+        "remember", "-", "--uri", "secret.md", "--json", input="[[Project Nightjar]] ships."
+    ).json["document"]
+    cli("remember", "-", "--uri", "other.md", input="[[Raft]] elects a leader.")
+    assert cli("entity", "rename", "Project Nightjar", "Operation Kestrel").code == 0
+    r = cli("purge", doc, "--yes", "--json")
+    assert r.code == 0, r
+    # The entity went with its only passage, under either of its names.
+    assert any(a.startswith("memo://entity/") for a in r.json["erased"]), r.json
+    for name in ("Project Nightjar", "Operation Kestrel"):
+        assert cli("entity", "show", name).code == 2
+    assert _entity_hits(cli, "Kestrel") == []
+    # Nothing of its names is left to carry away.
+    dumped = cli("export")
+    assert dumped.code == 0 and "Raft" in dumped.out
+    assert "Kestrel" not in dumped.out and "Nightjar" not in dumped.out

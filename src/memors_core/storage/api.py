@@ -724,7 +724,8 @@ class Purges(Protocol):
 
     def unnamed_entities(self, candidates: Iterable[str]) -> list[str]:
         """Those of the candidate entities that nothing names any more (no
-        mention, fact, alias, page, merge candidate or merged entity), by ``seq``."""
+        mention, fact, page, merge candidate or merged entity), by ``seq``: its
+        own names (aliases, renames) go with it."""
 
     def erase_page(self, ident: str) -> None:
         """Erase one page version with its sources, sentences, facts, stale
@@ -744,7 +745,8 @@ class Purges(Protocol):
         """Erase a fact with its tombstone."""
 
     def erase_entity(self, ident: str) -> None:
-        """Erase an entity and its change-log entries."""
+        """Erase an entity with its names (aliases, renames, alias retractions)
+        and its change-log entries."""
 
     def redact_items(self, ident: str, replacement: Any) -> None:
         """Replace the payload (and any resolution) of every work item that

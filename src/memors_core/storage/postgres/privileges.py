@@ -211,6 +211,76 @@ def _revoke_granted() -> str:
 """
 
 
+def _guarded_erase(erased_by: dict[str, tuple[str, ...]], logged: str = "val") -> str:
+    """:data:`ERASE_FUNCTION` as migration 8 made it (checked arguments, the
+    erasure logged as ``logged``), erasing the tables and columns of ``erased_by``."""
+    allowed = ", ".join(f"'{t}'" for t in erased_by)
+    pairs = ", ".join(f"'{t}.{c}'" for t, cols in erased_by.items() for c in cols)
+    return f"""CREATE OR REPLACE FUNCTION {ERASE_FUNCTION}(tbl text, col text, val text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER AS $$
+DECLARE
+    erased bigint;
+BEGIN
+    IF current_setting('{GATE}', true) IS DISTINCT FROM 'open' THEN
+        RAISE EXCEPTION 'memors: rows are erased only by purge'
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF tbl IS NULL OR tbl <> ALL (ARRAY[{allowed}]) THEN
+        RAISE EXCEPTION 'memors: purge erases nothing from %', tbl
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF col IS NULL OR tbl || '.' || col <> ALL (ARRAY[{pairs}]) THEN
+        RAISE EXCEPTION 'memors: purge erases no % rows by %', tbl, col
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    IF val IS NULL OR val = '' THEN
+        RAISE EXCEPTION 'memors: purge erases rows by an id, not %', quote_nullable(val)
+            USING ERRCODE = 'insufficient_privilege';
+    END IF;
+    EXECUTE format('DELETE FROM %I WHERE %I = $1', tbl, col) USING val;
+    GET DIAGNOSTICS erased = ROW_COUNT;
+    IF NOT memors_owner_session() THEN
+        INSERT INTO purge_erasures(target) VALUES ({logged});
+    END IF;
+    RETURN erased;
+END $$;
+"""
+
+
+#: An entity's names, erased with it (migration 12, issue 31): the aliases
+#: it was given, the renames and alias retractions people recorded, and the
+#: corrections about it (a rename's record holds both names).
+NAME_TABLES = ("aliases", "entity_names", "alias_changes", "corrections")
+
+
+def erase_names_sql() -> str:
+    """Migration 12: purge erases an entity's names with it (by entity), by
+    the same route and under the same audit as its other rows; the DELETE
+    triggers of the correction tables give way to purge's gate only. And
+    the erasure is logged by the id an address ends with (a correction is
+    erased by the entity's address, and the audit names addresses). And
+    the trigger that re-indexes a renamed entity runs with the owner's
+    rights, as every writer of the search index does."""
+    erased_by = {**ERASED_BY, **{t: ("entity",) for t in NAME_TABLES[:3]}}
+    erased_by["corrections"] = ("target",)
+    guards = "".join(
+        f"DROP TRIGGER {t}_no_delete ON {t};\n"
+        f"CREATE TRIGGER {t}_no_delete BEFORE DELETE ON {t} "
+        "FOR EACH ROW EXECUTE FUNCTION memors_refuse_delete();\n"
+        for t in NAME_TABLES[1:]
+    )
+    return f"""
+{_guarded_erase(erased_by, logged="substring(val FROM '[^/]*$')")}
+{guards}{_audit_checks(NAME_TABLES)}
+DO $$
+DECLARE
+    f record;
+BEGIN
+{_search_path(f"{ERASE_FUNCTION}(text, text, text)")}{_definer("memors_search_names()")}\
+{_revoke_public()}END $$;
+"""
+
+
 def guarded_history_sql() -> str:
     """Migration 8 (issue 29): what the application role may write is what
     memors' own operations write, and nothing it writes rewrites history.
@@ -230,8 +300,6 @@ def guarded_history_sql() -> str:
     - The search index and the vectors' counts are written by trigger
       functions with the owner's rights, so the grants leave them read-only.
     """
-    allowed = ", ".join(f"'{t}'" for t in ERASED_BY)
-    pairs = ", ".join(f"'{t}.{c}'" for t, cols in ERASED_BY.items() for c in cols)
     steps = json.dumps(list(FINISHING_STEPS))
     definers = "".join(_definer(f) for f in DERIVED_WRITERS)
     vector_definers = "".join(
@@ -258,35 +326,7 @@ $$;
 -- What the running transaction erased, until its purge's audit row names it.
 CREATE TABLE purge_erasures(target {T_TEXT} NOT NULL);
 
-CREATE OR REPLACE FUNCTION {ERASE_FUNCTION}(tbl text, col text, val text) RETURNS bigint
-    LANGUAGE plpgsql SECURITY DEFINER AS $$
-DECLARE
-    erased bigint;
-BEGIN
-    IF current_setting('{GATE}', true) IS DISTINCT FROM 'open' THEN
-        RAISE EXCEPTION 'memors: rows are erased only by purge'
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF tbl IS NULL OR tbl <> ALL (ARRAY[{allowed}]) THEN
-        RAISE EXCEPTION 'memors: purge erases nothing from %', tbl
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF col IS NULL OR tbl || '.' || col <> ALL (ARRAY[{pairs}]) THEN
-        RAISE EXCEPTION 'memors: purge erases no % rows by %', tbl, col
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    IF val IS NULL OR val = '' THEN
-        RAISE EXCEPTION 'memors: purge erases rows by an id, not %', quote_nullable(val)
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    EXECUTE format('DELETE FROM %I WHERE %I = $1', tbl, col) USING val;
-    GET DIAGNOSTICS erased = ROW_COUNT;
-    IF NOT memors_owner_session() THEN
-        INSERT INTO purge_erasures(target) VALUES (val);
-    END IF;
-    RETURN erased;
-END $$;
-
+{_guarded_erase(ERASED_BY)}
 CREATE FUNCTION memors_erasures_audited() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM purge_erasures) THEN

@@ -33,6 +33,7 @@ from memors_core.storage.postgres.privileges import (
     ERASE_FUNCTION,
     FINISHING_STEPS,
     GATE,
+    NAME_TABLES,
     PENDING_FUNCTION,
 )
 from memors_core.storage.postgres.schema import ERASABLE
@@ -72,7 +73,7 @@ class PgPurges(SqlPurges):
         return tables[0][2]
 
     def erase_rows(self, table: str, column: str, value: str) -> None:
-        if table in ERASABLE:
+        if table in ERASABLE or table in NAME_TABLES:
             # With the owner's rights: the connected role may hold no DELETE here.
             self.one(f"SELECT {ERASE_FUNCTION}(?, ?, ?)", (table, column, value))
         else:

@@ -16,10 +16,12 @@ docs/postgres.md shows the application role that cannot switch them off.
 from __future__ import annotations
 
 from memors_core.storage.postgres.privileges import (
+    erase_names_sql,
     erasure_extended_sql,
     erasure_sql,
     guarded_history_sql,
 )
+from memors_core.storage.sql.repo import entity_name, live_alias
 from memors_core.storage.sql.tables import FIRST_PURGEABLE, PAGE_RECORDS, PURGEABLE
 
 T = 'TEXT COLLATE "C"'
@@ -1252,7 +1254,82 @@ WHERE g.table_schema = current_schema() AND g.table_name = 'work_items'
 ON CONFLICT DO NOTHING;
 """
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11]
+
+def _corrections_reach() -> str:
+    """Corrections reach the index (issue 31): an entity is indexed by its
+    name now (its newest rename) and its live aliases, a fact by its
+    subject's name now; a rename, an alias taken back or given again
+    re-indexes the entity (and, for a rename, its facts) at once."""
+    name = entity_name("e")
+    return f"""
+CREATE OR REPLACE FUNCTION memors_search_refresh(k "char", ident text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    ns text;
+    rid bigint;
+    body text;
+    belongs boolean;
+BEGIN
+    IF k = 'p' THEN
+        SELECT namespace, rowid, text INTO ns, rid, body FROM passages WHERE id = ident;
+    ELSIF k = 'g' THEN
+        SELECT namespace, rowid, title || E'\\n' || content INTO ns, rid, body
+        FROM pages WHERE id = ident;
+    ELSIF k = 'f' THEN
+        SELECT f.namespace, f.rowid, {name} || E'\\n' || f.predicate || E'\\n' || f.value
+        INTO ns, rid, body
+        FROM facts f JOIN entities e ON e.id = f.subject WHERE f.id = ident;
+    ELSE
+        SELECT e.namespace, e.rowid,
+               {name} || coalesce(E'\\n' || (SELECT string_agg(a.alias, E'\\n' ORDER BY a.key)
+                                  FROM aliases a WHERE a.entity = e.id AND {live_alias("a")}), '')
+        INTO ns, rid, body FROM entities e WHERE e.id = ident;
+    END IF;
+    IF rid IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM memors_search_remove(k, rid);
+    IF k = 'e' THEN
+        belongs := EXISTS (SELECT 1 FROM entities WHERE id = ident AND canonical = id);
+    ELSE
+        belongs := NOT EXISTS (SELECT 1 FROM tombstones WHERE target = ident);
+    END IF;
+    IF belongs THEN
+        PERFORM memors_search_add(k, ns, rid, body, memors_entity_terms(k, ident));
+    END IF;
+END $$;
+
+CREATE FUNCTION memors_search_names() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    PERFORM memors_search_refresh('e', NEW.entity);
+    IF TG_TABLE_NAME = 'entity_names' THEN
+        FOR r IN SELECT id FROM facts WHERE subject = NEW.entity LOOP
+            PERFORM memors_search_refresh('f', r.id);
+        END LOOP;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER entity_names_search AFTER INSERT ON entity_names
+    FOR EACH ROW EXECUTE FUNCTION memors_search_names();
+CREATE TRIGGER alias_changes_search AFTER INSERT ON alias_changes
+    FOR EACH ROW EXECUTE FUNCTION memors_search_names();
+
+SELECT count(memors_search_refresh('e', id)) FROM entities
+WHERE id IN (SELECT entity FROM entity_names UNION SELECT entity FROM alias_changes);
+SELECT count(memors_search_refresh('f', id)) FROM facts
+WHERE subject IN (SELECT entity FROM entity_names);
+"""
+
+
+# Issue 31, SQLite's version 10: corrections reach the search index (an
+# entity indexed by its name now and its live aliases, re-indexed by a
+# rename or an alias taken back), and purge erases an entity's names with
+# it (privileges.erase_names_sql).
+V12 = _corrections_reach() + erase_names_sql()
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

@@ -100,7 +100,6 @@ class SqlPurges(Repo):
                 """SELECT e.id FROM entities e WHERE e.id IN (SELECT value FROM json_each(?))
                    AND NOT EXISTS (SELECT 1 FROM mentions WHERE entity = e.id)
                    AND NOT EXISTS (SELECT 1 FROM facts WHERE subject = e.id)
-                   AND NOT EXISTS (SELECT 1 FROM aliases WHERE entity = e.id)
                    AND NOT EXISTS (SELECT 1 FROM pages WHERE entity = e.id)
                    AND NOT EXISTS (SELECT 1 FROM merge_candidates
                                    WHERE first = e.id OR second = e.id)
@@ -162,6 +161,11 @@ class SqlPurges(Repo):
 
     def erase_entity(self, ident: str) -> None:
         self.erase_index_of_entity(ident)
+        # Its names go with it: the aliases it was given, its renames and the
+        # aliases taken back or given again (the rows of people's corrections).
+        for table in ("alias_changes", "entity_names", "aliases"):
+            self.erase_rows(table, "entity", ident)
+        self.erase_rows("corrections", "target", address("entity", ident))
         self.erase_rows("changes", "entity", ident)
         self.erase_rows("entities", "id", ident)
 

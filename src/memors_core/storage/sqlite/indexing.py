@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import apsw
 
-from memors_core.storage.sql.repo import json_list
+from memors_core.storage.sql.repo import entity_name, json_list, live_alias
 
 # SQL: the row ``alias`` has no tombstone (as memors_core.storage.sql.records.live).
 _LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {}.id)"
@@ -43,15 +43,16 @@ BODIES = {
         FROM pages r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {_LIVE.format("r")}""",
     FACT: f"""SELECT r.rowid, {
         _CLEAN.format(
-            "(SELECT name FROM entities WHERE id = r.subject) || char(10) || r.predicate"
+            f"(SELECT {entity_name('s')} FROM entities s WHERE s.id = r.subject)"
+            " || char(10) || r.predicate"
             " || char(10) || r.value"
         )
     } || {_TERMS_OF.format(tables="entities e", where="e.id = r.subject")}
         FROM facts r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND {_LIVE.format("r")}""",
     ENTITY: f"""SELECT r.rowid, {
         _CLEAN.format(
-            "r.name || coalesce((SELECT char(10) || group_concat(alias, char(10)) "
-            "FROM aliases WHERE entity = r.id), '')"
+            f"{entity_name('r')} || coalesce((SELECT char(10) || group_concat(a.alias, "
+            f"char(10)) FROM aliases a WHERE a.entity = r.id AND {live_alias('a')}), '')"
         )
     } || {_TERMS_OF.format(tables="entities e", where="e.id = r.id")}
         FROM entities r WHERE r.rowid IN (SELECT value FROM json_each(?)) AND r.canonical = r.id""",

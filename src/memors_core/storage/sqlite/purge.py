@@ -25,7 +25,7 @@ from memors_core.log import get_logger
 from memors_core.storage.sql.purges import SqlPurges
 from memors_core.storage.sql.tables import PURGEABLE
 from memors_core.storage.sqlite.indexing import index_tables
-from memors_core.storage.sqlite.schema import no_delete_triggers
+from memors_core.storage.sqlite.schema import NAME_TABLES, no_delete_triggers
 
 if TYPE_CHECKING:
     from memors_core.storage.sqlite.connection import Store
@@ -68,10 +68,10 @@ def erasing(store: Store) -> Iterator[SqliteTx]:
     """A write transaction in which raw rows may be erased."""
     with secure_delete(store), store.write() as tx:
         tx.hold_clocks()  # the erased rows' numbers are never handed out again
-        for table in PURGEABLE:
+        for table in (*PURGEABLE, *NAME_TABLES):
             store.conn.execute(no_delete_triggers(table)[0])
         yield tx
-        for table in PURGEABLE:
+        for table in (*PURGEABLE, *NAME_TABLES):
             store.conn.execute(no_delete_triggers(table)[1])
 
 

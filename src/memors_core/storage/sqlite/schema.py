@@ -629,7 +629,37 @@ CREATE INDEX alias_changes_key ON alias_changes(entity, key, rowid);
     for t in CORRECTION_TABLES
 )
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9]
+# Version 10: corrections reach the search index and purge (issue 31). A
+# rename or an alias taken back or given again re-indexes the entity (its
+# name now, its live aliases) and the facts it is the subject of; and purge
+# may erase an entity's names with it (its aliases, renames, their
+# retractions and the corrections about it), so the DELETE triggers of the
+# correction tables become purge's (:func:`no_delete_triggers`).
+NAME_TABLES = ("entity_names", "alias_changes", "corrections")
+
+V10 = (
+    """
+CREATE TRIGGER entity_names_search AFTER INSERT ON entity_names BEGIN
+    INSERT INTO search_queue(kind, namespace, row, added)
+    SELECT 'e', namespace, rowid, 0 FROM entities WHERE id = new.entity;
+    INSERT INTO search_queue(kind, namespace, row, added)
+    SELECT 'f', namespace, rowid, 0 FROM facts WHERE subject = new.entity;
+END;
+CREATE TRIGGER alias_changes_search AFTER INSERT ON alias_changes BEGIN
+    INSERT INTO search_queue(kind, namespace, row, added)
+    SELECT 'e', namespace, rowid, 0 FROM entities WHERE id = new.entity;
+END;
+INSERT INTO search_queue(kind, namespace, row, added)
+SELECT 'e', namespace, rowid, 0 FROM entities
+WHERE id IN (SELECT entity FROM entity_names UNION SELECT entity FROM alias_changes);
+INSERT INTO search_queue(kind, namespace, row, added)
+SELECT 'f', namespace, rowid, 0 FROM facts WHERE subject IN (SELECT entity FROM entity_names);
+"""
+    + "".join(f"DROP TRIGGER {t}_no_delete;\n" for t in NAME_TABLES)
+    + "".join(no_delete_triggers(t)[1] + ";\n" for t in NAME_TABLES)
+)
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The schema of the rows an export holds: versions 6 and 7 changed only
 #: derived tables (the search indexes, the vectors); 8 added the sentences'

@@ -33,6 +33,11 @@ WATCHED = (
     "search_queue",
     "vector_stats",
     "passage_profiles",
+    # an entity's names and people's corrections (purge erases them with it)
+    "aliases",
+    "entity_names",
+    "alias_changes",
+    "corrections",
 )
 
 
@@ -55,6 +60,7 @@ def _facts(conn: psycopg.Connection) -> dict[str, str]:
         "done": one("SELECT min(id) FROM work_items WHERE status = 'done'"),
         "audit": one("SELECT min(id) FROM purges"),
         "fact": one("SELECT max(id) FROM facts"),
+        "entity": one("SELECT id FROM entities WHERE name = 'Raft'"),
     }
 
 
@@ -130,6 +136,17 @@ def _routes(f: dict[str, str]) -> dict[str, list[str]]:
             _GATE,
             erase_one,
         ],
+        # -- an entity's names (issue 31: purge erases them, nothing else does)
+        "an entity's aliases erased without a purge": [
+            _GATE,
+            f"SELECT memors_erase('aliases', 'entity', '{f['entity']}')",
+        ],
+        "the corrections about an entity erased without a purge": [
+            _GATE,
+            f"SELECT memors_erase('corrections', 'target', 'memo://entity/{f['entity']}')",
+        ],
+        "renames deleted": ["DELETE FROM entity_names"],
+        "alias retractions deleted with the gate open": [_GATE, "DELETE FROM alias_changes"],
         "a plain DELETE with the gate open": [
             _GATE,
             f"DELETE FROM passages WHERE id = '{f['passage']}'",
@@ -290,14 +307,20 @@ def test_every_route_to_rewrite_history_is_refused_to_the_application_role(seede
 def test_a_purge_as_the_application_role_records_its_own_steps(seeded):  # noqa: F811
     with Memory.open(seeded.app_url) as memory:
         gone = memory.remember("[[Keystone]] holds the Zq9tappsecret phrase.", uri="keystone.txt")
+        memory.rename_entity("Keystone", "Zq9tappname")
         purged = memory.purge(gone.document)
         assert purged.audit and not purged.finished
+        # The renamed entity went with its passage, its names with it.
+        assert any(a.startswith("memo://entity/") for a in purged.erased)
     with psycopg.connect(seeded.owner_url, autocommit=True) as conn:
         steps = conn.execute(
             "SELECT steps FROM purge_pending WHERE purge = %s", (purged.audit,)
         ).fetchone()[0]
         assert json.loads(steps) == ["vacuum"]
         assert conn.execute("SELECT count(*) FROM purge_erasures").fetchone()[0] == 0
+        for table in ("aliases", "entity_names", "corrections"):
+            left = conn.execute(f"SELECT count(*) FROM {table} t WHERE t::text LIKE '%Zq9tapp%'")
+            assert left.fetchone()[0] == 0, table
     with Memory.open(seeded.owner_url) as memory:  # the owner's next write finishes it
         from .test_purge import finish
 
