@@ -19,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from memors_core import BadInput, MemorsError, Memory, NotFound
 from memors_core.wire import to_json
 
-from .paging import page_answer
+from .paging import NOTE_BYTES, page_answer
 from .tools import compact_budget
 
 ADDRESS_TYPES = ("page", "entity", "passage", "fact", "document", "item")
@@ -201,6 +201,19 @@ def _paging_footer(address: str, paged: dict[str, Any] | None) -> str:
     return line + "\n"
 
 
+def _within_cap(text: str, address: str) -> str:
+    """A resource's text within the cap (the budget and its note's room),
+    whatever its rendering added: past that it is cut, and says where the
+    whole is (``get`` pages it)."""
+    cap = compact_budget() + NOTE_BYTES
+    if len(text.encode()) <= cap:
+        return text
+    tail = f"\n\n[… cut at {{}} of {len(text):,} characters: get {address} shows it whole, page by page]\n"
+    room = cap - len(tail.encode()) - 16
+    kept = text.encode()[:room].decode("utf-8", "ignore")
+    return kept + tail.format(f"{len(kept):,}")
+
+
 class AddressReader:
     """Reads an address of the server's namespace as text."""
 
@@ -222,6 +235,8 @@ class AddressReader:
     def read(self, kind: str, ident: str, page: str | None = None) -> str:
         address = f"memo://{kind}/{ident}"
         view = self._get(address)
+        if kind == "document":  # its passages' texts are paged with it, not fetched after
+            view = {**view, "passages": [self._passage(p) for p in view["passages"]]}
         try:
             number = 1 if page is None else int(page)
             view = page_answer(view, self.budget, number)
@@ -229,7 +244,12 @@ class AddressReader:
             raise ResourceNotFoundError(f"page must be a whole number, got {page!r}") from None
         except BadInput as exc:
             raise ResourceNotFoundError(exc.message) from None
-        return self._render(kind, view) + _paging_footer(address, view.get("paged"))
+        text = self._render(kind, view) + _paging_footer(address, view.get("paged"))
+        return _within_cap(text, address)
+
+    def _passage(self, address: str) -> dict[str, Any]:
+        p = self._get(address)
+        return {"address": p["address"], "status": p["status"], "text": p["text"]}
 
     def _render(self, kind: str, view: dict[str, Any]) -> str:
         if kind == "page":
@@ -241,7 +261,7 @@ class AddressReader:
         if kind == "fact":
             return render_fact(view)
         if kind == "document":
-            return render_document(view, [self._get(p) for p in view["passages"]])
+            return render_document(view, view["passages"])
         return render_item(view)
 
     def live_pages(self) -> list[tuple[str, str, str, int]]:

@@ -20,7 +20,7 @@ import attrs
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent
 from mcp_types import Resource as MCPResource
 from pydantic import ValidationError
 
@@ -28,9 +28,10 @@ from memors_core import Memory
 from memors_core.domain.inputs import check_namespace
 from memors_core.log import get_logger
 
+from .paging import NOTE_BYTES, fit, json_bytes, shrink
 from .prompts import register_prompts
 from .resources import AddressReader, register_resources
-from .tools import register_tools
+from .tools import compact_budget, register_tools
 
 log = get_logger("memors.mcp")
 
@@ -140,12 +141,35 @@ class MemorsMCPServer(MCPServer):
                     + f"it takes {', '.join(sorted(allowed))}"
                 )
         try:
-            return await super().call_tool(name, arguments, context)
+            return within_cap(name, await super().call_tool(name, arguments, context))
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(describe_validation(name, cause)) from cause
+
+
+#: The most a tool answer's text (its summary) takes: the rest of the
+#: envelope (SPEC's cap is the budget plus 4 KiB) is the answer's own note.
+TEXT_BYTES = 3 * 1024
+
+
+def within_cap(name: str, result: Any) -> Any:
+    """Every tool answer, whichever tool made it, within the cap: the
+    structured content within the budget (plus its note's room), the text
+    within :data:`TEXT_BYTES`. The tools page their own answers; this is the
+    guard that holds for a tool that forgot to (it logs that it cut)."""
+    if not isinstance(result, CallToolResult):
+        return result
+    budget = compact_budget() + NOTE_BYTES
+    data = result.structured_content
+    if data is not None and json_bytes(data) > budget:
+        log.warning("answer_cut", tool=name, bytes=json_bytes(data), budget=budget)
+        result.structured_content = fit(data, budget)
+    for part in result.content:
+        if isinstance(part, TextContent) and len(part.text.encode()) > TEXT_BYTES:
+            part.text = shrink(part.text, TEXT_BYTES - 64)
+    return result
 
 
 #: How pydantic names the members of a union in an error's location.

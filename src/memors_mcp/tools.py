@@ -27,7 +27,7 @@ from memors_core.settings import limit_from_env
 from memors_core.wire import to_json, with_web_url
 
 from .guide import about, item_summary, kinds_guide
-from .paging import page_answer
+from .paging import NOTE_BYTES, first_page, fit, page_answer
 
 log = get_logger("memors.mcp")
 
@@ -62,6 +62,8 @@ class Paged(TypedDict):
     pages: int
     lists: dict[str, dict[str, int]]
     next: NotRequired[dict[str, Any]]
+    #: Where no ``next`` can be given (a dry run recorded nothing): why.
+    rest: NotRequired[str]
 
 
 class RememberOutput(TypedDict):
@@ -200,6 +202,7 @@ class SubmitOutput(TypedDict):
     bound: NotRequired[dict[str, str | None]]
     survivor: NotRequired[str]
     merged: NotRequired[str]
+    paged: NotRequired[Paged]
 
 
 class Finding(TypedDict):
@@ -313,6 +316,7 @@ def run_tool(
             abouts = {i["id"]: item_summary(i, kinds) for i in data["items"]}
         if shape is not None:
             data = shape(data)  # (paging may find the page asked for past the last)
+        data = fit(data, compact_budget() + NOTE_BYTES)  # every tool's answer, whatever it is
     except MemorsError as exc:
         log.info("tool_error", tool=name, code=exc.code, error=exc.message)
         return tool_error(exc.message)
@@ -364,13 +368,17 @@ def fit_budget(data: dict[str, Any], budget: int, limit: int) -> dict[str, Any]:
     return data
 
 
-def first_page(data: dict[str, Any], budget: int, address: str) -> dict[str, Any]:
-    """A write's answer within ``budget``: its lists' first page, and where
-    the rest is (``get`` the address it names, page by page)."""
-    out = page_answer(data, budget, 1)
-    if "paged" in out and "next" in out["paged"]:
-        out["paged"]["next"] = {"get": address}
-    return out
+def submit_page(data: dict[str, Any], budget: int) -> dict[str, Any]:
+    """A submission's answer within ``budget``: its lists' first page (a
+    duplicate item's ``kept``, ``forgotten``, ``left``) with their counts;
+    the rest is in the done item's resolution (``outcome``): ``get`` the
+    item, page by page. A dry run or a refusal recorded nothing to read back."""
+    item = f"memo://item/{data['item']}"
+    if data.get("stored"):
+        return first_page(data, budget, item)
+    return first_page(
+        data, budget, None, rest=f"nothing was recorded: once stored, get {item} lists them all"
+    )
 
 
 def _annotations(
@@ -960,6 +968,7 @@ def register_tools(
                 skip=skip or None,
                 reason=reason,
             ),
+            lambda data: submit_page(data, budget),
         )
 
     tool(

@@ -17,7 +17,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_clients.harness import stdio_params
+from mcp_clients.harness import TOOLS, stdio_params
 from memors_core import Memory
 from memors_core.testing import temporary_store
 from memors_mcp.tools import COMPACT_DEFAULT_BYTES
@@ -166,9 +166,23 @@ def test_every_answer_fits_and_the_rest_is_reachable(store: Path):
             await m.pages("get", {"address": kept["document"]})
             gone = await m.call("forget", {"address": kept["document"]})
             assert gone["paged"]["lists"]["forgotten"]["total"] >= 1000
+
+            # the other tools, on the largest things they touch
+            await m.call("record_fact", {"subject": "Licensing", "predicate": "by", "value": "x"})
+            accepted = []
+            for pair in (["Service001", "Service002"], ["Service003", "Service004"]):
+                await m.call("propose_merge", {"entities": pair})
+                (merge,) = (await m.call("compact", {"kinds": ["merge"], "limit": 1}))["items"]
+                accepted.append(await m.call("submit", {"item": merge["id"], "accept": True}))
+            await m.call("reopen", {"item": accepted[0]["item"], "reason": "not one"})
+            await m.call("undo_merge", {"entity": accepted[1]["merged"]})
+            await m.call("rename_entity", {"entity": "Licensing", "name": "Licences"})
+            prompt = await client.get_prompt("work_compaction_queue")
+            m.note("prompt", sum(len(x.content.text.encode()) for x in prompt.messages))
             return m.largest
 
     largest = anyio.run(main)
+    assert TOOLS | {"resource", "prompt"} <= set(largest)  # every tool measured
     print("largest answer per tool (bytes):", json.dumps(largest, sort_keys=True))
     for name, size in largest.items():
         assert size <= CAP, (name, size, CAP)
@@ -206,3 +220,155 @@ def test_a_long_text_comes_in_pages_of_characters(store: Path):
         "first": 1,
         "shown": len(pages[0]["text"]),
     }
+
+
+COPIES = 2_000
+
+
+@pytest.fixture(scope="module")
+def copies(tmp_path_factory: pytest.TempPathFactory):
+    """One duplicate cluster of 2,000 members: 1,950 copies of a 160-word
+    paragraph about [[Licensing]] and 50 variants of it (one word changed)."""
+    rng = random.Random(2000)
+    vocabulary = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9)))
+        for _ in range(2000)
+    ]
+    base = _words(rng, vocabulary, 160).split()
+    docs = []
+    for m in range(COPIES):
+        words = list(base)
+        if m >= COPIES - 50:
+            words[5 + m % 150] = f"variant{m}"
+        docs.append({"text": "[[Licensing]] " + " ".join(words) + ".", "uri": f"copy-{m}"})
+    with temporary_store(tmp_path_factory.mktemp("copies")) as db:
+        with Memory.open(db) as memory:
+            assert memory.remember_many(docs).passages == COPIES
+        yield db
+
+
+def test_keeping_one_of_2000_fits_and_the_item_lists_the_rest(copies: Path):
+    """Submitting a keep on a 2,000-member cluster forgets 1,999 members in
+    one answer within the cap: it counts them, shows the first page and
+    names the item whose get lists them all, page by page."""
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]], str, dict]:
+        async with Client(stdio_params(copies)) as client:
+            m = Measured(client)
+            (dup,) = (await m.call("compact", {"kinds": ["duplicate"]}))["items"]
+            assert dup["paged"]["lists"]["passages"]["total"] == COPIES
+            keep = dup["payload"]["passages"][0]["address"]
+            args = {"item": dup["id"], "keep": keep, "fingerprint": dup["fingerprint"]}
+            dry = await m.call("submit", {**args, "dry_run": True})
+            result = await client.call_tool("submit", args)
+            m.note("submit", size_of(result))
+            done = result.structured_content
+            pages = await m.pages("get", {"address": f"memo://item/{dup['id']}"})
+            return dry, done, pages, result.content[0].text, m.largest
+
+    dry, done, pages, summary, largest = anyio.run(main)
+    print("largest answer per tool (bytes):", json.dumps(largest, sort_keys=True))
+    assert max(largest.values()) <= CAP, largest
+    address = f"memo://item/{done['item']}"
+    # the answer: counts, the first page, and where the rest is
+    lists = done["paged"]["lists"]
+    assert lists["forgotten"]["total"] == COPIES - 1
+    assert 0 < lists["forgotten"]["shown"] == len(done["forgotten"]) < COPIES - 1
+    assert lists["kept"] == {"total": 1, "first": 1, "shown": 1}
+    assert done["paged"]["next"] == {"get": address}
+    assert f"call get with address={address}" in summary
+    # a dry run recorded nothing: counted, no next, and says why
+    assert dry["paged"]["lists"]["forgotten"]["total"] == COPIES - 1
+    assert "next" not in dry["paged"] and address in dry["paged"]["rest"]
+    # the item's get, page by page, holds every forgotten member exactly once
+    outcome = [
+        a
+        for p in pages
+        for a in (p.get("resolution") or {}).get("outcome", {}).get("forgotten", [])
+    ]
+    assert len(outcome) == len(set(outcome)) == COPIES - 1
+    assert outcome[: len(done["forgotten"])] == done["forgotten"]
+    assert pages[0]["paged"]["lists"]["resolution.outcome.forgotten"]["total"] == COPIES - 1
+
+
+def test_one_element_larger_than_an_answer_is_cut_and_says_where_it_is_whole(tmp_path: Path):
+    """A 200 KB passage (one paragraph, one sentence) and a page whose one
+    sentence is that paragraph: every answer that shows them — search hits,
+    get of the entity, its page, its page item, the resources — fits the
+    cap; the text cut says so in `cut` and names the address whose get
+    shows it whole."""
+    rng = random.Random(7)
+    body = " ".join(  # a passage holds at most 400 words: these are long ones
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(520)) for _ in range(390)
+    )
+    text = f"[[Giant]] giantword {body}."
+    assert len(text.encode()) > 200_000
+
+    async def main() -> tuple[dict[str, Any], dict[str, int]]:
+        with temporary_store(tmp_path) as db:
+            big = {"MEMORS_MAX_DOCUMENT_BYTES": str(1 << 20)}
+            async with Client(stdio_params(db, **big)) as client:
+                m = Measured(client)
+                (passage,) = (await m.call("remember", {"text": text, "uri": "giant"}))["passages"]
+                for n in range(3):  # enough for a page item about Giant
+                    note = f"[[Giant]] stands {n + 10} metres tall on the hill number {n}."
+                    await m.call("remember", {"text": note, "uri": f"note-{n}"})
+                seen: dict[str, Any] = {"passage": passage}
+                hit = (await m.call("search", {"query": "giantword"}))["results"][0]
+                seen["hit"] = hit
+                entity = (await m.call("search", {"query": "Giant", "granularity": "entity"}))[
+                    "results"
+                ][0]["address"]
+                seen["entity"] = await m.call("get", {"address": entity})
+                (item,) = (await m.call("compact", {"kinds": ["page"]}))["items"]
+                offered = [
+                    p
+                    for page in await m.pages("get", {"address": f"memo://item/{item['id']}"})
+                    for p in page["payload"]["passages"]
+                ]
+                (giant,) = [p for p in offered if p["address"] == passage]
+                seen["offered"] = giant
+                stored = await m.call(
+                    "submit",
+                    {
+                        "item": item["id"],
+                        "title": "Giant",
+                        "content": f"Giant giantword {body} [{giant['ref']}].",
+                        "fingerprint": item["fingerprint"],
+                        "force": True,
+                    },
+                )
+                assert stored["stored"], stored
+                seen["page"] = await m.pages("get", {"address": stored["address"]})
+                seen["page_hit"] = (
+                    await m.call("search", {"query": "giantword", "granularity": "page"})
+                )["results"][0]
+                await m.pages("get", {"address": passage})
+                for uri in (passage, entity, stored["address"], f"memo://item/{item['id']}"):
+                    await m.read(uri)
+                document = (await m.call("get", {"address": passage}))["document"]
+                await m.read(document)
+                seen["page_address"] = stored["address"]
+                return seen, m.largest
+
+    seen, largest = anyio.run(main)
+    print("largest answer per tool (bytes):", json.dumps(largest, sort_keys=True))
+    for name, size in largest.items():
+        assert size <= CAP, (name, size, CAP)
+    passage = seen["passage"]
+    # a search hit of the whole passage: cut, with where it is whole
+    hit = seen["hit"]
+    assert hit["address"] == passage and hit["cut"]["get"] == passage
+    assert hit["cut"]["text"]["total"] > 200_000 > hit["cut"]["text"]["shown"] > 0
+    assert text.startswith(hit["text"])
+    # the entity's one passage, the page item's one passage: the same
+    (shown,) = [p for p in seen["entity"]["passages"] if p["address"] == passage]
+    assert shown["cut"]["get"] == passage and text.startswith(shown["text"])
+    offered = seen["offered"]
+    assert offered["cut"]["get"] == passage and text.startswith(offered["text"])
+    # the page's one enormous sentence: cut on its page, its content whole across pages
+    pages = seen["page"]
+    (sentence,) = [s for p in pages for s in p["sentences"]]
+    assert sentence["cut"]["get"] == seen["page_address"]
+    assert "".join(p["content"] for p in pages).startswith(f"Giant giantword {body[:1000]}")
+    assert seen["page_hit"]["address"] == seen["page_address"]  # (a snippet: it fits)

@@ -83,6 +83,7 @@ MIRRORS: dict[str, Mirror] = {
             "bound": False,
             "survivor": False,
             "merged": False,
+            "paged": False,
         },
         flattened=("outcome",),
     ),

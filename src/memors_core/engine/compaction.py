@@ -516,7 +516,7 @@ def _submit(
     ctx.flags = {name: checks[name].flagged for name in flagged}
     with services.store.write():  # a savepoint: a failing apply leaves the item open
         addr = _call_kind(services, kind, kind.apply, ctx, item, res)
-    stored = stored_resolution(merged, force)
+    stored = stored_resolution(merged, force, ctx.report)
     _finish(tx, item, "done", stored)
     tx.after_commit(
         log.info,
@@ -540,10 +540,17 @@ def _submit(
     )
 
 
-def stored_resolution(merged: dict[str, Any], force: bool) -> dict[str, Any]:
+def stored_resolution(
+    merged: dict[str, Any], force: bool, outcome: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """What a done item keeps as its resolution: what was submitted, and
+    what the kind reported doing (``outcome``: a duplicate item's ``kept``,
+    ``forgotten`` and ``left``), so ``get`` of the item shows it later."""
     out = dict(merged)
     if force:
         out["force"] = True
+    if outcome:
+        out["outcome"] = dict(outcome)
     return out
 
 
