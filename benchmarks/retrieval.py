@@ -389,6 +389,13 @@ def lever_rows(label: str, memory: Any, questions: list[Question]) -> None:
         "rescaled, 0.7 words / 0.3 all": lambda q, lex, near, named: [
             h.address for h in rank.fuse((0.7, lex), (0.3, near))
         ],
+        "words alone, no neighbours (before)": lambda q, lex, near, named: [h.address for h in lex],
+        "hybrid, no neighbours (before)": lambda q, lex, near, named: [
+            h.address
+            for h in rank.fuse(
+                *zip(rank.hybrid_weights(bool(q.entities)), (lex, near, named), strict=True)
+            )
+        ],
     }
     got: dict[str, dict[str, list[float]]] = {v: {} for v in variants}
     for question in questions:

@@ -44,6 +44,12 @@ as much weight as the words' rank 3) and the vector side limited to the
 named entities' passages (which loses every answer told by someone the
 question does not name). Pages, facts and entities have no vectors: they
 are ranked by their words in every mode.
+
+Passages found lend :data:`NEIGHBOUR_SHARE` of their score to the passages
+remembered just before and after them in their namespace
+(:func:`with_neighbours`): a reply rarely repeats the words of the
+question it answers. By words lending only reorders what the words found;
+in hybrid a neighbour not plainly unrelated in meaning joins.
 """
 
 from __future__ import annotations
@@ -84,6 +90,14 @@ FUSION_DEPTH = 50
 #: question about nothing the store holds finds nothing instead of the
 #: least unlike passages.
 MIN_COSINE = 0.2
+#: A passage found lends this share of its score to the passages remembered
+#: just before and after it (:func:`with_neighbours`).
+NEIGHBOUR_SHARE = 0.5
+#: How many of the best passages lend (at least; 2 x the limit when larger).
+NEIGHBOUR_DEPTH = 20
+#: In hybrid, a neighbour nothing ranked joins only if its cosine with the
+#: question is at least this: not plainly unrelated (those score about 0).
+NEIGHBOUR_MIN_COSINE = 0.1
 
 #: Entity terms start with a private-use character: no word of any text
 #: (:func:`memors_core.domain.text.words`) can contain it.
@@ -325,6 +339,36 @@ def fuse(*rankings: tuple[float, list[Hit]]) -> list[Hit]:
     return [Hit(a, first[a].granularity, first[a].text, scores[a]) for a in order]
 
 
+def neighbour_depth(limit: int) -> int:
+    """How many passages are ranked, and lend to their neighbours, for ``limit`` results."""
+    return max(NEIGHBOUR_DEPTH, 2 * limit)
+
+
+def with_neighbours(found: list[Hit], beside: dict[str, list[Hit]], join: bool) -> list[Hit]:
+    """``found`` (passages, best first) with each one lending
+    :data:`NEIGHBOUR_SHARE` of its score to its neighbours (``beside``:
+    passage id -> the passages remembered just before and after it): a
+    passage scores its own score plus the most a neighbour lends it. With
+    ``join``, a passage found only as a neighbour joins the ranking if its
+    score in ``beside`` (its cosine with the question) is at least
+    :data:`NEIGHBOUR_MIN_COSINE`; without, lending only reorders ``found``. A reply ("Yes, in May")
+    rarely repeats the words of what it answers, and a question asks in
+    those words. Best first; ties keep ``found``'s order, then the order lent."""
+    scores = {h.address: h.score for h in found}
+    first = {h.address: h for h in found}
+    lent: dict[str, float] = {}
+    for hit in found:
+        for near in beside.get(hit.address.rsplit("/", 1)[1], ()):
+            if near.address in scores or (join and near.score >= NEIGHBOUR_MIN_COSINE):
+                first.setdefault(near.address, near)
+                value = NEIGHBOUR_SHARE * hit.score
+                lent[near.address] = max(lent.get(near.address, 0.0), value)
+    for address, value in lent.items():
+        scores[address] = scores.get(address, 0.0) + value
+    order = sorted(first, key=lambda a: -scores[a])  # stable: found's order, then lent
+    return [Hit(a, first[a].granularity, first[a].text, scores[a]) for a in order]
+
+
 def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
     """About ``width`` words of ``content`` around its first word whose start
     is one of the query's stems (the whole text when it is short), marked
@@ -427,16 +471,29 @@ def run(
     wanted = with_entities(words, named)
     if not wanted:
         return []
+
+    def passages(deep: int) -> Callable[[SearchQuery], Ranked]:
+        if mode != "lexical" and vector is not None:
+            return _by_meaning(
+                search, namespace, mode, vector, deep, limit, shares=granularity == "all"
+            )
+        return lambda q: search.passages(namespace, q, deep)
+
+    if granularity == "passage" and (mode != "semantic" or vector is None):
+        # By words, lending reorders what the words found, read deeper; in
+        # hybrid, a neighbour joins the best passages' ranking. (Semantic
+        # is the vectors alone.)
+        join = mode == "hybrid" and vector is not None
+        found = passages(neighbour_depth(limit) if join else fusion_depth(limit))(wanted).rows
+        ids = [h.address.rsplit("/", 1)[1] for h in found]
+        beside = search.passages_beside(namespace, ids, vector if join else None)
+        return with_neighbours(found, beside, join=join)[:limit]
     searchers: dict[str, Callable[[SearchQuery], Ranked]] = {
-        "passage": lambda q: search.passages(namespace, q, limit),
+        "passage": passages(limit),
         "page": lambda q: search.pages(namespace, q, limit),
         "fact": lambda q: search.facts(namespace, q, limit, as_of),
         "entity": lambda q: search.entities(namespace, q, limit),
     }
-    if mode != "lexical" and vector is not None:
-        searchers["passage"] = _by_meaning(
-            search, namespace, mode, vector, limit, shares=granularity == "all"
-        )
     if granularity != "all":
         return searchers[granularity](wanted).rows
     merged = [
@@ -449,9 +506,18 @@ def run(
 
 
 def _by_meaning(
-    search: Any, namespace: str, mode: str, vector: bytes, limit: int, *, shares: bool
+    search: Any,
+    namespace: str,
+    mode: str,
+    vector: bytes,
+    limit: int,
+    asked: int,
+    *,
+    shares: bool,
 ) -> Callable[[SearchQuery], Ranked]:
-    """The passage searcher of ``semantic`` or ``hybrid`` mode. With
+    """The passage searcher of ``semantic`` or ``hybrid`` mode, for
+    ``limit`` passages of a search that asked ``asked`` (which sets how
+    deep hybrid's rankings are read, :func:`fusion_depth`). With
     ``shares`` (for ``all``) its :class:`Ranked` has a ceiling of 1 and
     each hit's score is already its share (:func:`in_words_places`)."""
 
@@ -460,7 +526,7 @@ def _by_meaning(
         return [h for h in found if h.score >= MIN_COSINE]
 
     def searcher(wanted: SearchQuery) -> Ranked:
-        depth = fusion_depth(limit)
+        depth = max(fusion_depth(asked), limit)
         lexical = search.passages(namespace, wanted, depth if mode == "hybrid" else limit)
         if mode == "semantic":
             meaning = near(limit)

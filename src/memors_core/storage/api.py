@@ -46,7 +46,7 @@ from memors_core.domain.rows import (
     ScanMark,
     Tombstone,
 )
-from memors_core.domain.search import Ranked, SearchQuery
+from memors_core.domain.search import Hit, Ranked, SearchQuery
 
 
 @attrs.frozen
@@ -665,6 +665,16 @@ class Search(Protocol):
         With ``entities`` (canonical entity ids), only the passages that
         mention one of them. Empty on an engine without
         :attr:`Capabilities.vectors`."""
+
+    def passages_beside(
+        self, namespace: str, ids: Sequence[str], vector: bytes | None = None
+    ) -> dict[str, list[Hit]]:
+        """For each live passage of ``namespace`` among ``ids``, the live
+        passages of ``namespace`` remembered just before and just after it
+        (one each, where there is one), as hits with their text and a score
+        of 0, or with ``vector`` their vector's cosine with it (0 without a
+        vector): the context :func:`memors_core.domain.search.with_neighbours`
+        lends scores to."""
 
 
 class Vectors(Protocol):

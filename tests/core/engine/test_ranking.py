@@ -146,7 +146,8 @@ _VOCAB = ["raft", "leader", "log", "vote", "term", "quorum", "lease", "clock", "
     st.lists(st.sampled_from(_VOCAB), min_size=1, max_size=4, unique=True),
 )
 def test_the_score_is_bm25_with_the_namespaces_statistics(bodies, query):
-    """memors' score of every hit equals BM25 computed here from the texts."""
+    """memors' score of every hit equals BM25 computed here from the texts
+    (with what its neighbours lend)."""
     with temporary_memory() as memory:
         ids = [memory.remember(" ".join(b)).passages[0] for b in bodies]
         memory.remember("raft leader log vote", namespace="elsewhere")
@@ -164,6 +165,13 @@ def test_the_score_is_bm25_with_the_namespaces_statistics(bodies, query):
         )
         if score:
             expected[ident] = score
+    # Each found passage lends half its score to those remembered just
+    # before and after it (test_neighbours.py): only to found ones, by words.
+    own = dict(expected)
+    for i, ident in enumerate(ids):
+        if ident in own:
+            beside = [own[ids[j]] for j in (i - 1, i + 1) if 0 <= j < len(ids) and ids[j] in own]
+            expected[ident] += rank.NEIGHBOUR_SHARE * max(beside, default=0.0)
     assert hits.keys() == expected.keys()
     for ident, score in expected.items():
         assert hits[ident] == pytest.approx(score, rel=1e-9)

@@ -98,11 +98,15 @@ def test_semantic_scores_are_the_model_s_cosines_best_first(vector_memory):
 
 
 def test_hybrid_is_the_weighted_sum_of_the_rescaled_rankings(vector_memory):
-    remember_all(vector_memory)
+    remembered = remember_all(vector_memory)
+    order = list(remembered.values())  # as remembered
     # The words favour Melanie's turn (it says "ceramics workshop"); the
     # question names Caroline: the words, every passage's vector and
     # Caroline's passages' vectors each rank, and hybrid sums their
-    # rescaled scores with the weights the docs give.
+    # rescaled scores with the weights the docs give; then each passage
+    # lends half its fused score to the passages remembered just before
+    # and after it (one that nothing ranked joins if its cosine with the
+    # question is not plainly unrelated).
     question = "When did Caroline attend a ceramics workshop?"
     vector = embed_question(question)
     depth = rank.fusion_depth(10)
@@ -121,6 +125,19 @@ def test_hybrid_is_the_weighted_sum_of_the_rescaled_rankings(vector_memory):
     for weight, ranking in zip(rank.hybrid_weights(True), (lexical, like, hers), strict=True):
         for hit, value in zip(ranking, rank.rescaled(ranking), strict=True):
             want[hit.address] = want.get(hit.address, 0.0) + weight * value
+    fused_only = dict(want)
+    q = np.frombuffer(vector, dtype="<f4")
+    vectors = semantic.embedder().embed(list(remembered))
+    cosine = {
+        remembered[body]: float(np.frombuffer(v, dtype="<f4") @ q)
+        for body, v in zip(remembered, vectors, strict=True)
+    }
+    want = {}
+    for i, address in enumerate(order):
+        beside = [order[j] for j in (i - 1, i + 1) if 0 <= j < len(order)]
+        lent = [rank.NEIGHBOUR_SHARE * fused_only[n] for n in beside if n in fused_only]
+        if address in fused_only or (lent and cosine[address] >= rank.NEIGHBOUR_MIN_COSINE):
+            want[address] = fused_only.get(address, 0.0) + max(lent, default=0.0)
     fused = vector_memory.search(question, mode="hybrid").results
     assert {h.address: h.score for h in fused} == pytest.approx(want)
     assert [h.score for h in fused] == sorted(want.values(), reverse=True)
@@ -485,3 +502,20 @@ def test_an_answer_told_by_someone_the_question_does_not_name_is_found(vector_me
     # and first of what Ben said
     bens = [said[body] for who, body in CHAT if who == "Ben"]
     assert next(a for a in found if a in bens) == advice
+
+
+def test_in_hybrid_a_reply_joins_after_the_turn_it_answers(vector_memory):
+    # The reply shares no word with the question and means little alone;
+    # remembered right after the turn that asked in the question's words,
+    # hybrid finds it there. The words alone do not return it, and an
+    # unrelated passage remembered next to a hit does not join.
+    asked = vector_memory.remember("Did Caroline ever go back to Lisbon after the wedding?")
+    reply = vector_memory.remember("Yes, in May, with her sister and the kids.")
+    vector_memory.remember(BUDGET)
+    assert vector_memory.wait_for_vectors()
+    question = "When did Caroline go back to Lisbon?"
+    lexical = [h.address for h in vector_memory.search(question, mode="lexical").results]
+    hybrid = [h.address for h in vector_memory.search(question, mode="hybrid").results]
+    assert lexical == asked.passages
+    assert hybrid[:2] == asked.passages + reply.passages
+    assert BUDGET not in texts(vector_memory.search(question, mode="hybrid"))

@@ -182,6 +182,18 @@ class PgSearch(SqlSearch):
         )
         return {r[0]: r[1:] for r in got}
 
+    def _cosines(self, ids: list[str], vector: bytes) -> dict[str, float]:
+        if not self.db.capabilities.vectors:
+            return {}
+        from memors_core.storage.postgres.vectors import literal
+
+        rows = self.all(
+            "SELECT p.id, 1 - (v.vector <=> CAST(:q AS vector)) FROM passages p "
+            "JOIN passage_vectors v ON v.passage = p.rowid WHERE p.id = ANY (CAST(:ids AS text[]))",
+            {"q": literal(vector), "ids": ids},
+        )
+        return {r[0]: float(r[1]) for r in rows}
+
     def _nearest(
         self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
     ) -> list[tuple[int, float]]:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # The kinds of indexed rows, as both engines' indexes name them.
 PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
+#: SQL: passage ``p`` has no tombstone (``records.live``, which this lean module does not import).
+LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = p.id)"
 
 
 class SqlSearch(Repo):
@@ -77,6 +79,40 @@ class SqlSearch(Repo):
         rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
         return rank.hits(ranked, rows, "passage")
 
+    def passages_beside(
+        self, namespace: str, ids: Sequence[str], vector: bytes | None = None
+    ) -> dict[str, list[rank.Hit]]:
+        if not ids:
+            return {}
+        pairs = self.all(
+            f"""SELECT s.id,
+                   (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
+                    AND p.rowid < s.rowid AND {LIVE} ORDER BY p.rowid DESC LIMIT 1),
+                   (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
+                    AND p.rowid > s.rowid AND {LIVE} ORDER BY p.rowid LIMIT 1)
+                FROM passages s
+                WHERE s.id IN (SELECT value FROM json_each(?)) AND s.namespace = ?""",
+            (json_list(ids), namespace),
+        )
+        wanted = {n for _, *around in pairs for n in around if n is not None}
+        texts = dict(
+            self.all(
+                "SELECT id, text FROM passages WHERE id IN (SELECT value FROM json_each(?))",
+                (json_list(sorted(wanted)),),
+            )
+            if wanted
+            else []
+        )
+        cosines = self._cosines(sorted(texts), vector) if vector is not None and texts else {}
+        return {
+            i: [
+                rank.Hit(f"memo://passage/{n}", "passage", texts[n], cosines.get(n, 0.0))
+                for n in around
+                if n is not None and n in texts
+            ]
+            for i, *around in pairs
+        }
+
     def _entity_terms(self, query: rank.SearchQuery) -> list[str]:
         """The index terms of the query's entities, in its order."""
         if not query.entities:
@@ -111,3 +147,7 @@ class SqlSearch(Repo):
         """``(passage rowid, cosine)`` of the ``limit`` live passages (of
         ``entities``, when given) closest to ``vector``, best first."""
         return []
+
+    def _cosines(self, ids: list[str], vector: bytes) -> dict[str, float]:
+        """The cosine with ``vector`` of each passage of ``ids`` that has a vector."""
+        return {}

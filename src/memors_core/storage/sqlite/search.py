@@ -173,6 +173,17 @@ class SqliteSearch(SqlSearch):
         caches = None if self.db.in_write else self.db.vector_codes
         return nearest(self.db, caches, namespace, vector, limit, among)
 
+    def _cosines(self, ids: list[str], vector: bytes) -> dict[str, float]:
+        import numpy as np
+
+        q = np.frombuffer(vector, dtype="<f4")
+        rows = self.all(
+            "SELECT p.id, v.vector FROM passages p JOIN passage_vectors v ON v.passage = p.rowid "
+            "WHERE p.id IN (SELECT value FROM json_each(?))",
+            (json_list(ids),),
+        )
+        return {i: float(np.frombuffer(v, dtype="<f4") @ q) for i, v in rows}
+
     def _entity_rows(self, namespace: str, entities: tuple[str, ...]) -> list[int]:
         """The live passages of ``namespace`` that carry one of the entities' terms."""
         got = self.one(
