@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 log = get_logger("memors")
 
-#: New passages of one document stored per batch (one statement each for
-#: the passages and their mentions): bounded, so a huge document streams.
+#: New passages stored per statement (one statement each for the passages,
+#: their mentions and profiles): bounded, so a huge document streams.
 STORE_BATCH = 1000
 
 
@@ -57,6 +57,46 @@ def _remembered(tx: Tx, doc_id: str, version: int) -> Remembered:
         passages=[address("passage", p) for p in passages],
         entities=[address("entity", e) for e in entities],
     )
+
+
+class _Rows:
+    """New documents, versions, passages, mentions and profiles waiting to
+    be stored together: a bulk load's documents go to the store a few
+    statements per batch rather than a few per document (on a server
+    engine each is a round trip and a statement to plan)."""
+
+    __slots__ = (
+        "documents",
+        "links",
+        "namespace",
+        "passages",
+        "profiles",
+        "stamp",
+        "tx",
+        "versions",
+    )
+
+    def __init__(self, tx: Tx, namespace: str, stamp: str) -> None:
+        self.tx = tx
+        self.namespace = namespace
+        self.stamp = stamp
+        self.documents: list[Document] = []
+        self.versions: list[DocumentVersion] = []
+        self.passages: list[NewPassage] = []
+        self.links: list[tuple[str, str]] = []
+        self.profiles: list[tuple[str, str]] = []
+
+    def store(self) -> None:
+        """Store what waits, in the order its checks need (a version after
+        its document, passages after their version)."""
+        tx = self.tx
+        tx.documents.insert_many(self.documents)
+        tx.documents.add_versions(self.versions)
+        tx.passages.insert_many(self.namespace, self.passages, self.stamp)
+        tx.passages.mention_many(self.links)
+        tx.passages.add_profiles(self.profiles)
+        for rows in (self.documents, self.versions, self.passages, self.links, self.profiles):
+            rows.clear()
 
 
 class Ingest:
@@ -140,6 +180,15 @@ class Ingest:
             try:
                 with self.storage.write(namespace=namespace) as tx:
                     tx.namespaces.touch(namespace)
+                    # One time for the transaction's rows; the documents its
+                    # uris name already, looked up at once; new rows stored
+                    # together (a document with an earlier version first
+                    # stores what waits, and then its own rows, at once).
+                    stamp = now()
+                    latest = tx.documents.latest_by_uris(
+                        namespace, [d[1] for d in docs if d[1] is not None]
+                    )
+                    rows = _Rows(tx, namespace, stamp)
                     for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
                         stored = totals["documents"] + n
                         report(
@@ -159,9 +208,13 @@ class Ingest:
                             report=report,
                             documents=stored,
                             created=created,
+                            stamp=stamp,
+                            latest=latest,
+                            rows=rows,
                         )
                         passages += pieces
                         fared[outcome] += 1
+                    rows.store()
             except BaseException:
                 ahead.clear()  # the load stops here: nothing after this batch is stored
                 pending.clear()
@@ -281,13 +334,20 @@ class Ingest:
         report: Reporter | None = None,
         documents: int = 0,
         created: list[tuple[str, str]] | None = None,
+        stamp: str | None = None,
+        latest: dict[str, tuple[Document, int]] | None = None,
+        rows: _Rows | None = None,
     ) -> Remembered | tuple[int, str]:
         """Store one document; with ``counts_only`` return just how many
         passages it has and how it fared (``new``, ``new_versions`` or
         ``unchanged``: bulk loads need no addresses back). ``prepared``
         carries the passages, their shingles, hashes and links when a bulk load computed
         them ahead (see :func:`prepare_passages`). ``created`` gets the
-        ``(id, text)`` of each passage stored new (to embed once committed)."""
+        ``(id, text)`` of each passage stored new (to embed once committed).
+        A bulk load passes its transaction's ``stamp``, the documents its
+        uris named when it began (``latest``, kept up to date here), and
+        ``rows``, where a new document's rows wait to be stored with the
+        batch's."""
         if touch:
             tx.namespaces.touch(namespace)
         doc_hash = text.content_hash(body)
@@ -301,12 +361,20 @@ class Ingest:
             raise BadInput(
                 f"document has {len(pieces)} passages; the limit is {limit} (MEMORS_MAX_PASSAGES)"
             )
-        stamp = now()
+        stamp = stamp or now()
         ensure = tx.entities.ensure
 
-        previous = tx.documents.latest_by_uri(namespace, uri) if uri is not None else None
+        if uri is None:
+            previous = None
+        elif latest is not None:
+            previous = latest.get(uri)
+        else:
+            previous = tx.documents.latest_by_uri(namespace, uri)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
+            if rows is not None:
+                rows.store()  # what this document reads sees the batch before it
+            rows = None
             doc_id, last = previous[0].id, previous[1]
             same = tx.documents.version(doc_id, last)
             if same is not None and (same.text_hash, same.title, _dumps(same.metadata)) == (
@@ -326,18 +394,31 @@ class Ingest:
             for passage in tx.documents.version_passages(doc_id, last):
                 if tx.tombstones.is_live(passage):
                     reuse.setdefault(tx.passages.hash_of(passage), []).append(passage)
+            # (stored now: the links of this version's passages need it)
+            tx.documents.add_version(
+                DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp)
+            )
         else:
             doc_id, version = uuid7(), 1
-            tx.documents.insert(Document(doc_id, namespace, uri, stamp))
-        tx.documents.add_version(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
+        own = rows is None  # this document's rows are stored when it is done
+        if own:
+            rows = _Rows(tx, namespace, stamp)
+        if previous is None:
+            rows.documents.append(Document(doc_id, namespace, uri, stamp))
+            rows.versions.append(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
+        if latest is not None and uri is not None:
+            latest[uri] = (
+                previous[0] if previous else Document(doc_id, namespace, uri, stamp),
+                version,
+            )
 
         doc_entities = [ensure(n, namespace)[0] for n in names]
         mentioned: dict[str, None] = dict.fromkeys(doc_entities)
         big = report is not None and len(pieces) > 256
         # New passages and their mentions go to the store in batches (one
         # round trip each on a server engine), the entity names looked up once.
-        new: list[NewPassage] = []
-        links_of_new: list[tuple[str, str]] = []
+        new = rows.passages
+        links_of_new = rows.links
         known: dict[str, str] = {}
 
         def entity(name: str) -> str:
@@ -348,15 +429,7 @@ class Ingest:
         # A passage that mentions an entity may be a page's source: its token
         # data for the substitution check is computed now, once.
         stamps = specifics.document_stamps(metadata)
-        profiles: list[tuple[str, str]] = []
-
-        def store_new() -> None:
-            tx.passages.insert_many(namespace, new, stamp)
-            tx.passages.mention_many(links_of_new)
-            tx.passages.add_profiles(profiles)
-            new.clear()
-            links_of_new.clear()
-            profiles.clear()
+        profiles = rows.profiles
 
         for position, (piece, shingles, phash, named, made) in enumerate(
             zip(pieces, blobs, hashes, links, ready, strict=True)
@@ -392,10 +465,11 @@ class Ingest:
                         made = specifics.dated(made, stamps)
                     profiles.append((passage, specifics.dump_profile(made)))
                 if len(new) >= STORE_BATCH:
-                    store_new()
+                    rows.store()
             if version > 1:  # version 1's order is the passages' own positions
                 tx.documents.link_passage(doc_id, version, position, passage)
-        store_new()
+        if own:
+            rows.store()
         if big:
             n = len(pieces)
             report(True, task="remember", phase="storing", documents=documents, done=n, total=n)

@@ -89,8 +89,17 @@ class Documents(Protocol):
     def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
         """The newest live document with ``uri``, and its latest version number."""
 
+    def latest_by_uris(
+        self, namespace: str, uris: Iterable[str]
+    ) -> dict[str, tuple[Document, int]]:
+        """:meth:`latest_by_uri` of many uris in one look-up: each uri that
+        names a live document, with that document and its latest version number."""
+
     def insert(self, document: Document) -> None:
         """Store a new document (write); its versions are added with :meth:`add_version`."""
+
+    def insert_many(self, documents: Sequence[Document]) -> None:
+        """Store new documents (write), in one statement on a server engine."""
 
     def version(self, document: str, version: int) -> DocumentVersion | None:
         """One version of a document; None if the document has no such version."""
@@ -100,6 +109,9 @@ class Documents(Protocol):
 
     def add_version(self, version: DocumentVersion) -> None:
         """Store one version of a document (write); its number must be new for the document."""
+
+    def add_versions(self, versions: Sequence[DocumentVersion]) -> None:
+        """Store versions (write), in one statement on a server engine: :meth:`add_version` each."""
 
     def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
         """Every version, oldest first, with how many passages it has."""

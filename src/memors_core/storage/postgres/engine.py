@@ -4,14 +4,19 @@ with PostgreSQL's search, purge and transfer, and its clocks."""
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+import psycopg
+
+from memors_core.domain.rows import Document, DocumentVersion, NewPassage
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.engine import SqlTx
 from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
+from memors_core.storage.sql.records import SqlDocuments, SqlPassages, dumps
 
 # The change log's clock is its highest number or the mark recorded when
 # entries were dropped, whichever is higher: both read in the transaction's
@@ -37,6 +42,117 @@ class PgChangeLog(SqlChangeLog):
                 "AND seq < (SELECT MAX(seq) FROM changes)",
                 (namespace, low),
             )
+
+
+# One statement per call, whatever the number of rows: the rows reach the
+# server as arrays bound in binary (not quoted into the text: 15x less time
+# to send 4,000 passages), and the tables' statement triggers check, log and
+# queue them for the search index together (migration 13, schema.py). A
+# passage's number is drawn from its clock's sequence in the statement, in
+# the list's order.
+_INSERT_PASSAGES = (
+    "INSERT INTO passages(rowid, id, namespace, document, version, position, text, hash, "
+    "shingles, created_at) "
+    "SELECT nextval('passages_clock'), u.id, %b, u.document, u.version, u.position, u.text, "
+    "u.hash, u.shingles, %b "
+    "FROM unnest(%b::text[], %b::text[], %b::int[], %b::int[], %b::text[], %b::text[], "
+    "%b::bytea[]) AS u(id, document, version, position, text, hash, shingles) "
+    "RETURNING id, rowid"
+)
+_INSERT_DOCUMENTS = (
+    "INSERT INTO documents(id, namespace, uri, created_at) "
+    "SELECT * FROM unnest(%b::text[], %b::text[], %b::text[], %b::text[])"
+)
+_INSERT_VERSIONS = (
+    "INSERT INTO document_versions(document, version, text_hash, title, metadata, created_at) "
+    "SELECT * FROM unnest(%b::text[], %b::int[], %b::text[], %b::text[], %b::text[], %b::text[])"
+)
+_INSERT_MENTIONS = (
+    "INSERT INTO mentions(passage, entity) SELECT * FROM unnest(%b::text[], %b::text[]) "
+    "ON CONFLICT DO NOTHING"
+)
+_INSERT_PROFILES = (
+    "INSERT INTO passage_profiles(passage, data) SELECT * FROM unnest(%b::text[], %b::text[]) "
+    "ON CONFLICT DO NOTHING"
+)
+
+
+class _Bound:
+    def _bound(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor:
+        # The store's cursors quote parameters into the text (ClientCursor);
+        # thousands of rows go as bound arrays instead.
+        cur = psycopg.Cursor(self.db.conn)  # type: ignore[attr-defined]
+        cur.execute(sql, params)
+        return cur
+
+
+class PgDocuments(_Bound, SqlDocuments):
+    """Documents and versions inserted in one statement per call."""
+
+    def insert_many(self, documents: Sequence[Document]) -> None:
+        if documents:
+            self._bound(
+                _INSERT_DOCUMENTS,
+                (
+                    [d.id for d in documents],
+                    [d.namespace for d in documents],
+                    [d.uri for d in documents],
+                    [d.created_at for d in documents],
+                ),
+            ).close()
+
+    def add_versions(self, versions: Sequence[DocumentVersion]) -> None:
+        if versions:
+            self._bound(
+                _INSERT_VERSIONS,
+                (
+                    [v.document for v in versions],
+                    [v.version for v in versions],
+                    [v.text_hash for v in versions],
+                    [v.title for v in versions],
+                    [dumps(v.metadata) for v in versions],
+                    [v.created_at for v in versions],
+                ),
+            ).close()
+
+
+class PgPassages(_Bound, SqlPassages):
+    """Passages, their mentions and profiles inserted in one statement each."""
+
+    def insert_many(
+        self, namespace: str, passages: Iterable[NewPassage], created_at: str
+    ) -> list[int]:
+        passages = list(passages)
+        if not passages:
+            return []
+        with self._bound(
+            _INSERT_PASSAGES,
+            (
+                namespace,
+                created_at,
+                [p.id for p in passages],
+                [p.document for p in passages],
+                [p.version for p in passages],
+                [p.position for p in passages],
+                [p.text for p in passages],
+                [p.hash for p in passages],
+                [p.shingles for p in passages],
+            ),
+        ) as cur:
+            numbers = dict(cur.fetchall())
+        out = [numbers[p.id] for p in passages]
+        self.tx.drew("passages", max(out))
+        return out
+
+    def mention_many(self, pairs: Iterable[tuple[str, str]]) -> None:
+        rows = list(pairs)
+        if rows:
+            self._bound(_INSERT_MENTIONS, ([r[0] for r in rows], [r[1] for r in rows])).close()
+
+    def add_profiles(self, rows: Sequence[tuple[str, str]]) -> None:
+        rows = list(rows)
+        if rows:
+            self._bound(_INSERT_PROFILES, ([r[0] for r in rows], [r[1] for r in rows])).close()
 
 
 class PgCounters(SqlCounters):
@@ -80,6 +196,8 @@ class PgTx(SqlTx):
     engine = "postgres"
     repositories: ClassVar[dict[str, type]] = {
         **SqlTx.repositories,
+        "documents": PgDocuments,
+        "passages": PgPassages,
         "changes": PgChangeLog,
         "counters": PgCounters,
         "search": PgSearch,
@@ -113,6 +231,10 @@ class PgTx(SqlTx):
                 "SELECT nextval(?::regclass) FROM generate_series(1, ?)", (f"{name}_clock", count)
             )
             self._drawn.setdefault(name, deque()).extend(sorted(r[0] for r in drawn))
+
+    def drew(self, name: str, value: int) -> None:
+        """Say that a statement drew ``name``'s numbers up to ``value`` itself."""
+        self._ticks[name] = max(value, self._ticks.get(name, 0))
 
     def tick(self, name: str) -> int:
         drawn = self._drawn.get(name)

@@ -1329,7 +1329,186 @@ WHERE subject IN (SELECT entity FROM entity_names);
 # it (privileges.erase_names_sql).
 V12 = _corrections_reach() + erase_names_sql()
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12]
+# Issue 32: remember's rows checked, logged and queued for the search index
+# per statement, not per row. The passages' and mentions' insert triggers
+# (the version check, which keeps its name; the search queue; the change
+# log) run once per statement over its rows (transition tables); a passage
+# or mention statement queues one marker row (rowid -1) whose constraint
+# trigger alone runs the flush at commit, so a transaction flushes once
+# however many rows it inserted (it was one deferred call per row); the
+# flush hashes each term once and joins the entity terms as a set. The
+# store inserts a batch's rows in one statement each (postgres/engine.py),
+# so the statement triggers see them together. Removals keep their row
+# triggers. The derived tables' writers keep the owner's rights.
+V13 = r"""
+-- A past version never gains a passage: checked over the statement's rows,
+-- one look-up per (document, version) they name.
+CREATE FUNCTION memors_versions_unsealed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    bad record;
+BEGIN
+    SELECT n.document, n.version INTO bad
+    FROM (SELECT DISTINCT document, version FROM added) n
+    WHERE NOT EXISTS (
+        SELECT 1 FROM document_versions v
+        WHERE v.document = n.document AND v.version = n.version AND memors_written_here(v.xmin)
+    )
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'memors: version % of document % is written: nothing is added to it',
+            bad.version, bad.document USING ERRCODE = 'raise_exception';
+    END IF;
+    RETURN NULL;
+END $$;
+DROP TRIGGER passages_version_unsealed ON passages;
+CREATE TRIGGER passages_version_unsealed AFTER INSERT ON passages
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memors_versions_unsealed();
+
+-- Ask for the search index's flush at commit, once: a marker row in the
+-- queue (rowid -1, which no passage has) is the only row whose insert
+-- leaves a deferred event; the flush empties the queue and says so.
+CREATE FUNCTION memors_search_due() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('memors.search_flushed', true) IS DISTINCT FROM 'no' THEN
+        INSERT INTO search_queue(rowid) VALUES (-1);
+        PERFORM set_config('memors.search_flushed', 'no', true);
+    END IF;
+END $$;
+CREATE CONSTRAINT TRIGGER search_queue_flush AFTER INSERT ON search_queue
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.rowid < 0) EXECUTE FUNCTION memors_search_flush();
+
+-- New passages: queued, once per statement.
+CREATE FUNCTION memors_search_passages_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO search_queue(rowid) SELECT rowid FROM added;
+    PERFORM memors_search_due();
+    RETURN NULL;
+END $$;
+DROP TRIGGER passages_search ON passages;
+DROP TRIGGER passages_search_flush ON passages;
+CREATE TRIGGER passages_search AFTER DELETE ON passages
+    FOR EACH ROW EXECUTE FUNCTION memors_search_row();
+CREATE TRIGGER passages_search_added AFTER INSERT ON passages
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memors_search_passages_added();
+
+-- New mentions: their passages queued (their entity terms changed) and
+-- their entities' changes logged, once per statement.
+CREATE FUNCTION memors_search_mentions_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO search_queue(rowid)
+    SELECT p.rowid FROM added m JOIN passages p ON p.id = m.passage;
+    PERFORM memors_search_due();
+    RETURN NULL;
+END $$;
+CREATE FUNCTION memors_log_mentions() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO changes(namespace, entity)
+    SELECT e.namespace, e.canonical FROM added m JOIN entities e ON e.id = m.entity;
+    RETURN NULL;
+END $$;
+DROP TRIGGER mentions_search ON mentions;
+DROP TRIGGER mentions_search_flush ON mentions;
+DROP TRIGGER changes_mention ON mentions;
+CREATE TRIGGER mentions_search AFTER DELETE ON mentions
+    FOR EACH ROW EXECUTE FUNCTION memors_search_mention();
+CREATE CONSTRAINT TRIGGER mentions_search_flush AFTER DELETE ON mentions
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW EXECUTE FUNCTION memors_search_flush();
+CREATE TRIGGER mentions_search_added AFTER INSERT ON mentions
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memors_search_mentions_added();
+CREATE TRIGGER changes_mention AFTER INSERT ON mentions
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memors_log_mentions();
+
+-- The flush: each posting's term hashed once, the queued passages' entity
+-- terms in one join.
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    PERFORM memors_search_remove_many('p', ARRAY(SELECT DISTINCT rowid FROM search_queue));
+    WITH live AS MATERIALIZED (
+        SELECT p.rowid, p.id, p.namespace, p.text
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    entity_terms AS MATERIALIZED (
+        SELECT l.rowid,
+               array_to_tsvector(array_agg(DISTINCT chr(57344) || ce.rowid::text)) AS v
+        FROM live l JOIN mentions m ON m.passage = l.id
+        JOIN entities e ON e.id = m.entity JOIN entities ce ON ce.id = e.canonical
+        GROUP BY l.rowid
+    ),
+    queued AS MATERIALIZED (
+        SELECT l.rowid, l.namespace,
+               memors_search_vector(l.text) || coalesce(et.v, ''::tsvector) AS v
+        FROM live l LEFT JOIN entity_terms et ON et.rowid = l.rowid
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    terms AS MATERIALIZED (
+        SELECT hashtextextended(u.lexeme, st.id) AS term, sz.rowid,
+               coalesce(array_length(u.positions, 1), 1) AS tf, sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT term, rowid, tf, n FROM terms ORDER BY term, rowid
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT term, count(*) FROM terms GROUP BY term
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms)
+    SELECT 'p', sz.rowid, st.id, sz.n, coalesce(t.terms, '{}')
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+    LEFT JOIN (SELECT rowid, array_agg(term) AS terms FROM terms GROUP BY rowid) t
+        ON t.rowid = sz.rowid;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+DO $$
+DECLARE
+    f text;
+BEGIN
+    -- The derived tables' writers run with the owner's rights (the
+    -- replaced flush lost them with its new body); the checks resolve
+    -- names in the store's schema only; no role calls them directly.
+    FOREACH f IN ARRAY ARRAY['memors_search_flush()', 'memors_search_passages_added()',
+                             'memors_search_mentions_added()', 'memors_search_due()'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_temp',
+                       f, current_schema());
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+    FOREACH f IN ARRAY ARRAY['memors_versions_unsealed()', 'memors_log_mentions()'] LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path = %I, pg_temp', f, current_schema());
+        EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+END $$;
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

@@ -91,6 +91,25 @@ class SqlDocuments(Repo):
         )
         return None if row is None else (Document(*row[:4]), row[4])
 
+    def latest_by_uris(
+        self, namespace: str, uris: Iterable[str]
+    ) -> dict[str, tuple[Document, int]]:
+        wanted = sorted(set(uris))
+        if not wanted:
+            return {}
+        found: dict[str, tuple[Document, int]] = {}
+        for row in self.all(
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at,
+                       (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
+                FROM documents d
+                WHERE d.namespace = ? AND d.uri IN (SELECT value FROM json_each(?))
+                  AND {live("d")}
+                ORDER BY d.rowid""",
+            (namespace, json.dumps(wanted)),
+        ):
+            found[row[2]] = (Document(*row[:4]), row[4])  # the newest of a uri wins
+        return found
+
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int
     ) -> list[tuple[Document, DocumentVersion, int]]:
@@ -123,10 +142,14 @@ class SqlDocuments(Repo):
         )
 
     def insert(self, document: Document) -> None:
-        self.run(
-            "INSERT INTO documents(id, namespace, uri, created_at) VALUES (?, ?, ?, ?)",
-            (document.id, document.namespace, document.uri, document.created_at),
-        )
+        self.insert_many((document,))
+
+    def insert_many(self, documents: Sequence[Document]) -> None:
+        if documents:
+            self.db.executemany(
+                "INSERT INTO documents(id, namespace, uri, created_at) VALUES (?, ?, ?, ?)",
+                [(d.id, d.namespace, d.uri, d.created_at) for d in documents],
+            )
 
     def version(self, document: str, version: int) -> DocumentVersion | None:
         row = self.one(
@@ -146,17 +169,17 @@ class SqlDocuments(Repo):
         return _version(row)
 
     def add_version(self, version: DocumentVersion) -> None:
-        self.run(
-            f"INSERT INTO document_versions({_VERSION_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                version.document,
-                version.version,
-                version.text_hash,
-                version.title,
-                dumps(version.metadata),
-                version.created_at,
-            ),
-        )
+        self.add_versions((version,))
+
+    def add_versions(self, versions: Sequence[DocumentVersion]) -> None:
+        if versions:
+            self.db.executemany(
+                f"INSERT INTO document_versions({_VERSION_COLS}) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (v.document, v.version, v.text_hash, v.title, dumps(v.metadata), v.created_at)
+                    for v in versions
+                ],
+            )
 
     def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
         rows = self.all(

@@ -6,11 +6,11 @@ import pytest
 
 from memors_core.domain.dates import now
 from memors_core.domain.ids import uuid7
-from memors_core.domain.rows import DocumentVersion
+from memors_core.domain.rows import Document, DocumentVersion, NewPassage
 from memors_core.errors import NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
-from memors_core.testing.storage_contract.helpers import add_document, add_passage, forget
+from memors_core.testing.storage_contract.helpers import add_document, add_passage, forget, words
 
 
 class DocumentContract(StorageFixtures):
@@ -47,3 +47,51 @@ class DocumentContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.documents.latest_by_uri(NS, "file:///gone.md") is None
             assert tx.documents.get(document, NS) is not None
+
+    def test_documents_stored_together_are_found_by_their_uris_at_once(
+        self, storage: Storage
+    ) -> None:
+        # What a bulk load stores per batch: documents, then their versions,
+        # then the passages of all of them, each in one call.
+        stamp = now()
+        ids = [uuid7() for _ in range(3)]
+        uris = ["file:///a.md", "file:///b.md", None]
+        with storage.write() as tx:
+            tx.namespaces.touch(NS)
+            gone, _ = add_document(tx, ["Old a."], uri="file:///a.md")
+            tx.documents.insert_many(
+                [Document(i, NS, u, stamp) for i, u in zip(ids, uris, strict=True)]
+            )
+            tx.documents.insert_many([])
+            tx.documents.add_versions(
+                [
+                    DocumentVersion(i, 1, f"h{n}", f"T{n}", {"n": n}, stamp)
+                    for n, i in enumerate(ids)
+                ]
+            )
+            tx.documents.add_versions([])
+            seqs = tx.passages.insert_many(
+                NS,
+                [
+                    NewPassage(uuid7(), i, 1, p, f"Doc {n} part {p}.", f"x{n}{p}", b"")
+                    for n, i in enumerate(ids)
+                    for p in range(2)
+                ],
+                stamp,
+            )
+        assert seqs == sorted(seqs) and len(set(seqs)) == 6
+        forget(storage, "document", gone)
+        with storage.read() as tx:
+            found = tx.documents.latest_by_uris(NS, ["file:///a.md", "file:///b.md", "file:///c"])
+            assert {u: (d.id, v) for u, (d, v) in found.items()} == {
+                "file:///a.md": (ids[0], 1),
+                "file:///b.md": (ids[1], 1),
+            }
+            assert tx.documents.latest_by_uris(OTHER_NS, ["file:///a.md"]) == {}
+            assert tx.documents.latest_by_uris(NS, []) == {}
+            version = tx.documents.latest_version(ids[1])
+            assert (version.title, version.metadata) == ("T1", {"n": 1})
+            assert [d.id for d, _v, _n in tx.documents.listing(NS, "oldest", 0, 10)] == ids
+            assert [n for _d, _v, n in tx.documents.listing(NS, "oldest", 0, 10)] == [2, 2, 2]
+            hits = tx.search.passages(NS, words("doc part"), 10).rows
+            assert len(hits) == 6

@@ -346,13 +346,16 @@ def _made_at_schema_6(owner_url: str) -> None:
     from memors_core.storage.postgres.engine import PgTx
     from memors_core.storage.sql.engine import SqlTx
     from memors_core.storage.sql.queue import SqlCounters
+    from memors_core.storage.sql.records import SqlPassages
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(connection, "SCHEMA_VERSION", 6)
-        # (memors of then: numbers as the highest row's plus one, counters in one row)
+        # (memors of then: numbers as the highest row's plus one, counters in
+        # one row, passages inserted one statement per row)
         patch.setattr(PgTx, "tick", SqlTx.tick)
         patch.setattr(PgTx, "reserve", SqlTx.reserve)
         patch.setitem(PgTx.repositories, "counters", SqlCounters)
+        patch.setitem(PgTx.repositories, "passages", SqlPassages)
         with Memory.open(owner_url) as memory:
             # Today's code reads the corrections' tables (a later migration's):
             # they stand in while it writes, and go before the upgrade.
