@@ -2,6 +2,7 @@
 
     python -m benchmarks.engines --size 100000                      # both engines
     python -m benchmarks.engines --size 1000000 --engines postgres --skip-mcp --vacuum-analyze
+    python -m benchmarks.engines --size 100000 --remember-only      # the loads only
 
 For each engine (SQLite in a temporary file; PostgreSQL in a fresh
 database from :func:`memors_core.testing.postgres.new_database`, dropped
@@ -15,9 +16,10 @@ fresh, so the peak RSS printed beside it is that memors process's own and
 not this driver's; the corpus streams from a JSONL file, so its size does
 not count either. The load average is printed beside each step, since
 the figures of a shared machine depend on it. A table of both engines
-ends the run. ``--vacuum-analyze`` runs PostgreSQL's ``VACUUM (ANALYZE)``
-after each load, as autovacuum would on a server where it is on (see
-:func:`vacuum_analyze`).
+ends the run, then PostgreSQL's figures over SQLite's with issue 32's
+target beside those that have one. ``--vacuum-analyze`` runs
+PostgreSQL's ``VACUUM (ANALYZE)`` after each load, as autovacuum would on
+a server where it is on (see :func:`vacuum_analyze`).
 """
 
 from __future__ import annotations
@@ -264,6 +266,9 @@ def engine_run(engine: str, args: argparse.Namespace, corpus: Path, change: Path
         if args.vacuum_analyze and engine == "postgres":
             took = fig["analyze"] = vacuum_analyze(url)
             report(f"{engine}: VACUUM (ANALYZE) after the load", f"{took:.1f} s", "", "", load())
+        if args.remember_only:
+            fig["size_mib"] = store_size(engine, url)
+            return fig
         r = fig["compact_full"] = run_step("compact-full", url, args)
         report(
             f"{engine}: compact, full (every kind)",
@@ -369,6 +374,31 @@ def table(figs: dict[str, dict]) -> None:
     print(f"\n{'':<{width}}  " + "  ".join(f"{e:>16}" for e in names))
     for r in rows:
         print(f"{r[0]:<{width}}  " + "  ".join(f"{c:>16}" for c in r[1:]))
+    if "sqlite" in names and "postgres" in names:
+        ratios(figs["sqlite"], figs["postgres"])
+
+
+def ratios(lite: dict, pg: dict) -> None:
+    """PostgreSQL's time over SQLite's, with issue 32's target beside it."""
+    n = lite.get("remember", {}).get("passages", 0)
+    rows = [
+        ("remember", lambda f: f["remember"]["seconds"], 1.5 if n <= 200_000 else 2.0),
+        ("compact full", lambda f: f["compact_full"]["seconds"], None),
+        ("compact incremental (1%)", lambda f: f["compact"]["seconds"], None),
+        ("search 2 words p50", lambda f: f["search"]["p50_2"], None),
+        ("search 8 words p50", lambda f: f["search"]["p50_8"], None),
+        ("store size", lambda f: f["size_mib"], None),
+    ]
+    print(f"\n{'PostgreSQL / SQLite':<28} {'ratio':>8}  target")
+    for label, fn, target in rows:
+        try:
+            ratio = fn(pg) / fn(lite)
+        except (KeyError, ZeroDivisionError):
+            continue
+        verdict = (
+            "" if target is None else f"<= {target:g}x: {'met' if ratio <= target else 'NOT met'}"
+        )
+        print(f"{label:<28} {ratio:>7.2f}x  {verdict}")
 
 
 def run(args: argparse.Namespace) -> None:
@@ -407,6 +437,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100_000, help="passages (default 100000)")
     parser.add_argument("--engines", default="sqlite,postgres", help="default sqlite,postgres")
     parser.add_argument("--skip-mcp", action="store_true", help="skip the MCP call figures")
+    parser.add_argument(
+        "--remember-only", action="store_true", help="stop after the load (and its size)"
+    )
     parser.add_argument("--calls", type=int, default=200, help="MCP calls per tool (200)")
     parser.add_argument(
         "--vacuum-analyze",

@@ -97,6 +97,26 @@ def test_engines_harness_prints_every_figure(engine):
     assert len(hits) == 2 and all(" 0.0 hits" not in line for line in hits), hits
 
 
+def test_engines_harness_sets_postgres_beside_sqlite_with_the_target():
+    from memors_core.testing.postgres import require_server
+
+    require_server()
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.engines", "--size", "500", "--remember-only"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "sqlite: remember 500 passages" in out and "postgres: remember 500 passages" in out
+    assert "compact, full" not in out  # the loads only
+    ratio = next(line for line in out.splitlines() if line.startswith("remember  "))
+    assert "x  <= 1.5x: " in ratio, ratio
+    assert any(line.startswith("store size") for line in out.splitlines()), out
+
+
 @pytest.mark.sqlite_only("a store file that does not exist")
 def test_metrics_never_creates_a_store(cli):
     missing = cli.tmp / "absent" / "memors.db"
