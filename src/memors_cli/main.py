@@ -18,7 +18,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs ~5 ms
 
 if TYPE_CHECKING:  # pragma: no cover
     import argparse
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 PROG = "memors-mcp"
 
@@ -245,35 +245,54 @@ def apply_global_options(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
-class _Skipped:
-    """Stands in for the parser of a subcommand that was not asked for, so
-    ``build_parser(only=...)`` runs the same definitions and builds one."""
-
-    def __getattr__(self, name: str):
-        return lambda *args, **kwargs: self
-
-
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the parser of that one subcommand
     (and the options before it): what ``memors-mcp only …`` needs to read its
-    arguments, and no more."""
+    arguments, and no more. Each subcommand's arguments are one function,
+    listed in :data:`SUBCOMMANDS`."""
     import argparse  # here, not at module level (see the module docstring)
 
-    common = _common()
-    # The options of the commands under a command (``fact add``, ``entity show``…).
-    nested = _common(nested=True) if only in (None, "fact", "entity", "items") else None
     parser = Parser(prog=PROG, description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     sub.required = True
-
-    def add(name: str, help_: str, **kw) -> argparse.ArgumentParser:
+    common = _common()
+    for name, help_, add_arguments in SUBCOMMANDS:
         if only is not None and name != only:
-            return _Skipped()  # type: ignore[return-value]
-        return sub.add_parser(name, help=help_, description=help_, parents=[common], **kw)
+            continue
+        extra: dict[str, object] = {}
+        if name == "submit":  # its examples keep their line breaks
+            extra = {
+                "epilog": SUBMIT_EXAMPLES,
+                "formatter_class": argparse.RawDescriptionHelpFormatter,
+            }
+        parent = _whole_store_options() if name == "export" else common
+        p = sub.add_parser(name, help=help_, description=help_, parents=[parent], **extra)
+        if add_arguments is not None:
+            add_arguments(p)
+    return parser
 
-    p = add("serve", "serve MCP over stdio (default) or streamable HTTP")
+
+def _whole_store_options() -> argparse.ArgumentParser:
+    """The store options of ``export``: without --ns it writes every namespace
+    (its own copy of the options: the others keep 'default')."""
+    whole = _common()
+    whole.set_defaults(ns=None)
+    for action in whole._actions:
+        if action.dest == "ns":
+            action.help = "only this namespace (default: the whole store, counters included)"
+    return whole
+
+
+def _nested_command(
+    sub: argparse._SubParsersAction, nested: argparse.ArgumentParser, name: str, help_: str
+) -> argparse.ArgumentParser:
+    """A command under a command (``fact add``), taking the ``nested`` store options."""
+    return sub.add_parser(name, help=help_, description=help_, parents=[nested])
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     p.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
@@ -289,7 +308,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "are Secure",
     )
 
-    p = add("remember", "remember documents: files, directories (recursively), - for stdin")
+
+def _remember_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("inputs", nargs="*", metavar="FILE|DIR|-", help="what to remember")
     p.add_argument(
         "--jsonl",
@@ -309,11 +329,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _progress_option(p)
 
-    p = add(
-        "search",
-        "search live rows by their words (BM25; words are OR-ed) and passages by meaning "
-        "(with the semantic extra)",
-    )
+
+def _search_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "query",
         metavar="QUERY",
@@ -336,7 +353,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "once, default to hybrid where passages have vectors)",
     )
 
-    p = add("get", "show one thing by address, with its links")
+
+def _get_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "address",
         metavar="ADDR",
@@ -344,15 +362,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "a bare number is an item",
     )
 
-    p = add("forget", "tombstone a document, passage, fact or page")
+
+def _forget_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to forget")
     p.add_argument("--reason", metavar="R")
 
-    p = add("fact", "record and list facts")
+
+def _fact_arguments(p: argparse.ArgumentParser) -> None:
+    nested = _common(nested=True)  # the store options, defaulting to nothing
     fsub = p.add_subparsers(dest="fact_command", metavar="{add,list}", parser_class=Parser)
     fsub.required = True
-    help_ = "record a fact"
-    q = fsub.add_parser("add", help=help_, description=help_, parents=[nested])
+    q = _nested_command(fsub, nested, "add", "record a fact")
     q.add_argument(
         "subject", metavar="SUBJECT", help="the entity it is about (a name; created if new)"
     )
@@ -363,27 +383,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     q.add_argument("--to", dest="valid_to", metavar="T", help="valid until (ISO 8601, exclusive)")
     q.add_argument("--source", metavar="ADDR", help="the passage the fact comes from")
-    help_ = "list live facts"
-    q = fsub.add_parser("list", help=help_, description=help_, parents=[nested])
+    q = _nested_command(fsub, nested, "list", "list live facts")
     q.add_argument(
         "subject", nargs="?", metavar="SUBJECT", help="only this entity's facts (default: all)"
     )
 
-    p = add("entity", "list, show, rename entities; propose and undo merges")
+
+def _entity_arguments(p: argparse.ArgumentParser) -> None:
+    nested = _common(nested=True)  # the store options, defaulting to nothing
     esub = p.add_subparsers(
         dest="entity_command",
         metavar="{list,show,propose-merge,rename,unmerge}",
         parser_class=Parser,
     )
     esub.required = True
-    esub.add_parser("list", help="list entities", description="list entities", parents=[nested])
-    help_ = "show an entity with its passages, facts and page"
-    q = esub.add_parser("show", help=help_, description=help_, parents=[nested])
+    _nested_command(esub, nested, "list", "list entities")
+    q = _nested_command(esub, nested, "show", "show an entity with its passages, facts and page")
     q.add_argument(
         "name", metavar="NAME", help="a name or alias (case-insensitive) or memo://entity/ID"
     )
-    help_ = "propose that two entities are one (the first survives)"
-    q = esub.add_parser("propose-merge", help=help_, description=help_, parents=[nested])
+    q = _nested_command(
+        esub, nested, "propose-merge", "propose that two entities are one (the first survives)"
+    )
     q.add_argument(
         "names",
         nargs=2,
@@ -395,19 +416,22 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="propose a pair that was rejected (or whose merge was undone) once more",
     )
-    help_ = "give an entity a new name (its old names stay aliases)"
-    q = esub.add_parser("rename", help=help_, description=help_, parents=[nested])
+    q = _nested_command(
+        esub, nested, "rename", "give an entity a new name (its old names stay aliases)"
+    )
     q.add_argument("name", metavar="NAME", help="the entity: a name or alias, or memo://entity/ID")
     q.add_argument("new_name", metavar="NEW", help="its name from now on")
-    help_ = "undo a merge: the entity merged away stands apart again"
-    q = esub.add_parser("unmerge", help=help_, description=help_, parents=[nested])
+    q = _nested_command(
+        esub, nested, "unmerge", "undo a merge: the entity merged away stands apart again"
+    )
     q.add_argument(
         "name",
         metavar="NAME",
         help="the entity that was merged into another: its name or memo://entity/ID",
     )
 
-    p = add("compact", "scan for work items and list the open ones")
+
+def _compact_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--kinds", metavar="K,K…", help="only these kinds (comma separated; default all registered)"
     )
@@ -427,27 +451,32 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     _progress_option(p)
 
-    p = add("items", "list work items (or: items show ID, items reopen ID)")
+
+def _items_arguments(p: argparse.ArgumentParser) -> None:
+    nested = _common(nested=True)  # the store options, defaulting to nothing
     p.add_argument("--kind", metavar="K", help="only this kind")
     p.add_argument("--status", choices=["open", "done", "skipped", "obsolete"])
     isub = p.add_subparsers(dest="items_command", metavar="{show,reopen}", parser_class=Parser)
-    help_ = "show one work item with its payload"
-    q = isub.add_parser("show", help=help_, description=help_, parents=[nested])
+    q = _nested_command(isub, nested, "show", "show one work item with its payload")
     q.add_argument("item", metavar="ID", help="the item's number (or memo://item/ID)")
-    help_ = "reopen a done or skipped item, undoing what it did"
-    q = isub.add_parser("reopen", help=help_, description=help_, parents=[nested])
+    q = _nested_command(
+        isub, nested, "reopen", "reopen a done or skipped item, undoing what it did"
+    )
     q.add_argument("item", metavar="ID", help="the item's number (or memo://item/ID)")
     q.add_argument("--reason", metavar="R", help="why it is reopened (kept in the audit)")
 
-    p = add(
-        "submit",
-        "complete a work item (the server checks it before storing)",
-        epilog=SUBMIT_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+
+def _submit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "item", metavar="ID", help="the item's number from compact or items (or memo://item/ID)"
     )
+    _page_options(p)
+    _conflict_and_duplicate_options(p)
+    _merge_options(p)
+    _any_kind_options(p)
+
+
+def _page_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("page and stale items")
     g.add_argument("--content-file", metavar="F", help="the page's Markdown (- for stdin)")
     g.add_argument("--title", metavar="T", help="the page's title")
@@ -457,6 +486,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="ADDR",
         help="a payload passage the page cites (repeatable; default all)",
     )
+
+
+def _conflict_and_duplicate_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("conflict and duplicate items")
     g.add_argument(
         "--keep",
@@ -474,6 +506,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--from", dest="bound_from", metavar="T", help="with --bound: the copy's valid_from"
     )
     g.add_argument("--to", dest="bound_to", metavar="T", help="with --bound: the copy's valid_to")
+
+
+def _merge_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("merge items")
     g.add_argument("--accept", action="store_true", help="accept the merge")
     g.add_argument(
@@ -487,6 +522,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="reject the merge (not proposed again unless a person does: --again)",
     )
+
+
+def _any_kind_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("any kind")
     g.add_argument("--skip", action="store_true", help="skip the item (needs --reason)")
     g.add_argument("--reason", metavar="R", help="why it is skipped")
@@ -509,10 +547,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "--force", action="store_true", help="store even if a check flags it (flags are recorded)"
     )
 
-    p = add(
-        "lint",
-        "report problems (read-only): contradictions, orphans, missing/stale pages, expired facts",
-    )
+
+def _lint_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--rule",
         action="append",
@@ -520,21 +556,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         metavar="RULE",
         help="report only this rule's findings (repeat for several; default: every rule)",
     )
-    add("metrics", "print the Prometheus metrics of the whole store")
 
-    p = add("purge", "erase a document, passage, fact or page for good (audited)")
+
+def _purge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to erase")
     p.add_argument("--yes", action="store_true", help="confirm: the content cannot be recovered")
 
-    if only in (None, "export"):
-        whole = _common()  # export without --ns writes every namespace
-        whole.set_defaults(ns=None)  # (its own copy of the options: the others keep 'default')
-        for action in whole._actions:
-            if action.dest == "ns":
-                action.help = "only this namespace (default: the whole store, counters included)"
-        help_ = "write every row of the store (or of one namespace) as JSON lines to stdout"
-        sub.add_parser("export", help=help_, description=help_, parents=[whole])
-    p = add("import", "restore JSON lines written by export into an empty store")
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="a file written by export (JSON lines)")
     p.add_argument(
         "--allow-unverified",
@@ -542,14 +571,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="import an export of an older memors, which has no closing line of counts "
         "and checksum (a file cut short cannot be told from a whole one)",
     )
-    p = add("backup", "copy the whole store consistently to PATH (safe while serving)")
+
+
+def _backup_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", metavar="PATH", help="a new file for the copy (refused if it exists)")
 
-    p = add(
-        "reindex",
-        "make what search needs that a store lacks: --vectors gives passages without a "
-        "vector one (the semantic extra)",
-    )
+
+def _reindex_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--vectors",
         action="store_true",
@@ -567,7 +595,47 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         "nothing, and done at once when another run is embedding the namespace",
     )
     _progress_option(p)
-    return parser
+
+
+EXPORT_HELP = "write every row of the store (or of one namespace) as JSON lines to stdout"
+
+#: Each subcommand in the order ``--help`` lists them: its name, its help,
+#: and the function that adds its own arguments (None: the store options only).
+SUBCOMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None] | None], ...] = (
+    ("serve", "serve MCP over stdio (default) or streamable HTTP", _serve_arguments),
+    (
+        "remember",
+        "remember documents: files, directories (recursively), - for stdin",
+        _remember_arguments,
+    ),
+    (
+        "search",
+        "search live rows by their words (BM25; words are OR-ed) and passages by meaning (with the semantic extra)",
+        _search_arguments,
+    ),
+    ("get", "show one thing by address, with its links", _get_arguments),
+    ("forget", "tombstone a document, passage, fact or page", _forget_arguments),
+    ("fact", "record and list facts", _fact_arguments),
+    ("entity", "list, show, rename entities; propose and undo merges", _entity_arguments),
+    ("compact", "scan for work items and list the open ones", _compact_arguments),
+    ("items", "list work items (or: items show ID, items reopen ID)", _items_arguments),
+    ("submit", "complete a work item (the server checks it before storing)", _submit_arguments),
+    (
+        "lint",
+        "report problems (read-only): contradictions, orphans, missing/stale pages, expired facts",
+        _lint_arguments,
+    ),
+    ("metrics", "print the Prometheus metrics of the whole store", None),
+    ("purge", "erase a document, passage, fact or page for good (audited)", _purge_arguments),
+    ("export", EXPORT_HELP, None),
+    ("import", "restore JSON lines written by export into an empty store", _import_arguments),
+    ("backup", "copy the whole store consistently to PATH (safe while serving)", _backup_arguments),
+    (
+        "reindex",
+        "make what search needs that a store lacks: --vectors gives passages without a vector one (the semantic extra)",
+        _reindex_arguments,
+    ),
+)
 
 
 def _version() -> str:
