@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memors_core.wire import to_json
 
@@ -26,6 +26,9 @@ from ._common import (
 )
 from .remember_progress import LoadProgress, passages_line
 
+if TYPE_CHECKING:
+    from memors_core import Memory
+
 TEXT_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd", ".txt", ".text", ".rst"}
 
 
@@ -40,6 +43,21 @@ def _walk(directory: Path) -> Iterator[Path]:
 
 def cmd_remember(args: argparse.Namespace) -> int:
     force_progress(args)
+    inputs, many = _checked_inputs(args)
+    listed = _listed_files(inputs)
+    with open_memory(args) as memory:
+        if many:
+            _remember_many(args, memory, inputs, listed)
+        else:
+            _remember_one(args, memory, inputs[0])
+        start_embedder(args, memory)
+        return 0
+
+
+def _checked_inputs(args: argparse.Namespace) -> tuple[list[str], bool]:
+    """What to read (standard input when nothing is named and it is not a
+    terminal), and whether that is many documents; a usage error or a named
+    path that cannot be read is refused before anything is stored."""
     inputs: list[str] = args.inputs
     if not inputs and not args.jsonl:
         if sys.stdin.isatty():
@@ -62,9 +80,12 @@ def cmd_remember(args: argparse.Namespace) -> int:
             files.check_regular(Path(i))
     if args.jsonl and args.jsonl != "-":
         files.check_regular(Path(args.jsonl))
+    return inputs, many
 
-    # What the directories hold, walked before anything is stored: a file's
-    # URI is its path, so a name that is not UTF-8 refuses the whole load.
+
+def _listed_files(inputs: list[str]) -> dict[str, list[Path]]:
+    """What the directories hold, walked before anything is stored: a file's
+    URI is its path, so a name that is not UTF-8 refuses the whole load."""
     listed = {
         s: list(_walk(Path(s))) if Path(s).is_dir() else [Path(s)] for s in inputs if s != "-"
     }
@@ -73,137 +94,159 @@ def cmd_remember(args: argparse.Namespace) -> int:
         if why:
             shown = os.fsencode(p).decode("utf-8", "backslashreplace")
             fail(f"{shown}: the file name is not valid text ({why}); rename it", code="bad-input")
+    return listed
 
-    with open_memory(args) as memory:
-        limit = memory.limits.document_bytes
-        if not many:
-            source = inputs[0]
+
+def _remember_one(args: argparse.Namespace, memory: Memory, source: str) -> None:
+    """One document, from a file or standard input, said back with its passages."""
+    limit = memory.limits.document_bytes
+    if source == "-":
+        text = read_stdin(limit)
+        uri = args.uri
+    else:
+        path = Path(source)
+        text = read_text(path, limit)
+        uri = args.uri or str(path.resolve())
+    shown_as = "standard input" if source == "-" else source
+    with Progress(f"remembering {shown_as}", passages_line) as progress:
+        result = memory.remember(
+            text,
+            uri=uri,
+            title=args.title,
+            entities=args.entity,
+            namespace=args.ns,
+            progress=progress.update,
+        )
+    data = to_json(result)
+    said = None
+    if not args.json:
+        # `passages` lists the live ones: say how many of the document's are not.
+        shown = memory.get(data["document"], namespace=args.ns)
+        every = getattr(shown, "passages", None)
+        hidden = len(every) - len(data["passages"]) if isinstance(every, list) else 0
+        said = _remembered_text(data, hidden)
+    print_result(args, data, said)
+
+
+def _remember_many(
+    args: argparse.Namespace, memory: Memory, inputs: list[str], listed: dict[str, list[Path]]
+) -> None:
+    """Many documents in one load, said back as counts (and what was skipped)."""
+    progress = LoadProgress(listed, inputs, args.jsonl)
+    documents = _Documents(args, inputs, memory.limits.document_bytes, progress)
+    try:
+        result = memory.remember_many(
+            documents.read(),
+            namespace=args.ns,
+            progress=progress.bar.update,
+            where=lambda n: documents.labels[n - 1],
+        )
+        progress.finished = True
+    finally:
+        progress.bar.done()
+    data = to_json(result)
+    notes = [f"{len(documents.skipped)} empty file(s)"] if documents.skipped else []
+    not_regular = documents.not_regular
+    if not_regular:
+        data["not_regular_files"] = [{"path": e.path, "type": e.type} for e in not_regular]
+        entries = "entry" if len(not_regular) == 1 else "entries"
+        notes.append(f"{len(not_regular)} {entries} that are not regular files")
+        for e in not_regular:  # on success only: an error stays one line
+            print(f"memors-mcp: skipped {e.path}: {e.what}, not a regular file", file=sys.stderr)
+    note = f" (skipped {', '.join(notes)})" if notes else ""
+    print_result(
+        args,
+        data,
+        f"remembered {data['documents']} document(s): {data['new']} new, "
+        f"{data['new_versions']} new version(s), {data['unchanged']} unchanged; "
+        f"{data['passages']} passage(s), {data['entities']} new entit(ies){note}",
+    )
+
+
+class _Documents:
+    """The documents of a load, read as ``remember_many`` asks for them: the
+    inputs in order, then the ``--jsonl`` lines; on the side, the empty
+    files and the directory entries that are not regular files (skipped),
+    and what to call the n-th document in an error."""
+
+    def __init__(
+        self, args: argparse.Namespace, inputs: list[str], limit: int, progress: LoadProgress
+    ) -> None:
+        self.args, self.inputs, self.limit, self.progress = args, inputs, limit, progress
+        self.skipped: list[str] = []
+        self.not_regular: list[files.NotRegularFile] = []
+        self.labels: list[str] = []
+
+    def read(self) -> Iterator[dict[str, Any]]:
+        for source in self.inputs:
             if source == "-":
-                text = read_stdin(limit)
-                uri = args.uri
+                text = read_stdin(self.limit)
+                self.labels.append("standard input")
+                yield {"text": text, "entities": self.args.entity}
             else:
-                path = Path(source)
-                text = read_text(path, limit)
-                uri = args.uri or str(path.resolve())
-            shown_as = "standard input" if source == "-" else source
-            with Progress(f"remembering {shown_as}", passages_line) as progress:
-                result = memory.remember(
-                    text,
-                    uri=uri,
-                    title=args.title,
-                    entities=args.entity,
-                    namespace=args.ns,
-                    progress=progress.update,
-                )
-            data = to_json(result)
-            text = None
-            if not args.json:
-                # `passages` lists the live ones: say how many of the document's are not.
-                shown = memory.get(data["document"], namespace=args.ns)
-                every = getattr(shown, "passages", None)
-                hidden = len(every) - len(data["passages"]) if isinstance(every, list) else 0
-                text = _remembered_text(data, hidden)
-            print_result(args, data, text)
-            start_embedder(args, memory)
-            return 0
+                yield from self._files(source)
+        if self.args.jsonl:
+            yield from self._jsonl(self.args.jsonl)
 
-        progress = LoadProgress(listed, inputs, args.jsonl)
-        skipped: list[str] = []
-        not_regular: list[files.NotRegularFile] = []  # entries of a directory, skipped
-        labels: list[str] = []  # what to call the n-th document in an error
+    def _files(self, source: str) -> Iterator[dict[str, Any]]:
+        walked = Path(source).is_dir()
+        for p in self.progress.paths[source]:
+            self.progress.visit(p)
+            try:
+                text = read_text(p, self.limit)
+            except files.NotRegularFile as exc:
+                if not walked:  # named on the command line: refused
+                    raise
+                self.not_regular.append(exc)
+                continue
+            if not text.strip():
+                self.skipped.append(str(p))
+                continue
+            self.labels.append(str(p))
+            self.progress.read()
+            yield {"text": text, "uri": str(p.resolve()), "entities": self.args.entity}
 
-        def documents() -> Iterator[dict[str, Any]]:
-            from memors_core.domain.jsonl import iter_jsonl
+    def _jsonl(self, name: str) -> Iterator[dict[str, Any]]:
+        from memors_core.domain.jsonl import iter_jsonl
 
-            for source in inputs:
-                if source == "-":
-                    text = read_stdin(limit)
-                    labels.append("standard input")
-                    yield {"text": text, "entities": args.entity}
-                    continue
-                path = Path(source)
-                walked = path.is_dir()
-                paths = progress.paths[source]
-                for p in paths:
-                    progress.visit(p)
-                    try:
-                        text = read_text(p, limit)
-                    except files.NotRegularFile as exc:
-                        if not walked:  # named on the command line: refused
-                            raise
-                        not_regular.append(exc)
-                        continue
-                    if not text.strip():
-                        skipped.append(str(p))
-                        continue
-                    labels.append(str(p))
-                    progress.read()
-                    yield {"text": text, "uri": str(p.resolve()), "entities": args.entity}
-            if args.jsonl:
-                if args.jsonl == "-":
-                    handle = sys.stdin.buffer
-                else:
-                    handle, _size = files.open_regular(Path(args.jsonl))
-                # No limit on the file as a whole, but each line is read with a bound.
-                raw = progress.counted(
-                    files.bounded_lines(
-                        handle,
-                        files.line_limit(limit),
-                        args.jsonl,
-                        f"at most 6 times {DOCUMENT_SETTING} plus 1 MiB for one document",
-                    )
-                )
-                line = 0
+        if name == "-":
+            handle = sys.stdin.buffer
+        else:
+            handle, _size = files.open_regular(Path(name))
+        # No limit on the file as a whole, but each line is read with a bound.
+        raw = self.progress.counted(
+            files.bounded_lines(
+                handle,
+                files.line_limit(self.limit),
+                name,
+                f"at most 6 times {DOCUMENT_SETTING} plus 1 MiB for one document",
+            )
+        )
+        line = 0
 
-                def numbered() -> Iterator[str]:
-                    nonlocal line
-                    for line, text in enumerate(files.decoded_lines(raw, args.jsonl), 1):  # noqa: B007
-                        yield text
-
-                try:
-                    for doc in iter_jsonl(numbered(), args.jsonl):
-                        labels.append(f"{args.jsonl}:{line}")
-                        progress.read()
-                        if args.entity:
-                            own = doc.get("entities") or []
-                            own = [own] if isinstance(own, str) else own
-                            if isinstance(own, list):
-                                doc = {**doc, "entities": [*own, *args.entity]}
-                        yield doc
-                finally:
-                    if handle is not sys.stdin.buffer:
-                        handle.close()
+        def numbered() -> Iterator[str]:
+            nonlocal line
+            for line, text in enumerate(files.decoded_lines(raw, name), 1):  # noqa: B007
+                yield text
 
         try:
-            result = memory.remember_many(
-                documents(),
-                namespace=args.ns,
-                progress=progress.bar.update,
-                where=lambda n: labels[n - 1],
-            )
-            progress.finished = True
+            for doc in iter_jsonl(numbered(), name):
+                self.labels.append(f"{name}:{line}")
+                self.progress.read()
+                yield _with_entities(doc, self.args.entity)
         finally:
-            progress.bar.done()
-        data = to_json(result)
-        notes = [f"{len(skipped)} empty file(s)"] if skipped else []
-        if not_regular:
-            data["not_regular_files"] = [{"path": e.path, "type": e.type} for e in not_regular]
-            entries = "entry" if len(not_regular) == 1 else "entries"
-            notes.append(f"{len(not_regular)} {entries} that are not regular files")
-            for e in not_regular:  # on success only: an error stays one line
-                print(
-                    f"memors-mcp: skipped {e.path}: {e.what}, not a regular file", file=sys.stderr
-                )
-        note = f" (skipped {', '.join(notes)})" if notes else ""
-        print_result(
-            args,
-            data,
-            f"remembered {data['documents']} document(s): {data['new']} new, "
-            f"{data['new_versions']} new version(s), {data['unchanged']} unchanged; "
-            f"{data['passages']} passage(s), {data['entities']} new entit(ies){note}",
-        )
-        start_embedder(args, memory)
-        return 0
+            if handle is not sys.stdin.buffer:
+                handle.close()
+
+
+def _with_entities(doc: dict[str, Any], extra: list[str]) -> dict[str, Any]:
+    """A ``--jsonl`` document with the ``--entity`` names added to its own."""
+    if extra:
+        own = doc.get("entities") or []
+        own = [own] if isinstance(own, str) else own
+        if isinstance(own, list):
+            doc = {**doc, "entities": [*own, *extra]}
+    return doc
 
 
 def _remembered_text(data: dict[str, Any], hidden: int) -> str:

@@ -132,14 +132,41 @@ def build_prompt(
     name = _one_line(entity.get("name")) or "the subject"
     aliases = [_one_line(a) for a in entity.get("aliases") or [] if _one_line(a)]
     passages = payload.get("passages") or []
-    facts = payload.get("facts") or []
     refs = passage_refs(payload)
     stale = isinstance(payload.get("page"), dict)  # it rewrites the page it holds
     changes = payload.get("changes") or []
-    new = {c.get("address") for c in changes if c.get("change") == "new"}
 
     out = [f"Subject: {name}" + (f" (also known as: {', '.join(aliases)})" if aliases else "")]
     out.append("")
+    shown = _passages_section(out, passages, refs, changes)
+    out.append("")
+    _facts_section(out, payload.get("facts") or [], name)
+    system = system_prompt(structured)
+    if stale:
+        system = f"{system}\n\n{STALE_RULES}"
+        _previous_page_section(out, payload.get("page") or {}, refs, changes)
+    out.append("")
+    if structured:
+        out.append(f'Write the page about {name} now, titled "{name}".')
+    else:
+        out.append(f'Write the page about {name} now. Start with the line "# {name}".')
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "\n".join(out)},
+    ]
+    cites = None if len(shown) == len(passages) else shown
+    return messages, cites, len(shown)
+
+
+def _passages_section(
+    out: list[str],
+    passages: list[dict[str, Any]],
+    refs: dict[str, int],
+    changes: list[dict[str, Any]],
+) -> list[str]:
+    """The passages, within :data:`PASSAGE_BUDGET` (the first always), a new
+    one marked so; returns the addresses shown."""
+    new = {c.get("address") for c in changes if c.get("change") == "new"}
     out.append("PASSAGES (the only text you may draw on; cite each by its ref):")
     shown: list[str] = []
     used = 0
@@ -156,7 +183,10 @@ def build_prompt(
         )
     if len(shown) < len(passages):
         out.append(f"({len(passages) - len(shown)} more passages left out for length.)")
-    out.append("")
+    return shown
+
+
+def _facts_section(out: list[str], facts: list[dict[str, Any]], name: str) -> None:
     if facts:
         out.append("FACTS (state every one of them, keeping their words):")
         for n, f in enumerate(facts, 1):
@@ -166,44 +196,35 @@ def build_prompt(
             )
     else:
         out.append("FACTS: none recorded (write no Facts section).")
-    system = system_prompt(structured)
-    if stale:
-        system = f"{system}\n\n{STALE_RULES}"
-        page = payload.get("page") or {}
-        previous = _renumbered(str(page.get("content", "")), refs).strip()
-        if len(previous) > PREVIOUS_PAGE_BUDGET:
-            previous = previous[:PREVIOUS_PAGE_BUDGET] + "\n[…]"
-        out.append("")
-        out.append(
-            f"PREVIOUS PAGE (version {page.get('version', '?')}, titled "
-            f'"{_one_line(page.get("title"))}"; it may hold statements that are no longer '
-            "supported):"
-        )
-        out.append(f"<previous_page>\n{_fence_safe(previous, 'previous_page')}\n</previous_page>")
-        counts: dict[str, int] = {}
-        for c in changes:
-            counts[c.get("change", "?")] = counts.get(c.get("change", "?"), 0) + 1
-        said = []
-        if counts.get("new"):
-            said.append(f'{counts["new"]} new passage(s), marked status="new" above')
-        for change in ("forgotten", "superseded"):
-            if counts.get(change):
-                said.append(
-                    f"{counts[change]} passage(s) the previous page drew on were {change} "
-                    "and are no longer sources"
-                )
-        out.append("WHAT CHANGED: " + ("; ".join(said) if said else "its sources changed") + ".")
+
+
+def _previous_page_section(
+    out: list[str], page: dict[str, Any], refs: dict[str, int], changes: list[dict[str, Any]]
+) -> None:
+    """For a stale item: the page it rewrites (its markers renumbered) and what changed."""
+    previous = _renumbered(str(page.get("content", "")), refs).strip()
+    if len(previous) > PREVIOUS_PAGE_BUDGET:
+        previous = previous[:PREVIOUS_PAGE_BUDGET] + "\n[…]"
     out.append("")
-    if structured:
-        out.append(f'Write the page about {name} now, titled "{name}".')
-    else:
-        out.append(f'Write the page about {name} now. Start with the line "# {name}".')
-    messages = [
-        {"role": "system", "content": system},
-        {"role": "user", "content": "\n".join(out)},
-    ]
-    cites = None if len(shown) == len(passages) else shown
-    return messages, cites, len(shown)
+    out.append(
+        f"PREVIOUS PAGE (version {page.get('version', '?')}, titled "
+        f'"{_one_line(page.get("title"))}"; it may hold statements that are no longer '
+        "supported):"
+    )
+    out.append(f"<previous_page>\n{_fence_safe(previous, 'previous_page')}\n</previous_page>")
+    counts: dict[str, int] = {}
+    for c in changes:
+        counts[c.get("change", "?")] = counts.get(c.get("change", "?"), 0) + 1
+    said = []
+    if counts.get("new"):
+        said.append(f'{counts["new"]} new passage(s), marked status="new" above')
+    for change in ("forgotten", "superseded"):
+        if counts.get(change):
+            said.append(
+                f"{counts[change]} passage(s) the previous page drew on were {change} "
+                "and are no longer sources"
+            )
+    out.append("WHAT CHANGED: " + ("; ".join(said) if said else "its sources changed") + ".")
 
 
 def chat_options(messages: list[dict[str, str]]) -> dict[str, Any]:
