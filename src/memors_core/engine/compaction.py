@@ -397,16 +397,11 @@ def _refuse(kind: str, message: str) -> Refused:
     return exc
 
 
-def _submit(
-    services: Services,
-    tx: Tx,
-    namespace: str,
-    item_id: int,
-    merged: dict[str, Any],
-    dry_run: bool,
-    force: bool,
-    fingerprint: str | None = None,
-) -> SubmitReport:
+def _open_item(
+    services: Services, tx: Tx, namespace: str, item_id: int, fingerprint: str | None
+) -> tuple[Item, Kind]:
+    """The item to submit and its kind: refused unless it exists, its kind is
+    installed, it is open, and (given one) its fingerprint is the one sent."""
     item = tx.items.get(item_id, namespace)
     if item is None:
         raise NotFound(f"no work item {item_id} in namespace {namespace!r}")
@@ -428,6 +423,13 @@ def _submit(
         )
     if fingerprint is not None and fingerprint.strip() != item.fingerprint:
         _wrong_fingerprint(item, fingerprint.strip())
+    return item, kind
+
+
+def _resolution(kind: Kind, item: Item, merged: dict[str, Any]) -> tuple[bool, Any]:
+    """Whether the submission is a skip (``skip`` is taken out of ``merged``),
+    and the resolution read from ``merged``: a :class:`SkipResolution`, or
+    the kind's own resolution class; one that does not fit is bad input."""
     skip = merged.pop("skip", False)
     if skip is not False and skip is not True:
         raise BadInput("skip must be true or false")
@@ -438,81 +440,119 @@ def _submit(
         res: Any = structure(merged, SkipResolution, "a skip")
         if not res.reason.strip():
             raise BadInput("skip needs a reason (--reason R)")
-    else:
-        if "reason" in merged and set(merged) == {"reason"}:
-            raise BadInput("a reason alone does nothing: add skip (--skip) or a resolution")
-        try:
-            res = structure(merged, kind.resolution, "resolution")
-        except BadInput as exc:
-            a = "an" if kind.name[:1].lower() in "aeiou" else "a"
-            hint = f"; {a} {kind.name} item takes {kind.hint}" if kind.hint else ""
-            raise BadInput(
-                f"item {item_id} is {a} {kind.name} item and this resolution does not fit "
-                f"({exc.message}){hint}, or skip with a reason"
-            ) from None
+        return True, res
+    if "reason" in merged and set(merged) == {"reason"}:
+        raise BadInput("a reason alone does nothing: add skip (--skip) or a resolution")
+    try:
+        return False, structure(merged, kind.resolution, "resolution")
+    except BadInput as exc:
+        a = "an" if kind.name[:1].lower() in "aeiou" else "a"
+        hint = f"; {a} {kind.name} item takes {kind.hint}" if kind.hint else ""
+        raise BadInput(
+            f"item {item.id} is {a} {kind.name} item and this resolution does not fit "
+            f"({exc.message}){hint}, or skip with a reason"
+        ) from None
 
-    ctx = KindContext(tx, namespace, True, services.limits)
+
+def _check_still_current(services: Services, kind: Kind, ctx: KindContext, item: Item) -> None:
+    """Refuse an item that no longer applies, or whose inputs changed since
+    its payload was handed out (the kind computes it afresh)."""
     current = _call_kind(services, kind, kind.current, ctx, item)
     if current is None:
         raise _refuse(
             item.kind,
-            f"item {item_id} no longer applies (what it was about has changed); nothing was "
+            f"item {item.id} no longer applies (what it was about has changed); nothing was "
             "stored — run compact again",
         )
     if current.fingerprint != item.fingerprint:
         raise _refuse(
             item.kind,
-            f"the inputs of item {item_id} changed since its payload was handed out; nothing "
+            f"the inputs of item {item.id} changed since its payload was handed out; nothing "
             "was stored — run compact again for a fresh payload",
         )
 
-    if skip:
-        if not dry_run:
-            _finish(tx, item, "skipped", {"skip": True, "reason": res.reason})
-            tx.after_commit(
-                log.info, "item_skipped", namespace=namespace, kind=item.kind, item=item_id
-            )
-        return SubmitReport(
-            item=item_id,
-            kind=item.kind,
-            status="open" if dry_run else "skipped",
-            stored=not dry_run,
-            address=None,
-            diff="",
-            checks={},
-            message="dry run: nothing stored" if dry_run else "skipped",
-        )
 
+def _skip(tx: Tx, namespace: str, item: Item, res: SkipResolution, dry_run: bool) -> SubmitReport:
+    if not dry_run:
+        _finish(tx, item, "skipped", {"skip": True, "reason": res.reason})
+        tx.after_commit(log.info, "item_skipped", namespace=namespace, kind=item.kind, item=item.id)
+    return SubmitReport(
+        item=item.id,
+        kind=item.kind,
+        status="open" if dry_run else "skipped",
+        stored=not dry_run,
+        address=None,
+        diff="",
+        checks={},
+        message="dry run: nothing stored" if dry_run else "skipped",
+    )
+
+
+def _not_stored(
+    tx: Tx,
+    namespace: str,
+    item: Item,
+    ctx: KindContext,
+    checks: dict[str, CheckResult],
+    flagged: list[str],
+    diff: str,
+    refused: bool,
+    dry_run: bool,
+) -> SubmitReport:
+    """A dry run's report, or a refusal's (a check flagged it, no force): counted
+    unless it was a dry run."""
+    if refused and not dry_run:
+        _count(tx, item.kind, "refused")
+        tx.after_commit(
+            log.info,
+            "item_refused",
+            namespace=namespace,
+            kind=item.kind,
+            item=item.id,
+            checks=flagged,
+        )
+    return SubmitReport(
+        item=item.id,
+        kind=item.kind,
+        status="open",
+        stored=False,
+        address=None,
+        diff=diff,
+        checks=checks,
+        message=(
+            f"refused by {', '.join(flagged)}: nothing stored (fix it, or force)"
+            if refused
+            else "dry run: every check ran, nothing stored"
+        ),
+        outcome=dict(ctx.report),
+    )
+
+
+def _submit(
+    services: Services,
+    tx: Tx,
+    namespace: str,
+    item_id: int,
+    merged: dict[str, Any],
+    dry_run: bool,
+    force: bool,
+    fingerprint: str | None = None,
+) -> SubmitReport:
+    """One submission, inside its write: the item must be open, its kind
+    installed and its inputs unchanged, and the resolution must fit the
+    kind; then a skip, a refusal or dry run (nothing stored), or the store."""
+    item, kind = _open_item(services, tx, namespace, item_id, fingerprint)
+    skip, res = _resolution(kind, item, merged)
+    ctx = KindContext(tx, namespace, True, services.limits)
+    _check_still_current(services, kind, ctx, item)
+    if skip:
+        return _skip(tx, namespace, item, res, dry_run)
     _call_kind(services, kind, kind.validate, ctx, item, res)
     checks, flagged = run_checks(services, tx, namespace, kind, item, res)
     diff = _call_kind(services, kind, kind.diff, item, res) or ""
     refused = bool(flagged) and not force
     if refused or dry_run:
-        if refused and not dry_run:
-            _count(tx, item.kind, "refused")
-            tx.after_commit(
-                log.info,
-                "item_refused",
-                namespace=namespace,
-                kind=item.kind,
-                item=item_id,
-                checks=flagged,
-            )
-        return SubmitReport(
-            item=item_id,
-            kind=item.kind,
-            status="open",
-            stored=False,
-            address=None,
-            diff=diff,
-            checks=checks,
-            message=(
-                f"refused by {', '.join(flagged)}: nothing stored (fix it, or force)"
-                if refused
-                else "dry run: every check ran, nothing stored"
-            ),
-            outcome=dict(ctx.report),
-        )
+        return _not_stored(tx, namespace, item, ctx, checks, flagged, diff, refused, dry_run)
     ctx.flags = {name: checks[name].flagged for name in flagged}
     with services.store.write():  # a savepoint: a failing apply leaves the item open
         addr = _call_kind(services, kind, kind.apply, ctx, item, res)
