@@ -292,6 +292,7 @@ def _header(scope: Scope, name: bytes) -> str:
 # --- connections ---------------------------------------------------------------------------
 
 
+# Long: a class made in a factory (uvicorn loads only when HTTP is served); short methods.
 def protocol_class(header_timeout: float) -> type:
     """uvicorn's h11 protocol, bounded: a request's head must all arrive within
     ``header_timeout`` seconds of the connection opening (or of its first byte,
