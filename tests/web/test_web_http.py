@@ -784,7 +784,11 @@ def test_a_third_party_kind_is_shown_generically_and_resolved_by_its_form(
     assert done.status == 200 and "Stored" in done.text, done
     after = memory.get(f"memo://item/{item['id']}")
     assert after.status == "done"
-    assert after.resolution == {"done": "watered them", "minutes": 5}
+    assert after.resolution == {
+        "done": "watered them",
+        "minutes": 5,
+        "outcome": {"done": "watered them"},  # what the kind reported doing
+    }
 
 
 def test_an_item_whose_plugin_is_not_loaded_still_shows_its_payload(
