@@ -467,6 +467,23 @@ def test_conflict_keep_supersedes_the_other_fact(memory, serve) -> None:
     assert f"&#34;keep&#34;: &#34;{b}&#34;" in again.text  # and how it was resolved
 
 
+def test_what_superseded_a_row_is_named_by_its_title_not_an_id(memory, serve) -> None:
+    """A superseded passage names the document version that dropped it by
+    its title, a superseded fact the fact kept, written out."""
+    first = memory.remember("Raft elects a leader.", uri="file:///raft.md", title="Raft notes")
+    memory.remember("Raft elects one leader per term.", uri="file:///raft.md", title="Raft notes")
+    a, b = conflicting_facts(memory, "Paxos")
+    [conflict] = open_items(memory, "conflict")
+    memory.submit(conflict["id"], {"keep": b})
+    _, client = serve()
+    passage = client.get(url_path(first.passages[0]))
+    assert passage.status == 200 and f'<a href="{url_path(first.document)}">Raft notes</a>' in (
+        passage.text
+    ), passage
+    fact = client.get(url_path(a))
+    assert fact.status == 200 and f'<a href="{url_path(b)}">Paxos leader n2</a>' in fact.text
+
+
 def test_conflict_bound_stores_a_bounded_copy_and_refuses_an_overlap(memory, serve) -> None:
     a, b = conflicting_facts(memory, "Paxos")
     [conflict] = open_items(memory, "conflict")

@@ -115,7 +115,13 @@ class WebView:
             login=self.guard.token is not None,
             signed_in=self.logins is not None
             and self.logins.valid(request.cookies.get(LOGIN_COOKIE)),
-            **{"labels": {}, **{k: v for k, v in context.items() if k != "ns"}},
+            **{
+                **{k: v for k, v in context.items() if k != "ns"},
+                "labels": {
+                    **getattr(request.state, "labels", {}),
+                    **context.get("labels", {}),
+                },
+            },
         )
         response = HTMLResponse(body, status_code=code)
         _secure(response)
@@ -464,6 +470,11 @@ class WebView:
         if kind not in WEB_TYPES:
             return self.error(request, 404, f"no such view: /{kind}/")
         view = await self.call(self.memory.get, f"memo://{kind}/{ident}", namespace=ns)
+        # what a forgotten or superseded row names as `by`, by its name or title
+        records = (getattr(view, key, None) for key in ("forgotten", "superseded"))
+        request.state.labels = await self.labels(
+            ns, [r.get("by") for r in records if isinstance(r, dict)]
+        )
         show = getattr(self, f"_show_{kind}")
         return await show(request, ns, view)
 
