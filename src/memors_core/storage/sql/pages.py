@@ -67,6 +67,10 @@ def fact_text(fact: Fact) -> str:
     return f"{fact.subject_name} {fact.predicate} {fact.value}{when}"
 
 
+#: The last page version a work item wrote (``pages_item`` serves it).
+OF_ITEM = "SELECT id FROM pages WHERE item = ? AND namespace = ? ORDER BY rowid DESC LIMIT 1"
+
+
 class SqlPages(Repo):
     def current(self, canonical: str) -> Page | None:
         row = self.one(
@@ -387,10 +391,7 @@ class SqlPages(Repo):
         return [(_page(r[:12]), r[12], r[13], bool(r[14])) for r in rows]
 
     def of_item(self, item: int, namespace: str) -> str | None:
-        return self.scalar(
-            "SELECT id FROM pages WHERE item = ? AND namespace = ? ORDER BY rowid DESC LIMIT 1",
-            (item, namespace),
-        )
+        return self.scalar(OF_ITEM, (item, namespace))
 
     def live_count(self, namespace: str, *, stale: bool = False) -> int:
         only = f"AND {STALE_PAGE}" if stale else ""

@@ -659,7 +659,11 @@ SELECT 'f', namespace, rowid, 0 FROM facts WHERE subject IN (SELECT entity FROM 
     + "".join(no_delete_triggers(t)[1] + ";\n" for t in NAME_TABLES)
 )
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10]
+# Version 11: the page a work item wrote (the web view's item links to it,
+# Pages.of_item) is found by an index, not a scan of every page version.
+V11 = "CREATE INDEX pages_item ON pages(item, rowid) WHERE item IS NOT NULL;\n"
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The schema of the rows an export holds: versions 6 and 7 changed only
 #: derived tables (the search indexes, the vectors); 8 added the sentences'
