@@ -26,6 +26,14 @@ class _Expected(TypeError):
 def make_converter() -> cattrs.Converter:
     """A fresh converter: attrs classes to and from the JSON of SPEC §10."""
     conv = cattrs.Converter(forbid_extra_keys=True)
+    _structure_strictly(conv)
+    _unstructure_without_empty_extras(conv)
+    return conv
+
+
+def _structure_strictly(conv: cattrs.Converter) -> None:
+    """Strings, booleans and integers are taken only as themselves (no
+    ``"1"`` for 1, no 1 for true), each refusal one readable message."""
 
     def structure_str(value: Any, _type: type) -> str:
         if not isinstance(value, str):
@@ -56,6 +64,11 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook(int, structure_int)
     conv.register_structure_hook_func(lambda t: t == list[str], structure_str_list)
 
+
+def _unstructure_without_empty_extras(conv: cattrs.Converter) -> None:
+    """Results leave out the fields that are there only sometimes (a
+    plugin's errors, paging, a notice, a live row's tombstone) when empty,
+    so the JSON keeps SPEC §10's shape."""
     from memors_core.domain.model import Compacted
 
     base = conv.get_unstructure_hook(Compacted)
@@ -123,7 +136,6 @@ def make_converter() -> cattrs.Converter:
         return out
 
     conv.register_unstructure_hook(SubmitReport, unstructure_report)
-    return conv
 
 
 @cache

@@ -33,7 +33,15 @@ from memors_core.errors import (
     StoreBusy,
     StoreUnavailable,
 )
-from memors_core.plugins.kinds import Changes, CheckContext, Item, Kind, KindContext, Scan
+from memors_core.plugins.kinds import (
+    Candidate,
+    Changes,
+    CheckContext,
+    Item,
+    Kind,
+    KindContext,
+    Scan,
+)
 from memors_core.wire import structure
 
 if TYPE_CHECKING:
@@ -118,23 +126,7 @@ def _scan_kind(
     ctx = KindContext(tx, namespace, not incremental, services.limits)
     said: dict[str, Any] = {"items": None, "step": None}  # from the kind's own reports
     if report is not None:
-
-        def on_progress(step: str, done: int, total: int | None, unit: str) -> None:
-            if step == "items":
-                said["items"] = total
-            new_step, said["step"] = step != said["step"], step
-            report(
-                new_step,  # a step's first report always goes out, then ten a second
-                task="compact",
-                phase=kind.name,
-                step=step,
-                done=done,
-                total=total,
-                unit=unit,
-                created=base,
-            )
-
-        ctx.on_progress = on_progress
+        ctx.on_progress = _kind_progress(report, kind.name, said, base)
     if incremental:
         ctx.changes = _changes_since(tx, namespace, mark)
     open_items = tx.items.open_keys(namespace, kind.name)
@@ -156,31 +148,9 @@ def _scan_kind(
                 unit="items",
                 created=base + created,
             )
-        existing = open_items.get(cand.key)
-        if existing is not None:
-            if existing[1] != cand.fingerprint:
-                tx.items.refresh(existing[0], cand.fingerprint, cand.payload(), stamp)
-                refreshed += 1
-                tx.after_commit(
-                    log.info,
-                    "item_refreshed",
-                    namespace=namespace,
-                    kind=kind.name,
-                    item=existing[0],
-                )
-            continue
-        last = tx.items.last_for_key(namespace, kind.name, cand.key)
-        if (
-            last is not None
-            and last.status in ("skipped", "done")
-            and last.fingerprint == cand.fingerprint
-        ):
-            continue  # skipped (or done) and nothing changed since: not recreated
-        ident = tx.items.create(
-            namespace, kind.name, cand.key, cand.fingerprint, cand.payload(), stamp
-        )
-        created += 1
-        tx.after_commit(log.info, "item_created", namespace=namespace, kind=kind.name, item=ident)
+        outcome = _item_of(tx, namespace, kind.name, cand, open_items.get(cand.key), stamp)
+        created += outcome == "created"
+        refreshed += outcome == "refreshed"
     # What the scan re-examined (read once it has run: a kind may fill it as it goes).
     scope = found.scope if incremental and isinstance(found, Scan) else None
     obsolete = [
@@ -196,6 +166,62 @@ def _scan_kind(
     _count(tx, kind.name, "obsolete", len(obsolete))
     tx.changes.set_mark(namespace, kind.name, heads)
     return created
+
+
+def _kind_progress(
+    report: Reporter, kind: str, said: dict[str, Any], base: int
+) -> Callable[[str, int, int | None, str], None]:
+    """A kind's ``ctx.on_progress``: its steps reported as the compaction's
+    phase ``kind``; what it says of its items (their total) kept in ``said``."""
+
+    def on_progress(step: str, done: int, total: int | None, unit: str) -> None:
+        if step == "items":
+            said["items"] = total
+        new_step, said["step"] = step != said["step"], step
+        report(
+            new_step,  # a step's first report always goes out, then ten a second
+            task="compact",
+            phase=kind,
+            step=step,
+            done=done,
+            total=total,
+            unit=unit,
+            created=base,
+        )
+
+    return on_progress
+
+
+def _item_of(
+    tx: Tx,
+    namespace: str,
+    kind: str,
+    cand: Candidate,
+    existing: tuple[int, str] | None,
+    stamp: str,
+) -> str | None:
+    """The work item of one candidate the scan found: its open item
+    (``existing``: id, fingerprint) refreshed when the candidate changed, or
+    a new one created unless the last for its key was skipped or done with
+    this fingerprint. ``"created"``, ``"refreshed"`` or None (left as it was)."""
+    if existing is not None:
+        if existing[1] == cand.fingerprint:
+            return None
+        tx.items.refresh(existing[0], cand.fingerprint, cand.payload(), stamp)
+        tx.after_commit(
+            log.info, "item_refreshed", namespace=namespace, kind=kind, item=existing[0]
+        )
+        return "refreshed"
+    last = tx.items.last_for_key(namespace, kind, cand.key)
+    if (
+        last is not None
+        and last.status in ("skipped", "done")
+        and last.fingerprint == cand.fingerprint
+    ):
+        return None  # skipped (or done) and nothing changed since: not recreated
+    ident = tx.items.create(namespace, kind, cand.key, cand.fingerprint, cand.payload(), stamp)
+    tx.after_commit(log.info, "item_created", namespace=namespace, kind=kind, item=ident)
+    return "created"
 
 
 def compact(
