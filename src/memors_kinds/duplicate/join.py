@@ -84,6 +84,23 @@ def join(
     sizes = np.diff(offsets)
     prefix = sizes - (-((-num * sizes) // den)) + 1  # size - ceil(t * size) + 1
 
+    ranked = _shared_ranks(flat)
+    if ranked is None:
+        return []
+    ps, pr, pp = _prefix_entries(flat, offsets, sizes, prefix, *ranked)
+    del ranked
+    candidates = _candidates(ps, pr, pp, sizes, labels, t)
+    del ps, pr, pp
+    if stats is not None:
+        stats["candidates"] = stats.get("candidates", 0) + len(candidates)
+    return _verified(flat, offsets, sizes, candidates, t, progress)
+
+
+def _shared_ranks(flat: Any) -> tuple[Any, Any] | None:
+    """The tokens found in two or more sets, sorted, and each one's rank in
+    the global order (rarest first, ties by value); None when there are none."""
+    import numpy as np
+
     srt = np.sort(flat)
     starts = np.flatnonzero(np.r_[True, srt[1:] != srt[:-1]])
     counts = np.diff(np.r_[starts, len(srt)])
@@ -92,12 +109,23 @@ def join(
     freq = counts[several]
     del srt, starts, counts, several
     if len(shared) == 0:
-        return []
+        return None
     order = np.lexsort((shared, freq))  # rarest first, ties by value
     rank = np.empty(len(shared), dtype=np.int64)
     rank[order] = np.arange(len(shared), dtype=np.int64)
     del order, freq
+    return shared, rank
 
+
+def _prefix_entries(
+    flat: Any, offsets: Any, sizes: Any, prefix: Any, shared: Any, rank: Any
+) -> tuple[Any, Any, Any]:
+    """Each set's prefix tokens that other sets share, as three arrays
+    ordered by rank, then set: the set, the token's rank and its position in
+    the set (in the global order)."""
+    import numpy as np
+
+    n = len(offsets) - 1
     # Per chunk of sets: which tokens are shared, and each probing set's prefix ranks.
     chunk_sets = max(1, int(2_000_000 // max(1, int(sizes.mean()))))
     pre_set: list[Any] = []
@@ -125,7 +153,17 @@ def join(
     pr = np.concatenate(pre_rank)
     pp = np.concatenate(pre_pos)
     o = np.lexsort((ps, pr))  # by rank, then set
-    ps, pr, pp = ps[o], pr[o], pp[o]
+    return ps[o], pr[o], pp[o]
+
+
+def _candidates(ps: Any, pr: Any, pp: Any, sizes: Any, labels: Any, t: Fraction) -> Any:
+    """The candidate pairs of the prefix entries (``i * n + j``, i < j,
+    distinct, sorted): sets sharing a prefix token that the length,
+    positional and label filters leave."""
+    import numpy as np
+
+    n = len(sizes)
+    num, den = t.numerator, t.denominator
     starts = np.flatnonzero(np.r_[True, pr[1:] != pr[:-1]])
     lengths = np.diff(np.r_[starts, len(pr)])
     multi = lengths > 1
@@ -169,9 +207,21 @@ def join(
             ok &= (lab[ex] != lab[ey]) | (lab[ex] < 0)  # never two sets of one document
         found.append(np.minimum(i, j)[ok] * n + np.maximum(i, j)[ok])
         a = b
-    candidates = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-    if stats is not None:
-        stats["candidates"] = stats.get("candidates", 0) + len(candidates)
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _verified(
+    flat: Any,
+    offsets: Any,
+    sizes: Any,
+    candidates: Any,
+    t: Fraction,
+    progress: Callable[..., None] | None,
+) -> list[tuple[int, int, int, int]]:
+    """The candidates whose Jaccard is at least ``t``, counted in integers:
+    ``(i, j, intersection, union)``."""
+    n = len(sizes)
+    num, den = t.numerator, t.denominator
     size_list = sizes.tolist()
 
     out: list[tuple[int, int, int, int]] = []
@@ -246,6 +296,32 @@ def clusters(
     counts the ``passages`` read and the join's ``candidates``;
     ``progress(step, done, total, unit)`` hears the join's steps.
     """
+    members, flat, offsets, labels = _identical_groups(records)
+    if stats is not None:
+        stats["passages"] = stats.get("passages", 0) + sum(map(len, members))
+    edges = _edges(members, flat, offsets, labels, t, stats, progress)
+    uf, witness = _linked(members, edges)
+    if progress is not None:
+        progress("grouping", 0, len(edges), "pairs")
+    comp_edges: dict[str, list[tuple[int, int, Fraction]]] = defaultdict(list)
+    for edge, seen_by in zip(edges, witness, strict=True):
+        comp_edges[uf.find(seen_by)].append(edge)
+    by_root: dict[str, list[str]] = defaultdict(list)
+    for p in list(uf.parent):
+        by_root[uf.find(p)].append(p)
+    out = [_cluster(members, by_root[root], es) for root, es in comp_edges.items()]
+    out.sort(key=lambda c: c["members"][0])
+    return out
+
+
+def _identical_groups(
+    records: Iterable[tuple[str, str, bytes]],
+) -> tuple[list[list[tuple[str, str]]], Any, Any, Any]:
+    """Passages ``(id, document, shingle blob)`` grouped by identical sets
+    (the empty left out): each group's ``(id, document)`` members, and its
+    set laid end to end with the others' (``flat``, ``offsets``) with its
+    label for the join (its document's number when all its passages share
+    one, else -1)."""
     import numpy as np
 
     group_of: dict[bytes, int] = {}
@@ -278,11 +354,20 @@ def clusters(
         count=len(members),
     )
     del doc_label
-    if stats is not None:
-        stats["passages"] = stats.get("passages", 0) + sum(map(len, members))
+    return members, flat, offsets, labels
 
-    # Qualifying edges between groups (i == j: inside one group of identical sets),
-    # each with a witness: a passage that has a qualifying partner in the edge.
+
+def _edges(
+    members: list[list[tuple[str, str]]],
+    flat: Any,
+    offsets: Any,
+    labels: Any,
+    t: Fraction,
+    stats: dict[str, int] | None,
+    progress: Callable[..., None] | None,
+) -> list[tuple[int, int, Fraction]]:
+    """The qualifying edges between groups ``(i, j, jaccard)``; ``(i, i, 1)``
+    for a group of identical sets from different documents."""
     edges: list[tuple[int, int, Fraction]] = []
     for gi, g in enumerate(members):
         if _inner_pairs(g):
@@ -292,7 +377,14 @@ def clusters(
     for i, j, inter, union in join(flat, offsets, t, labels, stats, progress):
         if _cross_pairs(members[i], members[j]):
             edges.append((i, j, Fraction(inter, union)))
+    return edges
 
+
+def _linked(
+    members: list[list[tuple[str, str]]], edges: list[tuple[int, int, Fraction]]
+) -> tuple[_UnionFind, list[str]]:
+    """The passages joined by the edges, and each edge's witness: a passage
+    that has a qualifying partner in the edge (its cluster's)."""
     uf = _UnionFind()
     witness: list[str] = []
     for i, j, _jac in edges:
@@ -311,43 +403,39 @@ def clusters(
                     uf.union(p, partner)
                     first = first or p
         witness.append(first)
+    return uf, witness
 
-    if progress is not None:
-        progress("grouping", 0, len(edges), "pairs")
-    comp_edges: dict[str, list[tuple[int, int, Fraction]]] = defaultdict(list)
-    for edge, seen_by in zip(edges, witness, strict=True):
-        comp_edges[uf.find(seen_by)].append(edge)
-    by_root: dict[str, list[str]] = defaultdict(list)
-    for p in list(uf.parent):
-        by_root[uf.find(p)].append(p)
-    out = []
-    for root, es in comp_edges.items():
-        pairs: list[tuple[str, str, float]] = []
-        count = 0
-        for i, j, jac in es:
-            g, h = members[i], members[j]
-            count += _inner_pairs(g) if i == j else _cross_pairs(g, h)
-            if len(pairs) >= MAX_LISTED_PAIRS:
-                continue
-            if i == j:
-                it = ((g[x], g[y]) for x in range(len(g)) for y in range(x + 1, len(g)))
-            else:
-                it = ((a, b) for a in g for b in h)
-            for (p, dp), (q, dq) in it:
-                if dp != dq:
-                    pairs.append((min(p, q), max(p, q), float(jac)))
-                    if len(pairs) >= MAX_LISTED_PAIRS:
-                        break
-        out.append(
-            {
-                "members": sorted(by_root[root]),
-                "jaccard": float(min(e[2] for e in es)),
-                "pairs": sorted(pairs),
-                "pair_count": count,
-            }
-        )
-    out.sort(key=lambda c: c["members"][0])
-    return out
+
+def _cluster(
+    members: list[list[tuple[str, str]]],
+    passages: list[str],
+    es: list[tuple[int, int, Fraction]],
+) -> dict[str, Any]:
+    """One cluster of ``passages`` from its edges ``es``: its lowest
+    Jaccard, its pairs of passages from different documents (up to
+    :data:`MAX_LISTED_PAIRS` listed) and their count."""
+    pairs: list[tuple[str, str, float]] = []
+    count = 0
+    for i, j, jac in es:
+        g, h = members[i], members[j]
+        count += _inner_pairs(g) if i == j else _cross_pairs(g, h)
+        if len(pairs) >= MAX_LISTED_PAIRS:
+            continue
+        if i == j:
+            it = ((g[x], g[y]) for x in range(len(g)) for y in range(x + 1, len(g)))
+        else:
+            it = ((a, b) for a in g for b in h)
+        for (p, dp), (q, dq) in it:
+            if dp != dq:
+                pairs.append((min(p, q), max(p, q), float(jac)))
+                if len(pairs) >= MAX_LISTED_PAIRS:
+                    break
+    return {
+        "members": sorted(passages),
+        "jaccard": float(min(e[2] for e in es)),
+        "pairs": sorted(pairs),
+        "pair_count": count,
+    }
 
 
 def prefix_piece(blob: bytes) -> tuple[int, bytes]:
