@@ -242,6 +242,9 @@ def _number_runs(toks: list[Token]) -> tuple[list[tuple[int, int, float, str]], 
     return runs, used
 
 
+# Long: one left-to-right pass over a sentence's tokens; each branch reads its
+# neighbours and marks the tokens it consumed (``used``), so its cases stay in
+# the order they are tried rather than spread over helpers sharing that state.
 def sentence_specifics(
     text: str, title_case: bool = False
 ) -> tuple[list[Specific], list[tuple[str, bool]]]:

@@ -532,6 +532,9 @@ def _table_rows(lines: list[str]) -> tuple[set[int], set[int]]:
     return headers, rows
 
 
+# Long: one line-by-line state machine over Markdown's blocks (fence, blank
+# line, list, paragraph start); every branch reads and sets that state, and
+# the order of the branches is the precedence of the block rules.
 def read_page(markdown: str) -> list[PageSentence]:
     """Every sentence of a page, in order, with its citation markers and role.
 

@@ -281,6 +281,8 @@ BEGIN
 """
 
 
+# Long: a shipped migration (8), read as the one SQL script it is; stores
+# record what it ran, so its text does not change.
 def guarded_history_sql() -> str:
     """Migration 8 (issue 29): what the application role may write is what
     memors' own operations write, and nothing it writes rewrites history.
