@@ -8,6 +8,7 @@ from memors_core.testing.storage_contract import (
     PgvectorStorage,
     PostgresStorage,
     VectorContract,
+    add_document,
     forget,
     remember,
     unit_vector,
@@ -20,6 +21,53 @@ class TestPgvectorContract(PgvectorStorage, VectorContract):
     def test_the_store_keeps_vectors(self, storage) -> None:
         assert storage.capabilities.vectors, storage.capabilities.vectors_missing
         assert storage.capabilities.vectors_missing == ""
+
+
+class TestTheGraph(PgvectorStorage):
+    """pgvector's HNSW index finds a large namespace's nearest passages
+    (docs/search.md): the namespace's share of the walk, exact below."""
+
+    def test_the_graph_finds_the_exact_nearest_passages(self, storage, monkeypatch) -> None:
+        import numpy as np
+
+        from memors_core.storage.postgres import vectors
+
+        with storage.read() as tx:
+            assert tx.native("postgres").execute(
+                "SELECT to_regclass('passage_vectors_hnsw') IS NOT NULL"
+            ).fetchone() == (True,)
+        monkeypatch.setattr(vectors, "EXACT_BELOW", 10)  # (a test's namespace is small)
+        kept: dict[str, bytes] = {}
+        with storage.write() as tx:
+            for namespace, count in (("default", 60), ("other", 140)):
+                _, ids = add_document(tx, [f"passage {n}" for n in range(count)], namespace)
+                pairs = [(p, unit_vector(n * 7 + len(namespace))) for n, p in enumerate(ids)]
+                assert tx.vectors.add(namespace, pairs) == count
+                if namespace == "default":
+                    kept = dict(pairs)
+        for seed in range(5):
+            question = unit_vector(1000 + seed)
+            q = np.frombuffer(question, dtype="<f4")
+            cosine = {p: float(np.frombuffer(v, dtype="<f4") @ q) for p, v in kept.items()}
+            want = sorted(cosine, key=lambda p: -cosine[p])[:10]
+            with storage.read() as tx:
+                found = tx.search.passages_like("default", question, 10).rows
+            assert [h.address.rsplit("/", 1)[1] for h in found] == want
+            assert [h.score for h in found] == [pytest.approx(cosine[p], abs=1e-5) for p in want]
+
+    def test_a_store_whose_vectors_predate_the_graph_gets_it_when_opened(self, tmp_path) -> None:
+        store = self.make_storage(tmp_path, "store")
+        with store.write() as tx:
+            tx.native("postgres").execute("DROP INDEX passage_vectors_hnsw")
+        store.close()
+        store = self.make_storage(tmp_path, "store")
+        try:
+            with store.read() as tx:
+                assert tx.native("postgres").execute(
+                    "SELECT to_regclass('passage_vectors_hnsw') IS NOT NULL"
+                ).fetchone() == (True,)
+        finally:
+            store.close()
 
 
 class TestWithoutPgvector(PostgresStorage):

@@ -6,9 +6,11 @@ database (``CREATE EXTENSION vector``, which needs a role allowed to) and
 the vector table (:data:`SETUP`): ``passage_vectors`` with a ``vector(384)``
 column, and triggers that take a vector with its passage when a tombstone
 names the passage or purge erases it, and keep ``vector_stats`` (migration
-6). The nearest passages are found by an exact scan of the namespace's
-vectors (``<=>``, the cosine distance), or of the named entities' passages
-only.
+6), and an HNSW index over every vector (:data:`HNSW`). The nearest
+passages of a large namespace are found through that index
+(:func:`by_graph`), of a small one by an exact scan (:func:`exact`,
+``<=>``: the cosine distance), and the named entities' passages by key,
+exactly.
 
 Where the server has no pgvector, or this role may not create it, the store
 declares no vectors (:attr:`memors_core.storage.api.Capabilities.vectors`)
@@ -23,6 +25,20 @@ from memors_core.semantic import DIMENSIONS
 from memors_core.storage.postgres.privileges import VECTOR_WRITERS, _definer
 from memors_core.storage.sql.vectors import SqlVectors
 
+#: The approximate index of every vector (pgvector's HNSW graph, by cosine distance).
+HNSW = (
+    "CREATE INDEX IF NOT EXISTS passage_vectors_hnsw "
+    "ON passage_vectors USING hnsw (vector vector_cosine_ops);"
+)
+#: A namespace with fewer vectors than this is scanned exactly (a few ms).
+EXACT_BELOW = 10_000
+#: The HNSW graph is walked for this many candidates per passage asked, over
+#: the namespace's share of all vectors (pgvector's ``hnsw.ef_search``).
+BREADTH = 4
+#: pgvector's largest ``hnsw.ef_search``: a namespace that would need more
+#: (a small share of a large store) is scanned exactly.
+MOST_BREADTH = 1000
+
 #: The database objects vectors need beyond migration 6, made once pgvector is there.
 SETUP = f"""
 CREATE TABLE IF NOT EXISTS passage_vectors(
@@ -31,6 +47,7 @@ CREATE TABLE IF NOT EXISTS passage_vectors(
     vector vector({DIMENSIONS}) NOT NULL
 );
 CREATE INDEX IF NOT EXISTS passage_vectors_namespace ON passage_vectors(namespace, passage);
+{HNSW}
 
 CREATE OR REPLACE FUNCTION memors_vectors_count() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -114,12 +131,20 @@ def nearest(
     vector of the namespace (160 ms at 100,000 passages)."""
     query = literal(vector)
     if not entities:
-        rows = db.all(
-            """SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
-               FROM passage_vectors v, (SELECT ?::vector AS v) q
-               WHERE v.namespace = ? ORDER BY cosine DESC, v.passage LIMIT ?""",
-            (query, namespace, limit),
+        counts = db.one(
+            "SELECT vectors, (SELECT sum(vectors) FROM vector_stats) FROM vector_stats "
+            "WHERE namespace = ?",
+            (namespace,),
         )
+        if counts is None or counts[0] <= 0 or limit <= 0:
+            return []
+        mine, every = int(counts[0]), int(counts[1])
+        breadth = max(40, -(-BREADTH * limit * every // mine))
+        if mine >= EXACT_BELOW and breadth <= MOST_BREADTH:
+            rows = by_graph(db, namespace, query, limit, breadth)
+            if len(rows) >= min(limit, mine):
+                return rows
+        rows = exact(db, namespace, query, limit)
     else:
         rows = db.all(
             """WITH pool AS MATERIALIZED (
@@ -139,6 +164,50 @@ def nearest(
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
+def exact(db: Any, namespace: str, query: str, limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` nearest of the namespace's vectors to ``query`` (pgvector's
+    text form), every vector compared."""
+    rows = db.all(
+        """SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
+           FROM passage_vectors v, (SELECT ?::vector AS v) q
+           WHERE v.namespace = ? ORDER BY cosine DESC, v.passage LIMIT ?""",
+        (query, namespace, limit),
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def by_graph(
+    db: Any, namespace: str, query: str, limit: int, breadth: int
+) -> list[tuple[int, float]]:
+    """The ``limit`` nearest of the namespace's vectors to ``query`` that the
+    HNSW index finds among the ``breadth`` nearest of every namespace's
+    (fewer when the namespace's share of those is smaller)."""
+    db.one("SELECT set_config('hnsw.ef_search', ?, true)", (str(breadth),))
+    rows = db.all(
+        """SELECT passage, cosine FROM (
+               SELECT v.passage, v.namespace, 1 - (v.vector <=> ?::vector) AS cosine
+               FROM passage_vectors v ORDER BY v.vector <=> ?::vector LIMIT ?
+           ) near WHERE namespace = ? ORDER BY cosine DESC, passage LIMIT ?""",
+        (query, query, breadth, namespace, limit),
+    )
+    return [(int(r[0]), float(r[1])) for r in rows]
+
+
+def _add_graph(store: Any, lock: int) -> None:
+    """Build the HNSW index of a store whose vectors predate it (once, by
+    the first process with the extra that may; about a minute per 100,000
+    vectors, docs/performance.md). A role that may not leaves it to the
+    owner: search scans exactly meanwhile."""
+    import psycopg
+
+    try:
+        with store.write(lock=lock):
+            store.conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            store.conn.execute(HNSW)
+    except psycopg.errors.InsufficientPrivilege:
+        pass
+
+
 def prepare(store: Any, readonly: bool, lock: int) -> str:
     """Make sure the store can keep vectors; "" when it can, else why not
     (one line). Read-only, or without the ``semantic`` extra here, nothing
@@ -147,8 +216,15 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
     from memors_core import semantic
 
     with store.read():
-        if store.scalar("SELECT to_regclass('passage_vectors') IS NOT NULL"):
-            return ""
+        table, graph = store.one(
+            "SELECT to_regclass('passage_vectors') IS NOT NULL, "
+            "to_regclass('passage_vectors_hnsw') IS NOT NULL"
+        )
+    if table:
+        if not graph and not readonly and semantic.unavailable() is None:
+            _add_graph(store, lock)
+        return ""
+    with store.read():
         installed = store.scalar("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
         available = installed or store.scalar(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
@@ -165,6 +241,7 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
         with store.write(lock=lock):
             if not installed:
                 store.conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            store.conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
             store.conn.execute(SETUP)
             store._regrant()  # the recorded application roles may add vectors too
     except psycopg.errors.InsufficientPrivilege:
