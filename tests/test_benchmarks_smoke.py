@@ -5,6 +5,7 @@ suite; this proves the harness itself works and stays exact.
 """
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -394,6 +395,27 @@ def test_embedding_benchmark_prints_each_configuration_beside_the_bare_model(tmp
     ):
         assert out.count(row) == 2, row  # prose and turns
     assert re.search(r"x of bare\s+target >= 0\.8x", out), out
+
+
+@pytest.mark.semantic
+@pytest.mark.sqlite_only("the vector-step benchmark runs both engines itself")
+def test_vector_index_benchmark_prints_each_engine_s_step(tmp_path):
+    from memors_core.testing import pgvector
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.vector_index", "--size", "300", "--questions", "5"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "vector step: 300 vectors in one namespace, 5 questions" in out
+    assert re.search(r"SQLite code pass: of the exact nearest 50, kept\s+1\.000", out), out
+    if pgvector.available() is None:
+        for row in ("exact scan (before)", "HNSW index build", "HNSW (search now)"):
+            assert f"PostgreSQL {row}" in out, out
+        # a namespace of 300 vectors is scanned exactly: all of the exact ranking
+        assert re.search(r"PostgreSQL HNSW: of the exact nearest 50, kept\s+1\.000", out), out
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
