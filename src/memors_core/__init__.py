@@ -1,7 +1,8 @@
 """memors core: the store, the domain model, the compaction engine.
 
-The public API is :class:`Memory`; plugin authors use :data:`hookimpl`,
-:class:`memors_core.plugins.kinds.Kind` and :mod:`memors_core.testing`.
+The public API is :class:`Memory`; plugin authors use :mod:`memors_core.plugins`
+(one import: the kind contract, ``hookimpl``, ``PluginStore``, the helpers)
+and :mod:`memors_core.testing`.
 
 The names below are imported on first use (PEP 562), so importing one
 submodule (``memors_core.storage.sqlite.connection``, ``memors_core.log``) or reading

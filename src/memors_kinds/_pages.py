@@ -6,18 +6,23 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from memors_core.domain.grounding import (
+from memors_core.plugins import (
+    BadInput,
+    FactRef,
+    Item,
+    KindContext,
+    Page,
+    PassageRef,
     cited_passages,
+    entity_ref,
+    fact_ref,
+    fingerprint,
+    passage_ref,
     read_citations,
     sentence_sources,
     sources_of,
+    to_json,
 )
-from memors_core.domain.model import FactRef, PassageRef
-from memors_core.domain.refs import entity_ref, fact_ref, passage_ref
-from memors_core.domain.rows import Page
-from memors_core.errors import BadInput
-from memors_core.plugins.kinds import Item, KindContext, fingerprint
-from memors_core.wire import to_json
 
 #: What a page resolution holds (both kinds take the same one).
 HINT = (

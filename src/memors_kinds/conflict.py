@@ -15,14 +15,27 @@ from typing import Any
 
 import attrs
 
-from memors_core import hookimpl
-from memors_core.domain.dates import interval, normalise, now, overlaps
-from memors_core.domain.ids import address, parse_address
-from memors_core.domain.model import Finding
-from memors_core.domain.refs import fact_ref, passage_ref
-from memors_core.errors import BadInput
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
-from memors_core.wire import structure, to_json
+from memors_core.plugins import (
+    BadInput,
+    Candidate,
+    Finding,
+    Item,
+    Kind,
+    KindContext,
+    Scan,
+    address,
+    fact_ref,
+    fingerprint,
+    hookimpl,
+    interval,
+    normalise,
+    now,
+    overlaps,
+    parse_address,
+    passage_ref,
+    structure,
+    to_json,
+)
 
 
 @attrs.frozen

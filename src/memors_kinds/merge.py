@@ -18,13 +18,24 @@ from typing import Any
 
 import attrs
 
-from memors_core import hookimpl
-from memors_core.domain.ids import address
-from memors_core.domain.refs import entity_ref, fact_ref, page_ref, passage_ref
-from memors_core.errors import BadInput, NotFound
-from memors_core.log import get_logger
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
-from memors_core.wire import to_json
+from memors_core.plugins import (
+    BadInput,
+    Candidate,
+    Item,
+    Kind,
+    KindContext,
+    NotFound,
+    Scan,
+    address,
+    entity_ref,
+    fact_ref,
+    fingerprint,
+    get_logger,
+    hookimpl,
+    page_ref,
+    passage_ref,
+    to_json,
+)
 
 log = get_logger("memors")
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from memors_core import hookimpl
-from memors_core.domain.ids import parse_address
-from memors_core.domain.model import Finding, PageResolution
-from memors_core.domain.rules import PAGE_MIN_PASSAGES
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
+from memors_core.plugins import (
+    PAGE_MIN_PASSAGES,
+    Candidate,
+    Finding,
+    Item,
+    Kind,
+    KindContext,
+    PageResolution,
+    Scan,
+    hookimpl,
+    parse_address,
+)
 
 from . import _pages
 

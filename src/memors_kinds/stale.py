@@ -12,13 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from memors_core import hookimpl
-from memors_core.domain.ids import parse_address
-from memors_core.domain.model import Finding, PageResolution
-from memors_core.domain.refs import page_ref
-from memors_core.domain.rows import Page
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan
-from memors_core.wire import to_json
+from memors_core.plugins import (
+    Candidate,
+    Finding,
+    Item,
+    Kind,
+    KindContext,
+    Page,
+    PageResolution,
+    Scan,
+    hookimpl,
+    page_ref,
+    parse_address,
+    to_json,
+)
 
 from . import _pages
 

@@ -1,9 +1,8 @@
 """The expired kind, check and lint rule, on a real store (memors_core.testing)."""
 
 import pytest
-from memors_core import BadInput
+from memors_core.plugins import BadInput, to_json
 from memors_core.testing import open_items, temporary_memory, write_page
-from memors_core.wire import to_json
 
 import memors_expired
 

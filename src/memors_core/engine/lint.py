@@ -15,7 +15,7 @@ and never writes.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from memors_core.domain.dates import now_ts
 from memors_core.domain.grounding import flag_message
@@ -59,7 +59,7 @@ def _fact_line(tx: Tx, fact_id: str) -> str:
 
 @hookimpl
 def memors_lint_rules(context: LintContext) -> list[Finding]:
-    tx, ns = context.store, context.namespace
+    tx, ns = cast("Tx", context.store), context.namespace  # core's rules read purges too
     findings: list[Finding] = []
     for a, b in tx.facts.conflicting(ns):
         findings.append(

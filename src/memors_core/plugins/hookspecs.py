@@ -1,6 +1,6 @@
 """Every hook memors calls, in one module.
 
-Plugins implement these with ``@memors_core.hookimpl``. Each docstring is
+Plugins implement these with ``@memors_core.plugins.hookimpl``. Each docstring is
 the reference documentation for its hook (``docs/plugins.md`` is checked
 against them by the test suite). Arguments may be added over time, never
 removed; an implementation may accept fewer arguments than the spec names.
@@ -48,9 +48,9 @@ def memors_register_kinds(registry: KindRegistry) -> None:
         implementation, each on its own.
 
     Args:
-        registry: a :class:`memors_core.plugins.kinds.KindRegistry`; call
+        registry: a :class:`memors_core.plugins.KindRegistry`; call
             ``registry.add(kind)`` with an instance of each
-            :class:`memors_core.plugins.kinds.Kind` the plugin provides. A kind whose
+            :class:`memors_core.plugins.Kind` the plugin provides. A kind whose
             name is already registered is refused with a
             :class:`memors_core.PluginError` naming both plugins.
 
@@ -100,16 +100,16 @@ def memors_check_submission(
         own, failures isolated.
 
     Args:
-        context: a :class:`memors_core.plugins.kinds.CheckContext` (``store``,
+        context: a :class:`memors_core.plugins.CheckContext` (``store``,
             the typed store, ``namespace``, and ``kind``, the item's kind).
-        item: the :class:`memors_core.plugins.kinds.Item` being completed.
+        item: the :class:`memors_core.plugins.Item` being completed.
         resolution: the structured resolution, an instance of the kind's
             ``resolution`` class (page submissions are
-            :class:`memors_core.domain.model.PageResolution`).
+            :class:`memors_core.plugins.PageResolution`).
         payload: the item's payload, exactly as it was handed out.
 
     Returns:
-        A mapping of check name to :class:`memors_core.domain.model.CheckResult`
+        A mapping of check name to :class:`memors_core.plugins.CheckResult`
         (``passed`` and ``flagged``, a list of JSON objects saying what is
         wrong), or ``None`` when none of the plugin's checks apply. Every
         result appears in the submit report under its name; any flagged one
@@ -132,11 +132,11 @@ def memors_lint_rules(context: LintContext) -> list[Finding] | None:
         implementation, each on its own, failures isolated.
 
     Args:
-        context: a :class:`memors_core.plugins.kinds.LintContext` (``store``,
+        context: a :class:`memors_core.plugins.LintContext` (``store``,
             the typed store in a read-only transaction, and ``namespace``).
 
     Returns:
-        A list of :class:`memors_core.domain.model.Finding` (``rule``,
+        A list of :class:`memors_core.plugins.Finding` (``rule``,
         ``address``, ``message``, ``related``), or ``None``. An
         implementation that raises, or returns anything else, is reported
         as a ``plugin-error`` finding at ``plugin:NAME`` with the error;

@@ -20,7 +20,7 @@ from memors_core.settings import Limits
 
 if TYPE_CHECKING:
     from memors_core.domain.model import Finding
-    from memors_core.storage.api import Tx
+    from memors_core.plugins.store import PluginStore
 
 __all__ = [
     "Candidate",
@@ -96,8 +96,8 @@ class Changes:
 @attrs.define
 class KindContext:
     """What a kind gets to work with: the typed store (the engine's open
-    transaction, :class:`memors_core.storage.api.Tx`), the namespace and the
-    limits on input.
+    transaction, as a :class:`memors_core.plugins.PluginStore`), the
+    namespace and the limits on input.
 
     For an incremental scan (a kind with ``incremental = True`` that has
     scanned this namespace before, and no ``--full``), ``changes`` says what
@@ -105,7 +105,7 @@ class KindContext:
     what it re-examined and the keys it re-examined.
     """
 
-    store: Tx
+    store: PluginStore
     namespace: str
     full: bool = True
     #: The limits on input (``limits.page_bytes``, ...).
@@ -134,7 +134,7 @@ class CheckContext:
     """What a check gets: the typed store (read it, change nothing), the
     namespace and the kind of the item submitted."""
 
-    store: Tx
+    store: PluginStore
     namespace: str
     kind: Kind
 
@@ -144,7 +144,7 @@ class LintContext:
     """What a lint rule reads: the typed store (a read-only transaction) and
     the namespace being linted."""
 
-    store: Tx
+    store: PluginStore
     namespace: str
 
 

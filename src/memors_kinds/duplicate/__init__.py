@@ -33,12 +33,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from memors_core import hookimpl
-from memors_core.domain.ids import address, parse_address
-from memors_core.domain.refs import passage_ref
-from memors_core.errors import BadInput, PluginError
-from memors_core.log import get_logger
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, Scan, fingerprint
+from memors_core.plugins import (
+    BadInput,
+    Candidate,
+    Item,
+    Kind,
+    KindContext,
+    PluginError,
+    Scan,
+    address,
+    fingerprint,
+    get_logger,
+    hookimpl,
+    parse_address,
+    passage_ref,
+)
 from memors_kinds.duplicate import postgres_index, sqlite_index
 from memors_kinds.duplicate.index import Prefix, PrefixIndex
 from memors_kinds.duplicate.join import (
@@ -53,8 +62,7 @@ from memors_kinds.duplicate.join import (
 from memors_kinds.duplicate.sqlite_index import FOLD_RATIO
 
 if TYPE_CHECKING:
-    from memors_core.domain.rows import Passage
-    from memors_core.storage.api import Tx
+    from memors_core.plugins import Passage, PluginStore
 
 __all__ = ["FOLD_RATIO", "THRESHOLD", "DuplicateKind", "clusters", "join", "similar_pairs"]
 
@@ -66,7 +74,7 @@ class DuplicateResolution:
     keep: list[str]
 
 
-def _index(tx: Tx) -> PrefixIndex:
+def _index(tx: PluginStore) -> PrefixIndex:
     """The prefix index of the store's engine (one module per engine)."""
     if tx.engine == "sqlite":
         return sqlite_index.SqlitePrefixIndex(tx.native("sqlite"))
@@ -76,7 +84,7 @@ def _index(tx: Tx) -> PrefixIndex:
 
 
 def _partners(
-    tx: Tx,
+    tx: PluginStore,
     index: PrefixIndex,
     namespace: str,
     new: Sequence[tuple[str, str, bytes]],
@@ -159,7 +167,7 @@ def _unsettled(
     return out
 
 
-def _resettle(tx: Tx, index: PrefixIndex, namespace: str) -> None:
+def _resettle(tx: PluginStore, index: PrefixIndex, namespace: str) -> None:
     """Rebuild what finished items settled (a full scan: after an import,
     or a store whose settlements were never recorded)."""
     index.forget_settled(namespace)

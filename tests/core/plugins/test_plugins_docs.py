@@ -5,7 +5,8 @@
   Returns), or without a test that implements it, fails here.
 - The ``Kind`` contract tables name every field of the classes they
   document, the ``ctx.store`` reference is generated from
-  ``memors_core.storage.api``,
+  ``memors_core.plugins.PluginStore`` (what a plugin may call, with the
+  storage protocol's docstrings),
   and every helper of ``memors_core.testing`` is documented.
 - The tutorial runs: its files are written from the doc's code blocks and
   its console sessions are run in a fresh virtual environment, outputs
@@ -133,7 +134,7 @@ def write_reference() -> None:
 
 # --- the ctx.store reference, generated from the storage protocol ------------------------
 
-STORE_BEGIN = "<!-- store-reference: generated from memors_core.storage.api; regenerate with `python tests/core/plugins/test_plugins_docs.py` -->"
+STORE_BEGIN = "<!-- store-reference: generated from memors_core.plugins.PluginStore; regenerate with `python tests/core/plugins/test_plugins_docs.py` -->"
 STORE_END = "<!-- /store-reference -->"
 
 
@@ -154,29 +155,24 @@ def _method_row(name: str, fn: object) -> str:
     return f"| {call} | {_one_line(inspect.getdoc(fn) or '')} |"
 
 
-#: Repositories of a transaction that only the engine uses (purge, export and import).
-ENGINE_ONLY = ("purges", "transfer")
-
-
 def store_repositories() -> dict[str, type]:
-    """What ``ctx.store`` offers a plugin: ``Tx``'s repositories, attribute
-    name -> Protocol, in declaration order."""
-    from memors_core.storage import api
+    """What ``ctx.store`` offers a plugin: ``PluginStore``'s repositories,
+    attribute name -> Protocol, in declaration order."""
+    from memors_core.plugins.store import repositories
 
-    found = {name: getattr(api, ann, None) for name, ann in api.Tx.__annotations__.items()}
-    return {
-        name: proto
-        for name, proto in found.items()
-        if isinstance(proto, type) and name not in ENGINE_ONLY
-    }
+    return repositories()
 
 
 def render_store_reference() -> str:
+    from memors_core.plugins.store import NARROWS
+
     out = []
     for attr, proto in store_repositories().items():
         out += [f"#### `ctx.store.{attr}`", ""]
-        if proto.__doc__ and inspect.getdoc(proto):
-            out += [_one_line(inspect.getdoc(proto)), ""]
+        # the repository's own words, from the storage protocol it narrows
+        full = NARROWS[proto]
+        if full.__doc__ and inspect.getdoc(full):
+            out += [_one_line(inspect.getdoc(full)), ""]
         out += ["| method | what it does |", "|---|---|"]
         for name, fn in vars(proto).items():
             if not name.startswith("_") and inspect.isfunction(fn):
@@ -278,7 +274,7 @@ def test_each_contract_class_is_documented_field_by_field(name):
 
 
 def test_the_store_reference_is_generated_from_the_protocol():
-    # A method added to memors_core.storage.api shows up in the doc, or this fails.
+    # A method added to memors_core.plugins.PluginStore shows up in the doc, or this fails.
     text = DOC.read_text()
     assert STORE_BEGIN in text and STORE_END in text, "docs/plugins.md lost its store markers"
     documented = text.split(STORE_BEGIN, 1)[1].split(STORE_END, 1)[0].strip()

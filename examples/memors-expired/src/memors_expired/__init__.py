@@ -12,9 +12,10 @@ held, and the ``expired-on-page`` lint rule finds live pages that already do.
 A sentence may mention an expired value when it says when it ended (the
 year of its ``valid_to``): "Raft's leader was node 3 until 2024."
 
-Everything here goes through the public plugin API: ``memors_core.hookimpl``,
-:class:`memors_core.plugins.kinds.Kind` and the typed store ``ctx.store``
-(:mod:`memors_core.storage.api`): no SQL, so it runs on any storage engine.
+Everything here comes from the one plugin API, :mod:`memors_core.plugins`:
+``hookimpl``, :class:`~memors_core.plugins.Kind` and the typed store
+``ctx.store`` (a :class:`~memors_core.plugins.PluginStore`): no SQL, so it
+runs on any storage engine.
 """
 
 from __future__ import annotations
@@ -23,14 +24,29 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from memors_core import BadInput, hookimpl
-from memors_core.domain.dates import normalise, now_ts
-from memors_core.domain.ids import address, parse_address
-from memors_core.domain.model import CheckResult, Finding, PageResolution
-from memors_core.domain.refs import fact_ref, page_ref
-from memors_core.domain.text import content_words, fold_value, page_sentences, words
-from memors_core.plugins.kinds import Candidate, Item, Kind, KindContext, fingerprint
-from memors_core.wire import to_json
+from memors_core.plugins import (
+    BadInput,
+    Candidate,
+    CheckResult,
+    Finding,
+    Item,
+    Kind,
+    KindContext,
+    PageResolution,
+    address,
+    content_words,
+    fact_ref,
+    fingerprint,
+    fold_value,
+    hookimpl,
+    normalise,
+    now_ts,
+    page_ref,
+    page_sentences,
+    parse_address,
+    to_json,
+    words,
+)
 
 KIND = "expired"
 CHECK = "expired-value"
