@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from memors_core import semantic
@@ -164,151 +164,10 @@ class Ingest:
     ) -> RememberedMany:
         """Store many documents, one transaction per ``batch`` (see
         :meth:`memors_core.Memory.remember_many`)."""
-        name = where or (lambda n: f"document {n}")
-        totals = Counter()
-        pending: list[tuple] = []
-        report = Reporter(progress)
-
-        # From the second batch on, a helper process splits and shingles the
-        # next batch while this process stores the current one.
-        worker = _ShingleWorker()
-        ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
-
-        def store_batch(docs: list[tuple], prepared: list[Any]) -> None:
-            passages, fared = 0, Counter()
-            created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
-            try:
-                with self.storage.write(namespace=namespace) as tx:
-                    tx.namespaces.touch(namespace)
-                    # One time for the transaction's rows; the documents its
-                    # uris name already, looked up at once; new rows stored
-                    # together (a document with an earlier version first
-                    # stores what waits, and then its own rows, at once).
-                    stamp = now()
-                    latest = tx.documents.latest_by_uris(
-                        namespace, [d[1] for d in docs if d[1] is not None]
-                    )
-                    rows = _Rows(tx, namespace, stamp)
-                    for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
-                        stored = totals["documents"] + n
-                        report(
-                            task="remember",
-                            phase="storing",
-                            documents=stored,
-                            done=stored,
-                            unit="documents",
-                        )
-                        pieces, outcome = self._one(
-                            tx,
-                            namespace,
-                            *doc,
-                            counts_only=True,
-                            prepared=prep,
-                            touch=False,
-                            report=report,
-                            documents=stored,
-                            created=created,
-                            stamp=stamp,
-                            latest=latest,
-                            rows=rows,
-                        )
-                        passages += pieces
-                        fared[outcome] += 1
-                    rows.store()
-            except BaseException:
-                ahead.clear()  # the load stops here: nothing after this batch is stored
-                pending.clear()
-                raise
-            totals["passages"] += passages  # counted once the batch is committed
-            totals["documents"] += len(docs)
-            totals.update(fared)
-            stored = totals["documents"]
-            self._new_passages(namespace, created)
-            report(
-                True,
-                task="remember",
-                phase="storing",
-                documents=stored,
-                done=stored,
-                unit="documents",
-            )
-
-        def flush(more: bool = True) -> None:
-            docs = list(pending)
-            pending.clear()
-            previous = ahead.pop() if ahead else None
-            done = worker.collect(previous[0]) if previous else None
-            if more or worker.running:
-                # Hand this batch to the worker, then store the one it finished.
-                ahead.append((docs, worker.send([d[0] for d in docs])))
-                if previous:
-                    store_batch(previous[0], done)
-            else:
-                if previous:
-                    store_batch(previous[0], done)
-                ready = []
-                for n, d in enumerate(docs):  # in this process: say so while it runs
-                    stored = totals["documents"]
-                    report(
-                        n == 0,
-                        task="remember",
-                        phase="preparing",
-                        documents=stored,
-                        done=n,
-                        total=len(docs),
-                        unit="documents",
-                    )
-                    ready.append(prepare_passages(d[0]))
-                store_batch(docs, ready)
-
-        def drain() -> None:
-            if pending:
-                flush(more=False)
-            if ahead:
-                docs, _sent = ahead.pop()
-                store_batch(docs, worker.collect(docs))
-
+        load = _BulkLoad(self, namespace, Reporter(progress))
         before = self._entity_count(namespace)
-        try:
-            for n, raw in enumerate(documents, 1):
-                if not isinstance(raw, dict):
-                    raise BadInput(f"{name(n)}: expected a JSON object")
-                extra = set(raw) - {"text", "uri", "title", "entities", "metadata"}
-                if extra:
-                    raise BadInput(f"{name(n)}: unexpected field(s) {', '.join(sorted(extra))}")
-                try:
-                    pending.append(
-                        check_document(
-                            self.limits,
-                            raw.get("text"),
-                            raw.get("uri"),
-                            raw.get("title"),
-                            raw.get("entities"),
-                            raw.get("metadata"),
-                        )
-                    )
-                except BadInput as exc:
-                    raise BadInput(f"{name(n)}: {exc.message}") from None
-                if len(pending) >= batch:
-                    flush()
-        except MemorsError as exc:
-            # Everything before the bad document is stored, whatever raised
-            # (a bad line, an unreadable file): say how much, so a load can resume.
-            try:
-                drain()
-            finally:
-                worker.close()
-            stored = totals["documents"]
-            raise type(exc)(
-                f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
-            ) from None
-        except BaseException:
-            worker.close()
-            raise
-        try:
-            drain()
-        finally:
-            worker.close()
+        load.run(self._checked(documents, where or (lambda n: f"document {n}")), batch)
+        totals = load.totals
         return RememberedMany(
             documents=totals["documents"],
             passages=totals["passages"],
@@ -317,6 +176,29 @@ class Ingest:
             new_versions=totals["new_versions"],
             unchanged=totals["unchanged"],
         )
+
+    def _checked(
+        self, documents: Iterable[dict[str, Any]], name: Callable[[int], str]
+    ) -> Iterator[tuple]:
+        """The documents of a bulk load, checked one by one as they are read;
+        a bad one is bad input naming it (``name(n)``, n from 1)."""
+        for n, raw in enumerate(documents, 1):
+            if not isinstance(raw, dict):
+                raise BadInput(f"{name(n)}: expected a JSON object")
+            extra = set(raw) - {"text", "uri", "title", "entities", "metadata"}
+            if extra:
+                raise BadInput(f"{name(n)}: unexpected field(s) {', '.join(sorted(extra))}")
+            try:
+                yield check_document(
+                    self.limits,
+                    raw.get("text"),
+                    raw.get("uri"),
+                    raw.get("title"),
+                    raw.get("entities"),
+                    raw.get("metadata"),
+                )
+            except BadInput as exc:
+                raise BadInput(f"{name(n)}: {exc.message}") from None
 
     def _one(
         self,
@@ -491,6 +373,149 @@ class Ingest:
         if counts_only:
             return len(pieces), ("new" if version == 1 else "new_versions")
         return _remembered(tx, doc_id, version)
+
+
+class _BulkLoad:
+    """One bulk load (:meth:`Ingest.many`): documents gathered into batches,
+    each stored in one transaction. From the second batch on, a helper
+    process splits and shingles the next batch while this process stores
+    the current one."""
+
+    def __init__(self, ingest: Ingest, namespace: str, report: Reporter) -> None:
+        self.ingest = ingest
+        self.namespace = namespace
+        self.report = report
+        self.totals: Counter[str] = Counter()
+        self.pending: list[tuple] = []
+        self.worker = _ShingleWorker()
+        self.ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
+
+    def run(self, documents: Iterable[tuple], batch: int) -> None:
+        """Store the (checked) documents. When reading or checking one fails,
+        everything before it is stored, whatever raised (a bad line, an
+        unreadable file), and the error says how much, so a load can resume."""
+        try:
+            for doc in documents:
+                self.pending.append(doc)
+                if len(self.pending) >= batch:
+                    self.flush()
+        except MemorsError as exc:
+            try:
+                self.drain()
+            finally:
+                self.worker.close()
+            stored = self.totals["documents"]
+            raise type(exc)(
+                f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
+            ) from None
+        except BaseException:
+            self.worker.close()
+            raise
+        try:
+            self.drain()
+        finally:
+            self.worker.close()
+
+    def flush(self, more: bool = True) -> None:
+        """Hand the pending batch to the worker and store the one it finished;
+        the last batch (no ``more``, no worker running) is prepared here."""
+        docs = list(self.pending)
+        self.pending.clear()
+        previous = self.ahead.pop() if self.ahead else None
+        done = self.worker.collect(previous[0]) if previous else None
+        if more or self.worker.running:
+            self.ahead.append((docs, self.worker.send([d[0] for d in docs])))
+            if previous:
+                self.store(previous[0], done)
+        else:
+            if previous:
+                self.store(previous[0], done)
+            self.store(docs, self.prepare_here(docs))
+
+    def prepare_here(self, docs: list[tuple]) -> list[Prepared]:
+        """Prepare a batch in this process, saying so while it runs."""
+        ready = []
+        for n, d in enumerate(docs):
+            self.report(
+                n == 0,
+                task="remember",
+                phase="preparing",
+                documents=self.totals["documents"],
+                done=n,
+                total=len(docs),
+                unit="documents",
+            )
+            ready.append(prepare_passages(d[0]))
+        return ready
+
+    def drain(self) -> None:
+        """Store what is pending and what the worker has."""
+        if self.pending:
+            self.flush(more=False)
+        if self.ahead:
+            docs, _sent = self.ahead.pop()
+            self.store(docs, self.worker.collect(docs))
+
+    def store(self, docs: list[tuple], prepared: list[Any]) -> None:
+        """Store one batch in one transaction; counted once it is committed."""
+        ingest, namespace, report = self.ingest, self.namespace, self.report
+        passages, fared = 0, Counter()
+        created: list[tuple[str, str]] | None = [] if ingest.makes_vectors else None
+        try:
+            with ingest.storage.write(namespace=namespace) as tx:
+                tx.namespaces.touch(namespace)
+                # One time for the transaction's rows; the documents its
+                # uris name already, looked up at once; new rows stored
+                # together (a document with an earlier version first
+                # stores what waits, and then its own rows, at once).
+                stamp = now()
+                latest = tx.documents.latest_by_uris(
+                    namespace, [d[1] for d in docs if d[1] is not None]
+                )
+                rows = _Rows(tx, namespace, stamp)
+                for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
+                    stored = self.totals["documents"] + n
+                    report(
+                        task="remember",
+                        phase="storing",
+                        documents=stored,
+                        done=stored,
+                        unit="documents",
+                    )
+                    pieces, outcome = ingest._one(
+                        tx,
+                        namespace,
+                        *doc,
+                        counts_only=True,
+                        prepared=prep,
+                        touch=False,
+                        report=report,
+                        documents=stored,
+                        created=created,
+                        stamp=stamp,
+                        latest=latest,
+                        rows=rows,
+                    )
+                    passages += pieces
+                    fared[outcome] += 1
+                rows.store()
+        except BaseException:
+            self.ahead.clear()  # the load stops here: nothing after this batch is stored
+            self.pending.clear()
+            raise
+        self.totals["passages"] += passages  # counted once the batch is committed
+        self.totals["documents"] += len(docs)
+        self.totals.update(fared)
+        stored = self.totals["documents"]
+        ingest._new_passages(namespace, created)
+        report(
+            True,
+            task="remember",
+            phase="storing",
+            documents=stored,
+            done=stored,
+            unit="documents",
+        )
 
 
 class _ShingleWorker:
