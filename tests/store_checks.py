@@ -39,7 +39,8 @@ ORPHANS: list[tuple[str, str]] = [
     (
         "a first version without its passages",
         "SELECT v.document FROM document_versions v WHERE v.version = 1 AND NOT EXISTS "
-        "(SELECT 1 FROM passages p WHERE p.document = v.document AND p.version = 1)",
+        "(SELECT 1 FROM passages p WHERE p.document = v.document AND p.version = 1) "
+        "AND NOT EXISTS (SELECT 1 FROM purges)",  # (a purge may erase every passage)
     ),
     (
         "a later version without its passage list",
