@@ -558,6 +558,15 @@ def _lint_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _corrections_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--action",
+        choices=["rename", "merge", "unmerge", "reopen", "propose_again"],
+        help="only this action's",
+    )
+    p.add_argument("--target", metavar="ADDR", help="only those about this entity or item")
+
+
 def _purge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("address", metavar="ADDR", help="the document, passage, fact or page to erase")
     p.add_argument("--yes", action="store_true", help="confirm: the content cannot be recovered")
@@ -624,6 +633,12 @@ SUBCOMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None] | N
         "lint",
         "report problems (read-only): contradictions, orphans, missing/stale pages, expired facts",
         _lint_arguments,
+    ),
+    (
+        "corrections",
+        "list the corrections made (read-only): renames, merges and their undoing, "
+        "items reopened, merges proposed again",
+        _corrections_arguments,
     ),
     ("metrics", "print the Prometheus metrics of the whole store", None),
     ("purge", "erase a document, passage, fact or page for good (audited)", _purge_arguments),

@@ -17,6 +17,7 @@ from memors_core.domain.ids import parse_address
 from memors_core.domain.inputs import check_namespace, opt_str, req_str
 from memors_core.domain.model import (
     Corrected,
+    CorrectionList,
     DocumentList,
     EntityList,
     EntityRef,
@@ -308,6 +309,27 @@ class Memory:
             reason = req_str(reason, "a reason", 2000)
         with self.store.write() as tx:
             return corrections.reopen(self._services, tx, namespace, item_id, reason)
+
+    def corrections(
+        self, namespace: str = "default", action: str | None = None, target: str | None = None
+    ) -> CorrectionList:
+        """The audit of the corrections made in a namespace, oldest first:
+        renames, merges (what each moved, so it can be undone), merges
+        undone, items reopened (with what they restored) and merges proposed
+        again. ``action`` keeps one action's, ``target`` those about one
+        address (an entity, an item)."""
+        from memors_core.engine import corrections
+
+        check_namespace(namespace)
+        if action is not None and action not in corrections.ACTIONS:
+            raise BadInput(
+                f"unknown correction {action!r}: use one of {', '.join(corrections.ACTIONS)}"
+            )
+        if target is not None:
+            target = req_str(target, "an address", 300)
+            parse_address(target)
+        with self.store.read() as tx:
+            return corrections.listing(tx, namespace, action, target)
 
     # --- search ------------------------------------------------------------------------
 

@@ -213,7 +213,7 @@ def describe_validation(tool: str, error: ValidationError) -> str:
 def build_server(
     memory: Memory, namespace: str = "default", *, log_level: str = "WARNING"
 ) -> MemorsMCPServer:
-    """The MCP server over ``memory``: twelve tools, six resource templates, one prompt."""
+    """The MCP server over ``memory``: thirteen tools, six resource templates, one prompt."""
     check_namespace(namespace)
     server = MemorsMCPServer(
         memory,

@@ -212,6 +212,23 @@ class Finding(TypedDict):
     related: list[str]
 
 
+class CorrectionEntry(TypedDict):
+    id: int
+    action: str
+    target: str
+    detail: dict[str, Any]
+    created_at: str
+    summary: str
+
+
+class CorrectionsOutput(TypedDict):
+    """The audit of corrections, oldest first, each with what it did in one line."""
+
+    namespace: str
+    corrections: list[CorrectionEntry]
+    paged: NotRequired[Paged]
+
+
 class LintOutput(TypedDict):
     """Problems found, each with a rule name and addresses."""
 
@@ -299,6 +316,11 @@ def summarise(
         return line + (f"; flagged by {', '.join(flagged)}" if flagged else "")
     if name == "lint":
         return f"namespace {data['namespace']}: {len(data['findings'])} finding(s)"
+    if name == "corrections":
+        shown = data["corrections"]
+        return f"namespace {data['namespace']}: {len(shown)} correction(s)" + "".join(
+            f"\n- {c['id']} {c['action']}: {c['summary']}" for c in shown
+        )
     return name
 
 
@@ -399,7 +421,7 @@ STRICT_BOOL = Field(strict=True)
 def register_tools(
     server: MCPServer, memory: Memory, default_namespace: str
 ) -> dict[str, set[str]]:
-    """Register the twelve tools on ``server``; returns each tool's argument names."""
+    """Register the thirteen tools on ``server``; returns each tool's argument names."""
     limits = memory.limits
     budget = compact_budget()
 
@@ -660,6 +682,35 @@ def register_tools(
         "again. Returns the item now open for it (`item`). Done page, stale and duplicate items "
         "are refused (forget the page instead; forgotten passages do not come back).",
         _annotations("Reopen a work item", read_only=False),
+    )
+
+    def corrections(
+        action: Annotated[
+            Literal["rename", "merge", "unmerge", "reopen", "propose_again"] | None,
+            Field(description="Only this action's corrections. Default: every one's."),
+        ] = None,
+        target: Annotated[
+            str | None,
+            Field(description="Only those about this address (memo://entity/ID, memo://item/ID)."),
+        ] = None,
+        namespace: Namespace = None,
+        page: Page = 1,
+    ) -> Annotated[CallToolResult, CorrectionsOutput]:
+        return run_tool(
+            "corrections",
+            lambda: memory.corrections(namespace=ns(namespace), action=action, target=target),
+            lambda data: page_answer(data, budget, page),
+        )
+
+    tool(
+        corrections,
+        "List the corrections people and agents made in a namespace, oldest first, without "
+        "changing anything: renames, merges (with what each moved), merges undone, items "
+        "reopened (with what they restored) and merges proposed again. Each is an audit row "
+        "with its action, the address it was about, what it recorded (`detail`) and one line "
+        "saying what it did (`summary`). Every one can itself be taken back: rename again, "
+        "propose_merge with `again`, reopen the item made.",
+        _annotations("List corrections", read_only=True),
     )
 
     # --- search -----------------------------------------------------------------------------

@@ -74,6 +74,7 @@ SYNOPSIS = {
         "--force",
     },
     ("lint",): set(),
+    ("corrections",): {"--action", "--target"},
     ("metrics",): set(),
     ("purge",): {"--yes"},
     ("export",): set(),

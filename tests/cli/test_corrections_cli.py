@@ -223,3 +223,25 @@ def test_purge_erases_a_renamed_entity_with_its_names(cli) -> None:
     dumped = cli("export")
     assert dumped.code == 0 and "Raft" in dumped.out
     assert "Kestrel" not in dumped.out and "Nightjar" not in dumped.out
+
+
+def test_corrections_lists_the_audit(cli) -> None:
+    assert cli("corrections").out.strip() == "namespace default: no corrections"
+    merge = _quorum_store(cli)
+    assert cli("submit", str(merge["id"]), "--accept", "--name", "Quorum writes").code == 0
+    cli("entity", "unmerge", "quorum-replication")
+    r = cli("corrections", "--json")
+    assert r.code == 0, r
+    actions = [c["action"] for c in r.json["corrections"]]
+    assert actions == ["merge", "rename", "unmerge"]
+    lines = cli("corrections").out.splitlines()
+    assert "renamed 'Quorum replication' to 'Quorum writes'" in lines[1]
+    assert "separated memo://entity/" in lines[2]
+    survivor = r.json["corrections"][1]["target"]
+    r = cli("corrections", "--action", "rename", "--target", survivor, "--json")
+    assert [c["detail"] for c in r.json["corrections"]] == [
+        {"from": "Quorum replication", "to": "Quorum writes"}
+    ]
+    bad = cli("corrections", "--target", "quorum")
+    assert bad.code == 2 and "malformed address" in bad.err and "Traceback" not in bad.err
+    assert cli("corrections", "--action", "erase").code == 2

@@ -28,6 +28,7 @@ TOOLS = (
     "rename_entity",
     "undo_merge",
     "reopen",
+    "corrections",
 )
 
 

@@ -35,6 +35,7 @@ TOOLS = {
     "rename_entity",
     "undo_merge",
     "reopen",
+    "corrections",
 }
 TEMPLATES = {
     f"memo://{t}/{{id}}{{?page}}" for t in ("page", "entity", "passage", "fact", "document", "item")

@@ -161,7 +161,7 @@ def test_tool_schemas_refuse_unknown_arguments(fresh_store, tmp_path: Path):
                 return tools, typo
 
         tools, typo = anyio.run(main)
-    assert len(tools) == 12
+    assert len(tools) == 13
     for tool in tools:
         assert tool.input_schema.get("additionalProperties") is False, tool.name
     assert typo.is_error and "unknown argument 'limt' for compact" in typo.content[0].text

@@ -103,3 +103,32 @@ def test_reopen_a_skip_over_mcp(store: Memory) -> None:
 
     ids, new = _run(store, body)
     assert ids == [new]
+
+
+def test_the_corrections_are_listed_over_mcp_paged(store: Memory, monkeypatch) -> None:
+    monkeypatch.setenv("MEMORS_MCP_COMPACT_BYTES", "4096")
+    long = "Quorum writes " + "x" * 150
+    names = ["Quorum replication", long]
+    for i in range(12):  # a long audit: renamed back and forth
+        store.rename_entity(names[i % 2], names[(i + 1) % 2])
+    [entity] = {c.target for c in store.corrections().corrections}
+
+    async def body(client: Client):
+        err, first, text = await _call(client, "corrections")
+        assert not err and "renamed 'Quorum replication' to 'Quorum writes" in text
+        err, second, _ = await _call(client, "corrections", page=2)
+        assert not err
+        _, about, _ = await _call(client, "corrections", action="rename", target=entity)
+        err, _, bad = await _call(client, "corrections", target="nowhere")
+        assert err and "malformed address" in bad
+        err, _, bad = await _call(client, "corrections", action="erase")
+        assert err
+        return first, second, about
+
+    first, second, about = _run(store, body)
+    assert first["paged"]["lists"]["corrections"]["total"] == 12
+    assert len(first["corrections"]) < 12 and first["paged"]["next"] == {"page": 2}
+    ids = [c["id"] for c in first["corrections"] + second["corrections"]]
+    assert ids == sorted(ids) and ids[0] == 1
+    assert all(c["action"] == "rename" and c["target"] == entity for c in about["corrections"])
+    assert about["paged"]["lists"]["corrections"]["total"] == 12

@@ -77,7 +77,7 @@ def test_http_serves_every_tool_resource_and_prompt(fresh_store, tmp_path: Path)
                 assert client.protocol_version == "2025-11-25"
                 return [t.name for t in (await client.list_tools()).tools]
 
-        assert len(anyio.run(legacy)) == 12
+        assert len(anyio.run(legacy)) == 13
         status, headers, body = http_get(f"{server.base}/metrics")
         assert status == 200
         assert headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"

@@ -88,6 +88,7 @@ MIRRORS: dict[str, Mirror] = {
         flattened=("outcome",),
     ),
     "lint": Mirror((model.LintReport,), extras={"paged": False}),
+    "corrections": Mirror((model.CorrectionList,), extras={"paged": False}),
 }
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

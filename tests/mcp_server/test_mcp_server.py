@@ -77,7 +77,7 @@ def test_tools_are_described_for_a_model(store: Memory) -> None:
         in by_name["remember"].input_schema["properties"]["text"]["description"]
     )
     assert "dry_run" in by_name["submit"].description
-    for read_only in ("search", "get", "lint"):
+    for read_only in ("search", "get", "lint", "corrections"):
         assert by_name[read_only].annotations.read_only_hint is True
     assert by_name["forget"].annotations.destructive_hint is True
     assert by_name["search"].input_schema["properties"]["granularity"]["enum"] == [
@@ -197,6 +197,7 @@ def test_tool_inputs_are_spec_names(store: Memory) -> None:
             "resolution",
         },
         "lint": {"rules", "page"},
+        "corrections": {"action", "target", "page"},
     }
     for name, fields in expected.items():
         assert set(tools[name].input_schema["properties"]) == fields | {"namespace"}, name

@@ -87,6 +87,13 @@ def test_rename_and_undo_a_merge_from_the_entity_page(serve, store_address) -> N
         {"Origin": server.base},
     )
     assert again.status == 400 and "nothing to undo" in again.problem()
+    # The namespace page lists them, newest first, each linked to what it was about.
+    home = client.get("/ns/default/").text
+    listed = home.split('<h2 id="corrections">', 1)[1]
+    assert listed.startswith("Corrections <small>3</small>")
+    rows = listed.split("<tbody>", 1)[1].split("</tbody>", 1)[0].split("<tr>")[1:]
+    assert [r.split("</td><td>")[2] for r in rows] == ["unmerge", "rename", "merge"]
+    assert "to &#39;Quorum &lt;writes&gt;&#39;" in rows[1] and url_path(first) in rows[1]
     with Memory.open(store_address) as memory:
         assert memory.entity("quorum-replication").address == second
         assert memory.entity("Quorum replication").name == "Quorum <writes>"

@@ -27,6 +27,7 @@ HANDLERS = {
     "items": "compaction:cmd_items",
     "submit": "submit:cmd_submit",
     "lint": "admin:cmd_lint",
+    "corrections": "admin:cmd_corrections",
     "metrics": "admin:cmd_metrics",
     "purge": "admin:cmd_purge",
     "export": "admin:cmd_export",

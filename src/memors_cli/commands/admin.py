@@ -28,6 +28,19 @@ def cmd_lint(args: argparse.Namespace) -> int:
     return 1 if data["findings"] else 0
 
 
+def cmd_corrections(args: argparse.Namespace) -> int:
+    with Memory.open(args.db, readonly=True) as memory:  # creates and changes nothing
+        data = to_json(
+            memory.corrections(namespace=args.ns, action=args.action, target=args.target)
+        )
+    lines = [
+        f"{c['id']:>4}  {c['created_at'][:19]}  {c['action']:<13} {c['summary']}"
+        for c in data["corrections"]
+    ]
+    print_result(args, data, "\n".join(lines) if lines else f"namespace {args.ns}: no corrections")
+    return 0
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     if args.json:
         fail("metrics prints the Prometheus text format; it has no --json form", code="usage")

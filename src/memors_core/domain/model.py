@@ -116,6 +116,32 @@ class Corrected:
 
 
 @attrs.frozen
+class CorrectionEntry:
+    """One row of the audit of corrections (:meth:`Memory.corrections`)."""
+
+    #: The audit row's number (what ``Corrected.correction`` returned).
+    id: int
+    #: ``rename``, ``merge``, ``unmerge``, ``reopen`` or ``propose_again``.
+    action: str
+    #: The address the correction was about (an entity, an item).
+    target: str
+    #: What it did, as recorded: the names before and after, what moved,
+    #: the rows a reopened item restored or superseded, its reason …
+    detail: dict
+    created_at: str
+    #: What it did in one line (``renamed 'A' to 'B'``).
+    summary: str
+
+
+@attrs.frozen
+class CorrectionList:
+    """A namespace's corrections, oldest first (:meth:`Memory.corrections`)."""
+
+    namespace: str
+    corrections: list[CorrectionEntry]
+
+
+@attrs.frozen
 class SearchHit:
     """One result of a search: the row's address, its granularity, its text (or a
     snippet) and its score."""

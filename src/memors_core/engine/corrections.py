@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 from memors_core.domain import text
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address
-from memors_core.domain.model import Corrected, MergeProposed
+from memors_core.domain.model import (
+    Corrected,
+    CorrectionEntry,
+    CorrectionList,
+    MergeProposed,
+)
 from memors_core.domain.rows import Correction, Entity
 from memors_core.errors import BadInput, NotFound, Refused
 from memors_core.log import get_logger
@@ -28,6 +33,44 @@ if TYPE_CHECKING:
     from memors_core.storage.api import Tx
 
 log = get_logger("memors")
+
+
+#: The corrections the audit records, as its ``action`` column names them.
+ACTIONS = ("rename", "merge", "unmerge", "reopen", "propose_again")
+
+
+def listing(tx: Tx, namespace: str, action: str | None, target: str | None) -> CorrectionList:
+    """The namespace's corrections, oldest first (of ``action``, about ``target``)."""
+    return CorrectionList(
+        namespace=namespace,
+        corrections=[
+            CorrectionEntry(c.id, c.action, c.target, c.detail, c.created_at, _summary(c))
+            for c in tx.corrections.list(namespace, action, target)
+        ],
+    )
+
+
+def _summary(c: Correction) -> str:
+    """One line saying what the correction ``c`` did."""
+    d = c.detail
+    if c.action == "rename":
+        return f"renamed {d.get('from')!r} to {d.get('to')!r}"
+    if c.action == "merge":
+        via = f" (item {d['item']})" if d.get("item") else ""
+        return f"merged {d.get('absorbed')} into {c.target}{via}"
+    if c.action == "unmerge":
+        return f"separated {c.target} from {d.get('survivor')}"
+    if c.action == "propose_again":
+        return "proposed again: " + " + ".join(map(str, d.get("entities") or []))
+    line = f"reopened {c.target}"
+    if d.get("item"):
+        line += f" as item {d['item']}"
+    restored = d.get("restored") or []
+    if restored:
+        line += f"; {len(restored)} row(s) restored"
+    if d.get("reason"):
+        line += f": {d['reason']}"
+    return line
 
 
 def clean_name(name: str) -> str:

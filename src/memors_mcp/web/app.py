@@ -40,6 +40,9 @@ log = get_logger("memors.web")
 HERE = Path(__file__).parent
 #: Rows on one page of any list that can grow.
 PAGE_SIZE = 50
+#: The newest corrections the namespace page lists (the CLI's
+#: ``corrections`` and the MCP tool list them all).
+CORRECTIONS_SHOWN = 20
 #: What a hover preview and a source list show of a passage.
 PREVIEW_CHARS = 400
 BUILT_IN_FORMS = ("page", "stale", "conflict", "merge", "duplicate")
@@ -288,6 +291,10 @@ class WebView:
         metrics = render.namespace_metrics(exposition, ns)
         entities = await self.call(self.memory.entities, ns, offset=0, limit=PAGE_SIZE)
         total = await self.call(self.memory.entity_count, ns)
+        # People's corrections, newest first: what was renamed, merged,
+        # undone or reopened here, each linked to what it was about.
+        corrections = (await self.call(self.memory.corrections, ns)).corrections
+        recent = corrections[::-1][:CORRECTIONS_SHOWN]
         return self.page(
             request,
             "namespace.html",
@@ -295,6 +302,9 @@ class WebView:
             metrics=metrics,
             entities=entities.entities,
             total=total,
+            corrections=recent,
+            corrections_total=len(corrections),
+            labels=await self.labels(ns, [c.target for c in recent]),
         )
 
     async def entities(self, request: Request) -> Response:
