@@ -299,7 +299,9 @@ class Memory:
     ) -> Corrected:
         """Reopen a done or skipped item: undo what it did (a conflict's
         superseded facts come back as new rows; an accepted merge separates;
-        a rejected one opens again) and put it back on the queue."""
+        a rejected one opens again; the passages a kept duplicate forgot come
+        back as new passages, in a new version of their documents) and put it
+        back on the queue."""
         from memors_core.engine import corrections
         from memors_core.engine.compaction import parse_item_id
 

@@ -679,8 +679,10 @@ def register_tools(
         "Reopen a finished work item and undo what it did: a skip is put back on the queue; a "
         "settled conflict brings back the facts it superseded (as new facts) and supersedes a "
         "bounded copy; an accepted merge separates the entities again, a rejected one opens "
-        "again. Returns the item now open for it (`item`). Done page, stale and duplicate items "
-        "are refused (forget the page instead; forgotten passages do not come back).",
+        "again; the passages a kept duplicate forgot come back as new passages (copies in a new "
+        "version of their documents) and the cluster is asked about again. Returns the item "
+        "now open for it (`item`). Done page and stale items are refused (forget the page "
+        "instead).",
         _annotations("Reopen a work item", read_only=False),
     )
 

@@ -167,6 +167,65 @@ def test_reopen_a_settled_conflict_brings_its_facts_back(cli) -> None:
     assert sorted((f["value"], f["valid_to"]) for f in live) == [("n1", None), ("n2", None)]
 
 
+#: A passage two documents share, about an entity.
+SHARED = (
+    "[[Raft]] elects a leader by majority vote: each follower grants its vote to the first "
+    "candidate whose log is at least as complete as its own, once per term."
+)
+
+
+def _duplicate_store(cli) -> tuple[dict, str]:
+    """Two documents holding one passage (the first has another passage
+    too), and their duplicate item; the first document's address."""
+    first = cli(
+        "remember",
+        "-",
+        "--uri",
+        "a.md",
+        "--json",
+        input=f"{SHARED}\n\n[[Raft]] also replicates a log.",
+    ).json["document"]
+    assert cli("remember", "-", "--uri", "b.md", input=SHARED).code == 0
+    [item] = cli("compact", "--kinds", "duplicate", "--json").json["items"]
+    return item, first
+
+
+def test_reopen_a_kept_duplicate_brings_the_forgotten_passages_back(cli) -> None:
+    item, first = _duplicate_store(cli)
+    members = {p["document"]: p["address"] for p in item["payload"]["passages"]}
+    lost, kept = members[first], next(a for d, a in members.items() if d != first)
+    r = cli("submit", str(item["id"]), "--keep", kept, "--json")
+    assert r.json["forgotten"] == [lost]
+    assert cli("compact", "--kinds", "duplicate", "--json").json["open"] == 0
+    r = cli("items", "reopen", str(item["id"]), "--reason", "both are wanted", "--json")
+    assert r.code == 0, r
+    # A new open item asks about the cluster again: the kept passage and the copy.
+    again = cli("items", "show", str(r.json["item"]), "--json").json
+    assert again["kind"] == "duplicate" and again["status"] == "open"
+    shown = {p["address"] for p in again["payload"]["passages"]}
+    assert kept in shown and lost not in shown and len(shown) == 2
+    [copy] = shown - {kept}
+    # The forgotten row is as it was; the copy is a new row of the same text,
+    # document and entity, in a new version of the document.
+    assert cli("get", lost, "--json").json["status"] == "forgotten"
+    restored = cli("get", copy, "--json").json
+    assert restored["status"] == "live" and restored["text"] == SHARED
+    assert restored["document"] == first
+    doc = cli("get", first, "--json").json
+    assert [v["passages"] for v in doc["versions"]] == [2, 2]
+    assert cli("items", "show", str(item["id"]), "--json").json["status"] == "done"
+    # Recorded, with where each copy came from.
+    [audit] = cli("corrections", "--action", "reopen", "--json").json["corrections"]
+    assert audit["detail"]["restored_from"] == [{"passage": copy, "restored_from": lost}]
+    assert "1 row(s) restored: both are wanted" in audit["summary"]
+    # Decided again: keeping the copy forgets the other document's passage.
+    r = cli("submit", str(again["id"]), "--keep", copy, "--json")
+    assert r.code == 0 and r.json["forgotten"] == [kept]
+    # Reopened once: the new item is the one to reopen.
+    r = cli("items", "reopen", str(item["id"]))
+    assert r.code == 2 and f"as item {again['id']}" in r.err
+
+
 def test_what_cannot_be_reopened_says_why(cli) -> None:
     _quorum_store(cli)
     done_page = cli("items", "--kind", "page", "--json").json["items"][0]

@@ -132,3 +132,50 @@ def test_the_corrections_are_listed_over_mcp_paged(store: Memory, monkeypatch) -
     assert ids == sorted(ids) and ids[0] == 1
     assert all(c["action"] == "rename" and c["target"] == entity for c in about["corrections"])
     assert about["paged"]["lists"]["corrections"]["total"] == 12
+
+
+def test_reopen_a_kept_duplicate_over_mcp(store: Memory) -> None:
+    shared = (
+        "[[Raft]] elects a leader by majority vote: each follower grants its vote to the "
+        "first candidate whose log is at least as complete as its own, once per term."
+    )
+    lost = store.remember(shared, uri="a.md").passages[0]
+    kept = store.remember(shared, uri="b.md").passages[0]
+    store.remember("\n\n".join(passages_about("Raft", 3)), uri="raft.md")
+    page = next(
+        i for i in store.compact(kinds=["page"]).items if i.payload["entity"]["name"] == "Raft"
+    )
+    text = "\n".join(
+        p["text"].replace("[[", "").replace("]]", "")
+        for p in page.payload["passages"]
+        if "text" in p
+    )
+    assert store.submit(page.id, content=text, title="Raft").stored
+
+    async def body(client: Client):
+        _, compacted, _ = await _call(client, "compact", kinds=["duplicate"])
+        item = next(  # (passages_about's templates make duplicates of their own)
+            i["id"]
+            for i in compacted["items"]
+            if kept in [p["address"] for p in i["payload"]["passages"]]
+        )
+        err, report, text = await _call(client, "submit", item=item, keep=[kept])
+        assert not err and report["forgotten"] == [lost], text
+        err, reopened, text = await _call(client, "reopen", item=item, reason="both")
+        assert not err and "reopened as item" in text
+        _, again, _ = await _call(client, "get", address=f"memo://item/{reopened['item']}")
+        _, old, _ = await _call(client, "get", address=lost)
+        return reopened, again, old
+
+    reopened, again, old = _run(store, body)
+    members = [p["address"] for p in again["payload"]["passages"]]
+    assert again["status"] == "open" and kept in members and lost not in members
+    [copy] = set(members) - {kept}
+    assert old["status"] == "forgotten" and store.get(copy).text == old["text"]
+    # The entity's page goes stale: its refresh lists the copy as a new passage.
+    [raft_page] = reopened["stale"]
+    [stale] = store.compact(kinds=["stale"]).items
+    assert stale.payload["page"]["address"] == raft_page
+    assert {"address": copy, "change": "new"}.items() <= next(
+        c for c in stale.payload["changes"] if c["address"] == copy
+    ).items()

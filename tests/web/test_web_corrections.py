@@ -117,3 +117,33 @@ def test_reopen_a_finished_item(serve, store_address) -> None:
     assert "Accept the merge" in client.get(item_path(new)).text
     with Memory.open(store_address) as memory:
         assert [i.id for i in memory.compact(kinds=["merge"]).items] == [new]
+
+
+def test_reopen_a_kept_duplicate_from_the_item_page(serve, store_address) -> None:
+    shared = (
+        "[[Raft]] elects a leader by majority vote: each follower grants its vote to the "
+        "first candidate whose log is at least as complete as its own, once per term."
+    )
+    with Memory.open(store_address) as memory:
+        lost = memory.remember(shared, uri="a.md").passages[0]
+        kept = memory.remember(shared, uri="b.md").passages[0]
+        [item] = memory.compact(kinds=["duplicate"]).items
+        assert memory.submit(item.id, keep=[kept]).stored
+    server, client = serve()
+    page = client.get(item_path(item.id))
+    assert "Reopen it" in page.text and "come back as new passages" in page.text
+    answer = client.post(
+        item_path(item.id),
+        {"resolve": "reopen", "reason": "both documents need it", "csrf": page.csrf()},
+        {"Origin": server.base},
+    )
+    assert answer.status == 303
+    new = int(answer.header("location").rsplit("/", 1)[1])
+    assert "Keep these" in client.get(item_path(new)).text
+    with Memory.open(store_address) as memory:
+        [again] = memory.compact(kinds=["duplicate"]).items
+        members = [p["address"] for p in again.payload["passages"]]
+        assert again.id == new and kept in members and lost not in members
+        assert memory.get(lost).status == "forgotten"
+        [audit] = memory.corrections(action="reopen").corrections
+        assert audit.detail["restored_from"][0]["restored_from"] == lost

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING
 
 from memors_core.domain import text
 from memors_core.domain.dates import now
-from memors_core.domain.ids import address, parse_address
+from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.model import (
     Corrected,
     CorrectionEntry,
     CorrectionList,
     MergeProposed,
 )
-from memors_core.domain.rows import Correction, Entity
+from memors_core.domain.rows import Correction, DocumentVersion, Entity, NewPassage, Passage
 from memors_core.errors import BadInput, NotFound, Refused
 from memors_core.log import get_logger
 
@@ -82,7 +82,7 @@ def clean_name(name: str) -> str:
     return clean
 
 
-def _stale(tx: Tx, canonicals: list[str], cause: str, target: str) -> list[str]:
+def _stale(tx: Tx, canonicals: list[str], cause: str, target: str | None) -> list[str]:
     """Mark the current page of each entity stale; their addresses."""
     marked = []
     for canonical in dict.fromkeys(canonicals):
@@ -345,12 +345,85 @@ def _undo_merge_item(tx: Tx, namespace: str, item: Item) -> dict:
     return {"candidate": cand.id, "unmerge": done.correction, "stale": done.stale}
 
 
-_UNDO = {"conflict": _undo_conflict, "merge": _undo_merge_item}
+def _undo_duplicate(tx: Tx, namespace: str, item: Item) -> dict:
+    """Bring back the passages a duplicate item forgot, as new passages.
+
+    A forgotten passage stays as it is (forgotten, through the item); its
+    copy (its text, its document, its place there, its entities) is a new
+    passage of a new version of the document, which holds the document's
+    live passages of its latest version and the copies where the forgotten
+    ones were: a written version never gains a passage. The copies are new
+    to the duplicate scan, which asks about their cluster again; the pages
+    of their entities go stale. A passage whose document was forgotten, or
+    changed since so that its latest version no longer holds it, or that was
+    purged, is not brought back (``not_restored``)."""
+    lost: dict[str, list[Passage]] = {}
+    not_restored: list[str] = []
+    for tomb in tx.tombstones.by_item(namespace, item.id):
+        if tomb.type != "passage" or tomb.state != "forgotten":
+            continue
+        passage = tx.passages.get(tomb.target, namespace)
+        if passage is None:  # purged since
+            not_restored.append(address("passage", tomb.target))
+            continue
+        lost.setdefault(passage.document, []).append(passage)
+    restored: list[dict[str, str]] = []
+    entities: list[str] = []
+    stamp = now()
+    for doc_id, passages in lost.items():
+        latest = tx.documents.latest_version(doc_id)
+        order = tx.documents.version_passages(doc_id, latest.version)
+        back = {p.id: p for p in passages if p.id in order}
+        if not tx.tombstones.is_live(doc_id) or not back:
+            not_restored += [address("passage", p.id) for p in passages]
+            continue
+        not_restored += [address("passage", p.id) for p in passages if p.id not in back]
+        version = latest.version + 1
+        tx.documents.add_version(
+            DocumentVersion(doc_id, version, latest.text_hash, latest.title, latest.metadata, stamp)
+        )
+        new: list[NewPassage] = []
+        links: list[tuple[str, str]] = []
+        placed: list[tuple[int, str]] = []
+        for position, ident in enumerate(order):
+            old = back.get(ident)
+            if old is not None:
+                copy = uuid7()
+                blob = text.pack_shingles(text.shingle_hashes(old.text))
+                new.append(NewPassage(copy, doc_id, version, position, old.text, old.hash, blob))
+                mentioned = sorted(tx.purges.mentioned([old.id]))
+                links += [(copy, e) for e in mentioned]
+                entities += [tx.entities.require(e).canonical for e in mentioned]
+                restored.append(
+                    {
+                        "passage": address("passage", copy),
+                        "restored_from": address("passage", old.id),
+                    }
+                )
+                ident = copy
+            elif not tx.tombstones.is_live(ident):
+                continue  # forgotten otherwise: the new version leaves it out, as it was
+            placed.append((position, ident))
+        tx.passages.insert_many(namespace, new, stamp)
+        tx.passages.mention_many(links)
+        for position, ident in placed:
+            tx.documents.link_passage(doc_id, version, position, ident)
+    if not restored:
+        raise Refused(
+            f"item {item.id} forgot no passage that can be brought back"
+            + (f" ({len(not_restored)} forgotten, since purged or changed)" if not_restored else "")
+        )
+    return {
+        "restored": [r["passage"] for r in restored],
+        "restored_from": restored,
+        "not_restored": not_restored,
+        # (their pages list the copies as new passages of the entity)
+        "stale": _stale(tx, entities, "restore", None),
+    }
+
+
+_UNDO = {"conflict": _undo_conflict, "merge": _undo_merge_item, "duplicate": _undo_duplicate}
 _NOT_UNDONE = {
     "page": "a done page item wrote a page: to have it written again, forget the page",
     "stale": "a done stale item wrote a page: to have it written again, forget the page",
-    "duplicate": (
-        "a done duplicate item forgot passages, and a forgotten passage is not brought "
-        "back: remember its text again"
-    ),
 }
