@@ -177,6 +177,10 @@ class Passages(Protocol):
     def entities_of(self, passage: str) -> list[str]:
         """The canonical entities ``passage`` mentions (after merges, each once)."""
 
+    def entities_of_many(self, passages: Iterable[str]) -> dict[str, list[str]]:
+        """:meth:`entities_of` of many passages in one look-up (a passage that
+        mentions none is left out)."""
+
     def live_shingles(
         self,
         namespace: str,

@@ -322,6 +322,19 @@ class SqlPassages(Repo):
             )
         ]
 
+    def entities_of_many(self, passages: Iterable[str]) -> dict[str, list[str]]:
+        wanted = sorted(set(passages))
+        found: dict[str, list[str]] = {}
+        if wanted:
+            for passage, canonical in self.all(
+                "SELECT m.passage, e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
+                "WHERE m.passage IN (SELECT value FROM json_each(?)) "
+                "GROUP BY m.passage, e.canonical ORDER BY m.passage, MIN(e.rowid)",
+                (json.dumps(wanted),),
+            ):
+                found.setdefault(passage, []).append(canonical)
+        return found
+
     def live_shingles(
         self,
         namespace: str,

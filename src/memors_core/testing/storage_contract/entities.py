@@ -61,6 +61,7 @@ class EntityContract(StorageFixtures):
         p1 = remember(storage, "[[Raft]] elects a leader.", about="Raft")
         p2 = remember(storage, "[[Raft protocol]] replicates a log.", about="Raft protocol")
         p3 = remember(storage, "[[Raft algorithm]] is understandable.", about="Raft algorithm")
+        plain = remember(storage, "Nothing is named here.")
         with storage.write() as tx:
             survivor = tx.entities.resolve("Raft", NS)
             absorbed = tx.entities.resolve("Raft protocol", NS)
@@ -77,6 +78,11 @@ class EntityContract(StorageFixtures):
             assert set(tx.entities.aliases(survivor)) == {"Raft protocol", "Raft algorithm"}
             assert [p.id for p in tx.entities.live_passages(survivor)] == [p1, p2, p3]
             assert tx.passages.entities_of(p3) == [survivor]
+            # many at once; a passage that mentions nothing is left out
+            assert tx.passages.entities_of_many([p3, p2, p1, plain]) == {
+                p: [survivor] for p in (p1, p2, p3)
+            }
+            assert tx.passages.entities_of_many([]) == {}
 
     def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
         remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
