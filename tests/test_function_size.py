@@ -17,13 +17,9 @@ LIMIT = 80
 REASON = "# Long:"
 
 #: Temporary: the functions still being split into named steps (issue 33
-#: point 3): h33p3a empties this list of the MCP tools as they land, h33p3b
-#: of its ``Ingest._one``. The test fails for an entry that is no
-#: longer long, so the list only shrinks.
+#: point 3): h33p3b empties it of its ``Ingest._one``. The test fails for
+#: an entry that is no longer long, so the list only shrinks.
 BEING_SPLIT: set[str] = {
-    # h33p3a: the MCP tools
-    "src/memors_mcp/tools.py::register_tools",
-    "src/memors_mcp/tools.py::register_tools.submit",
     # h33p3b: remember's _one, whose split is not landed yet
     "src/memors_core/engine/ingest.py::Ingest._one",
 }

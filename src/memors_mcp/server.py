@@ -31,7 +31,7 @@ from memors_core.log import get_logger
 from .paging import NOTE_BYTES, fit, json_bytes, shrink
 from .prompts import register_prompts
 from .resources import AddressReader, register_resources
-from .tools import compact_budget, register_tools
+from .tools import build_tools, compact_budget
 
 log = get_logger("memors.mcp")
 
@@ -47,12 +47,16 @@ Everything lives in a namespace (default: the server's); addresses look like mem
 class MemorsMCPServer(MCPServer):
     """MCPServer plus: the namespace's live pages as resources, strict tool arguments."""
 
-    def __init__(self, memory: Memory, namespace: str, **kwargs: Any) -> None:
+    def __init__(self, memory: Memory, namespace: str, budget: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.memory = memory
         self.namespace = namespace
+        self.budget = budget  # of one tool answer, in bytes
         self.reader = AddressReader(memory, namespace)
-        self.tool_params: dict[str, set[str]] = {}
+        # Each tool's argument names: any other is refused (call_tool).
+        self.tool_params = {
+            tool.name: set(tool.parameters["properties"]) for tool in kwargs.get("tools") or []
+        }
 
     async def list_resources(self) -> list[MCPResource]:
         listed = await super().list_resources()
@@ -215,16 +219,18 @@ def build_server(
 ) -> MemorsMCPServer:
     """The MCP server over ``memory``: thirteen tools, six resource templates, one prompt."""
     check_namespace(namespace)
+    budget = compact_budget()
     server = MemorsMCPServer(
         memory,
         namespace,
+        budget,
+        tools=build_tools(memory, namespace, budget),
         name="memors",
         title="memors long-term memory",
         instructions=INSTRUCTIONS,
         version=_version(),
         log_level=log_level.upper(),  # type: ignore[arg-type]
     )
-    server.tool_params = register_tools(server, memory, namespace)
     register_resources(server, server.reader)
     register_prompts(server, memory, namespace)
     return server

@@ -6,16 +6,20 @@ back is ``wire.to_json`` of what ``Memory`` returns, so the structured output
 has exactly SPEC §10's shapes. A :class:`MemorsError` becomes a tool error
 (``is_error``) carrying its one-line message; the server keeps serving.
 
-No ``from __future__ import annotations`` here: the tool signatures carry
-descriptions computed at registration (the store's actual limits), so their
-annotations must be real objects, not strings.
+Each tool is a module-level function whose signature is its input schema
+and whose docstring is its description; :data:`TOOLS` lists them and
+:func:`build_tools` makes them the SDK's ``Tool`` objects for a server.
+No ``from __future__ import annotations`` here: the SDK reads the
+signatures' annotations (``Annotated`` with a ``Field``) as real objects.
 """
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, NotRequired
+from string import Template
+from typing import Annotated, Any, Literal, NotRequired, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -415,657 +419,687 @@ def _annotations(
     )
 
 
-STRICT_BOOL = Field(strict=True)
+# --- the tools ------------------------------------------------------------------------------
+#
+# One module-level function per tool: its signature is the tool's input schema and its
+# docstring the tool's description. Both name the store's own figures (its limits, the
+# answer budget, the server's namespace, the installed kinds) as ``$name``, filled in when
+# the server is built (:func:`build_tools`). A tool finds the store and the server's
+# namespace through the SDK's :class:`Context` (``ctx.mcp_server``, a MemorsMCPServer).
 
 
-def register_tools(
-    server: MCPServer, memory: Memory, default_namespace: str
-) -> dict[str, set[str]]:
-    """Register the thirteen tools on ``server``; returns each tool's argument names."""
-    limits = memory.limits
-    budget = compact_budget()
+class ToolHost(Protocol):
+    """What a tool answers from: the server it is registered on."""
 
-    # Each installed kind (plugins' too) tells the agent what it is and how it is resolved.
-    kind_guide = "; ".join(about(memory.kinds.get(n)) for n in memory.kinds.names())
-    kind_guide = kind_guide or "(none installed)"
-    params: dict[str, set[str]] = {}
+    memory: Memory
+    #: The namespace a call without ``namespace`` works in.
+    namespace: str
+    #: The byte budget of one answer (:func:`compact_budget` when the server was built).
+    budget: int
 
-    Namespace = Annotated[
+
+def _host(ctx: Context) -> ToolHost:
+    return ctx.mcp_server  # type: ignore[return-value]  # a MemorsMCPServer
+
+
+def _ns(host: ToolHost, namespace: str | None) -> str:
+    return host.namespace if namespace is None else namespace
+
+
+Namespace = Annotated[
+    str | None,
+    Field(
+        description=(
+            "Namespace to work in: 1-64 letters, digits, '-', '_' or '.'. Default: "
+            "$namespace (the server's). Nothing in one namespace is visible "
+            "from another; an unknown namespace is simply empty."
+        )
+    ),
+]
+
+
+Page = Annotated[
+    int,
+    Field(
+        description=(
+            "Which page of a long answer (from 1). An answer stays within about $budget "
+            "bytes: a longer one says `paged` (its lists' counts) and `paged.next`."
+        ),
+        ge=1,
+        strict=True,
+    ),
+]
+
+
+def remember(
+    ctx: Context,
+    text: Annotated[
+        str,
+        Field(
+            description=(
+                "The document's full text (Markdown or plain). It is split into passages "
+                "at blank lines; a heading travels with the paragraph after it. At most "
+                "$document_bytes bytes of UTF-8."
+            )
+        ),
+    ],
+    uri: Annotated[
         str | None,
         Field(
             description=(
-                "Namespace to work in: 1-64 letters, digits, '-', '_' or '.'. Default: "
-                f"{default_namespace!r} (the server's). Nothing in one namespace is visible "
-                "from another; an unknown namespace is simply empty."
+                "Where the text came from (a path or URL). Remembering the same uri again "
+                "with changed text makes a new version: unchanged passages stay, changed "
+                "ones are superseded."
             )
         ),
-    ]
+    ] = None,
+    title: Annotated[str | None, Field(description="The document's title.")] = None,
+    entities: Annotated[
+        list[str] | None,
+        Field(
+            description=(
+                "Names of the subjects every passage of this document is about (created "
+                "if new; matched case-insensitively). [[Wiki Links]] in the text are "
+                "entities too."
+            )
+        ),
+    ] = None,
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="Any JSON object to keep with the document."),
+    ] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, RememberOutput]:
+    """Store a document in long-term memory so it can be searched and compacted into pages
+    later. Use it for anything worth recalling in a later conversation: notes, decisions,
+    documentation, meeting summaries. Returns the document's address, its passages'
+    addresses and the entities they mention. Raw text is never changed once stored; remember
+    again with the same uri to store a new version."""
 
-    Page = Annotated[
+    host = _host(ctx)
+    return run_tool(
+        "remember",
+        lambda: host.memory.remember(
+            text, uri, title, entities, metadata, namespace=_ns(host, namespace)
+        ),
+        lambda data: first_page(data, host.budget, data["document"]),
+    )
+
+
+def record_fact(
+    ctx: Context,
+    subject: Annotated[
+        str,
+        Field(description="The entity the fact is about (a name; created if new)."),
+    ],
+    predicate: Annotated[
+        str,
+        Field(
+            description=(
+                "What is stated, e.g. 'leader', 'version', 'owner'. A subject has one value "
+                "of a predicate at a time: two facts that disagree over overlapping time "
+                "become a conflict item."
+            )
+        ),
+    ],
+    value: Annotated[str, Field(description="The value, as text.")],
+    valid_from: Annotated[
+        str | None,
+        Field(description="ISO 8601 date or datetime the fact starts to hold (absent: always)."),
+    ] = None,
+    valid_to: Annotated[
+        str | None,
+        Field(
+            description=(
+                "ISO 8601 date or datetime the fact stops holding (exclusive; absent: "
+                "still holds). Must be after valid_from."
+            )
+        ),
+    ] = None,
+    source: Annotated[
+        str | None,
+        Field(description="Address of the passage the fact comes from (memo://passage/…)."),
+    ] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, RecordFactOutput]:
+    """Record one fact about an entity: subject, predicate, value, optionally the time it holds
+    and the passage it comes from. Use it for crisp, checkable statements (who leads, which
+    version, what date). Returns the fact's address. Facts are never edited: record a new
+    one with a time range, and conflicting facts are settled through compaction. Text fields
+    take at most $field_chars characters."""
+
+    host = _host(ctx)
+    return run_tool(
+        "record_fact",
+        lambda: host.memory.record_fact(
+            subject, predicate, value, valid_from, valid_to, source, namespace=_ns(host, namespace)
+        ),
+    )
+
+
+def propose_merge(
+    ctx: Context,
+    entities: Annotated[
+        list[str],
+        Field(
+            description=(
+                "Exactly two entity names or addresses. The first survives if the merge is "
+                "accepted; the second becomes its alias."
+            ),
+            min_length=2,
+            max_length=2,
+        ),
+    ],
+    again: Annotated[
+        bool,
+        Field(
+            description=(
+                "Propose a pair that was rejected before (or whose merge was undone) once "
+                "more, on purpose. Without it such a pair is refused."
+            ),
+            strict=True,
+        ),
+    ] = False,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, ProposeMergeOutput]:
+    """Propose that two entities are one subject (e.g. 'Raft' and 'Raft consensus'). This only
+    opens a merge item; nothing changes until someone accepts it through compact and submit
+    (its resolution may name the `survivor` and give it a `name`). Returns the candidate and
+    its status; a pair rejected before is refused unless `again`."""
+
+    host = _host(ctx)
+    return run_tool(
+        "propose_merge",
+        lambda: host.memory.propose_merge(entities, namespace=_ns(host, namespace), again=again),
+    )
+
+
+EntityArg = Annotated[
+    str, Field(description="The entity: a name or alias (any case), or memo://entity/ID.")
+]
+
+
+def rename_entity(
+    ctx: Context,
+    entity: EntityArg,
+    name: Annotated[str, Field(description="Its name from now on (at most 200 characters).")],
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, CorrectedOutput]:
+    """Give an entity a new name (the one a reader would look for). Its old names stay aliases,
+    so they still resolve in get and search; renaming back undoes it. Its page is marked
+    stale, so compact offers a refresh. Refused if the name is another entity's (propose a
+    merge instead)."""
+
+    host = _host(ctx)
+    return run_tool(
+        "rename_entity",
+        lambda: host.memory.rename_entity(entity, name, namespace=_ns(host, namespace)),
+    )
+
+
+def undo_merge(
+    ctx: Context,
+    entity: Annotated[
+        str,
+        Field(
+            description=(
+                "The entity that was merged into another: its own name or memo://entity/ID."
+            )
+        ),
+    ],
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, CorrectedOutput]:
+    """Undo a merge: the entity merged away stands apart again with its passages, facts and
+    names; the aliases the merge gave the survivor are taken back; both pages are marked
+    stale. The pair is then not proposed by the scanner again (propose_merge with `again`
+    can). Recorded, nothing erased."""
+
+    host = _host(ctx)
+    return run_tool(
+        "undo_merge", lambda: host.memory.undo_merge(entity, namespace=_ns(host, namespace))
+    )
+
+
+def reopen(
+    ctx: Context,
+    item: Annotated[
+        int | str, Field(description="A done or skipped item: its id (42) or memo://item/42.")
+    ],
+    reason: Annotated[str | None, Field(description="Why (kept in the audit).")] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, CorrectedOutput]:
+    """Reopen a finished work item and undo what it did: a skip is put back on the queue; a
+    settled conflict brings back the facts it superseded (as new facts) and supersedes a
+    bounded copy; an accepted merge separates the entities again, a rejected one opens
+    again; the passages a kept duplicate forgot come back as new passages (copies in a new
+    version of their documents) and the cluster is asked about again. Returns the item now
+    open for it (`item`). Done page and stale items are refused (forget the page instead)."""
+
+    host = _host(ctx)
+    return run_tool(
+        "reopen", lambda: host.memory.reopen(item, reason=reason, namespace=_ns(host, namespace))
+    )
+
+
+def corrections(
+    ctx: Context,
+    action: Annotated[
+        Literal["rename", "merge", "unmerge", "reopen", "propose_again"] | None,
+        Field(description="Only this action's corrections. Default: every one's."),
+    ] = None,
+    target: Annotated[
+        str | None,
+        Field(description="Only those about this address (memo://entity/ID, memo://item/ID)."),
+    ] = None,
+    namespace: Namespace = None,
+    page: Page = 1,
+) -> Annotated[CallToolResult, CorrectionsOutput]:
+    """List the corrections people and agents made in a namespace, oldest first, without
+    changing anything: renames, merges (with what each moved), merges undone, items reopened
+    (with what they restored) and merges proposed again. Each is an audit row with its
+    action, the address it was about, what it recorded (`detail`) and one line saying what
+    it did (`summary`). Every one can itself be taken back: rename again, propose_merge with
+    `again`, reopen the item made."""
+
+    host = _host(ctx)
+    return run_tool(
+        "corrections",
+        lambda: host.memory.corrections(
+            namespace=_ns(host, namespace), action=action, target=target
+        ),
+        lambda data: page_answer(data, host.budget, page),
+    )
+
+
+def search(
+    ctx: Context,
+    query: Annotated[
+        str,
+        Field(
+            description=(
+                "Natural-language words; any word may match (OR), stop words are dropped, "
+                "no special syntax. At most $query_chars characters."
+            )
+        ),
+    ],
+    granularity: Annotated[
+        Literal["passage", "page", "fact", "entity", "all"],
+        Field(
+            description=(
+                "What to search: passages of remembered documents (default), compacted "
+                "pages, facts (subject, predicate and value), entities, or all of them."
+            )
+        ),
+    ] = "passage",
+    limit: Annotated[
+        int,
+        Field(description="How many results at most (1-1000).", ge=1, le=1000, strict=True),
+    ] = 10,
+    as_of: Annotated[
+        str | None,
+        Field(
+            description=("ISO 8601 date or datetime: only facts valid at that time (facts only).")
+        ),
+    ] = None,
+    namespace: Namespace = None,
+    mode: Annotated[
+        Literal["lexical", "semantic", "hybrid"] | None,
+        Field(
+            description=(
+                "How passages are ranked: by their words (lexical), by meaning (semantic), "
+                "or both fused (hybrid). Default: hybrid where passages have vectors, else "
+                "lexical. Pages, facts and entities are ranked by their words."
+            )
+        ),
+    ] = None,
+    page: Page = 1,
+) -> Annotated[CallToolResult, SearchOutput]:
+    """Search long-term memory over live rows only (forgotten and superseded text never comes
+    back): by words (BM25) and, where passages have vectors, by meaning too. Use it before
+    answering from memory; name the people or things the question is about, as they were
+    remembered: a known entity's name finds what is about it. Returns up to `limit` results,
+    best first, each with an address, its granularity, its text (or a snippet) and a score
+    (BM25; in hybrid mode the fused rank score; with `all`: a share, 0-1) (a page stored
+    over its checks' flags also lists its `unverified` sentences), and the `mode` used (a
+    `notice` says why when it is not the one asked for); call `get` on an address for the
+    whole thing and its links."""
+
+    host = _host(ctx)
+    return run_tool(
+        "search",
+        lambda: host.memory.search(
+            query, granularity, limit, as_of, namespace=_ns(host, namespace), mode=mode
+        ),
+        lambda data: page_answer(data, host.budget, page),
+    )
+
+
+def get(
+    ctx: Context,
+    address: Annotated[
+        str,
+        Field(
+            description=(
+                "An address: memo://document/<id>, memo://passage/<id>, memo://entity/<id>, "
+                "memo://fact/<id>, memo://page/<id> or memo://item/<n> (a bare item number "
+                "works too)."
+            )
+        ),
+    ],
+    namespace: Namespace = None,
+    page: Page = 1,
+) -> Annotated[CallToolResult, GetOutput]:
+    """Fetch one stored thing by address with its links: a page with its content, source
+    passages and `sentences` (each with the `sources` it cites; one with `flags` was stored
+    over the checks with `force` and is unverified, whatever it cites), an entity with its
+    passages, facts and page, a document with its passages, a work item with its payload.
+    Forgotten and superseded things are returned too, with `status` saying so (live,
+    forgotten, superseded). A thing larger than one answer comes in pages: `paged` counts
+    its lists and `paged.next` gives the `page` to ask for."""
+
+    host = _host(ctx)
+    return run_tool(
+        "get",
+        lambda: host.memory.get(address, namespace=_ns(host, namespace)),
+        lambda data: page_answer(
+            with_web_url(data, _ns(host, namespace)), host.budget, page, address=data["address"]
+        ),
+    )
+
+
+def forget(
+    ctx: Context,
+    address: Annotated[
+        str,
+        Field(
+            description=(
+                "What to forget: a memo://document/…, memo://passage/…, memo://fact/… or "
+                "memo://page/… address."
+            )
+        ),
+    ],
+    reason: Annotated[str | None, Field(description="Why (kept with the tombstone).")] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, ForgetOutput]:
+    """Forget a document (with its passages), a passage, a fact or a page: it stops appearing
+    in search and compaction, and pages citing it are marked stale. Use it for wrong or
+    unwanted memories. The row is tombstoned, not erased (`get` still shows it as
+    forgotten); forgetting twice changes nothing."""
+
+    host = _host(ctx)
+    return run_tool(
+        "forget",
+        lambda: host.memory.forget(address, reason, namespace=_ns(host, namespace)),
+        lambda data: first_page(data, host.budget, data["address"]),
+    )
+
+
+def compact(
+    ctx: Context,
+    kinds: Annotated[
+        list[str] | None,
+        Field(description="Only these kinds of work items. Installed kinds: $kind_guide."),
+    ] = None,
+    limit: Annotated[
         int,
         Field(
             description=(
-                f"Which page of a long answer (from 1). An answer stays within about {budget:,} "
-                "bytes: a longer one says `paged` (its lists' counts) and `paged.next`."
+                "How many open items to return with their payloads (default "
+                f"{COMPACT_DEFAULT_LIMIT}); 0 returns counts only. `open` always counts "
+                "all of them."
             ),
-            ge=1,
+            ge=0,
             strict=True,
         ),
-    ]
+    ] = COMPACT_DEFAULT_LIMIT,
+    after: Annotated[
+        int | None,
+        Field(
+            description=(
+                "Only the open items after this item id: the `next.after` of the previous "
+                "answer, to page through a queue larger than one answer."
+            ),
+            ge=0,
+            strict=True,
+        ),
+    ] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, CompactOutput]:
+    """Scan a namespace for compaction work and return the open work items, oldest first. How
+    to do an item of each kind: $kinds_guide Each item's payload holds everything needed to
+    do it, so no other call is needed; do one with `submit`. Returns `created` (new items),
+    `open` (all open items) and up to `limit` items (default $compact_limit) within about
+    $budget bytes, to keep your context small (one larger item comes alone); `more` counts
+    the open items after these, and `next` gives the `after` that fetches them. Running it
+    again with nothing changed creates nothing. The server never writes prose."""
 
-    def ns(namespace: str | None) -> str:
-        return default_namespace if namespace is None else namespace
+    host = _host(ctx)
+    return run_tool(
+        "compact",
+        lambda: host.memory.compact(kinds, limit, namespace=_ns(host, namespace), after=after or 0),
+        lambda data: fit_budget(data, host.budget, limit),
+        host.memory.kinds,
+    )
 
-    def tool(fn: Callable[..., Any], description: str, annotations: ToolAnnotations) -> None:
-        server.add_tool(fn, description=description, annotations=annotations)
-        params[fn.__name__] = set(fn.__code__.co_varnames[: fn.__code__.co_argcount])
+
+# Long: the signature is the tool's input schema, one described parameter per field.
+def submit(
+    ctx: Context,
+    item: Annotated[
+        int | str,
+        Field(description="The work item: its id (42) or address (memo://item/42)."),
+    ],
+    content: Annotated[
+        str | None,
+        Field(
+            description=(
+                "page/stale items: the page's Markdown, written only from the item's "
+                "payload. At most $page_bytes bytes."
+            )
+        ),
+    ] = None,
+    title: Annotated[str | None, Field(description="page/stale items: the page's title.")] = None,
+    cites: Annotated[
+        list[str] | None,
+        Field(
+            description=("page/stale items: the payload passages the page draws on (default: all).")
+        ),
+    ] = None,
+    keep: Annotated[
+        str | list[str] | None,
+        Field(
+            description=(
+                "conflict items: the one fact address to keep (the other is superseded). "
+                "duplicate items: the passage address(es) to keep (the others are forgotten)."
+            )
+        ),
+    ] = None,
+    bound: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=(
+                'conflict items: {"fact": ADDR, "valid_from"?: T, "valid_to"?: T} — the '
+                "named fact is superseded by a copy with this bound (end the older fact "
+                "where the newer begins, keeping history); refused if the two would still "
+                "overlap."
+            )
+        ),
+    ] = None,
+    accept: Annotated[
+        bool, Field(description="merge items: the two entities are one.", strict=True)
+    ] = False,
+    reject: Annotated[
+        bool,
+        Field(description="merge items: they are different (never proposed again).", strict=True),
+    ] = False,
+    skip: Annotated[
+        bool,
+        Field(description="Any item: not worth doing; needs `reason`.", strict=True),
+    ] = False,
+    reason: Annotated[str | None, Field(description="Why the item is skipped.")] = None,
+    fingerprint: Annotated[
+        str | None,
+        Field(
+            description=(
+                "The item's `fingerprint` as `compact` gave it with the payload: the "
+                "submission is refused if the item was refreshed since. Always send it."
+            )
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool,
+        Field(
+            description="Run every check and report, store nothing. Do this first.",
+            strict=True,
+        ),
+    ] = False,
+    force: Annotated[
+        bool,
+        Field(
+            description=(
+                "Store even though a check flagged something (the flags are recorded, and "
+                "every view shows the flagged sentences as unverified; lint lists the page "
+                "until a version that passes replaces it). Only when you are sure the "
+                "flagged text is right."
+            ),
+            strict=True,
+        ),
+    ] = False,
+    resolution: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description=(
+                "The resolution as one object, for any kind (plugins' kinds too: their "
+                "fields are listed with the kinds in `compact`); the flat fields above are "
+                "merged into it."
+            )
+        ),
+    ] = None,
+    namespace: Namespace = None,
+) -> Annotated[CallToolResult, SubmitOutput]:
+    """Complete one work item from `compact`. The server checks the result before storing it.
+    For pages: $writing_rules A flagged submission is not stored (`stored: false`, a normal
+    result: fix the flagged text and submit again) unless `force`. Use `dry_run: true`
+    first. Returns item, kind, status, stored, the new address, a diff against the previous
+    page and each check's result (a duplicate item: `kept`, `forgotten`, `left`; only
+    members that are near duplicates of a kept one are forgotten). An item that is not open,
+    whose inputs changed since `compact`, or whose `fingerprint` is not the one sent, is
+    refused: run `compact` again."""
+
+    host = _host(ctx)
+    return run_tool(
+        "submit",
+        lambda: host.memory.submit(
+            item,
+            resolution,
+            dry_run=dry_run,
+            force=force,
+            fingerprint=fingerprint,
+            namespace=_ns(host, namespace),
+            content=content,
+            title=title,
+            cites=cites,
+            keep=keep,
+            bound=bound,
+            # A flag left false is no field at all (a page takes no accept).
+            accept=accept or None,
+            reject=reject or None,
+            skip=skip or None,
+            reason=reason,
+        ),
+        lambda data: submit_page(data, host.budget),
+    )
+
+
+def lint(
+    ctx: Context,
+    rules: Annotated[
+        list[str] | None,
+        Field(
+            description=(
+                'Report only these rules\' findings (e.g. ["missing-page"]). '
+                "Default: every rule's."
+            )
+        ),
+    ] = None,
+    namespace: Namespace = None,
+    page: Page = 1,
+) -> Annotated[CallToolResult, LintOutput]:
+    """Report problems in a namespace without changing anything: contradictions (facts that
+    disagree), orphan entities, entities that need a page, stale pages and expired facts,
+    each with a rule name, the main address and related addresses (`rules` keeps only those
+    rules' findings). Facts that ended as history and items you skipped (until their inputs
+    change) are not findings. Use `compact` to get work items that fix them."""
+
+    host = _host(ctx)
+    return run_tool(
+        "lint",
+        lambda: host.memory.lint(namespace=_ns(host, namespace), rules=rules),
+        lambda data: page_answer(data, host.budget, page),
+    )
+
+
+#: Every tool, in the order ``tools/list`` gives them, with its annotations.
+TOOLS: tuple[tuple[Callable[..., CallToolResult], ToolAnnotations], ...] = (
+    (remember, _annotations("Remember a document", read_only=False, idempotent=True)),
+    (record_fact, _annotations("Record a fact", read_only=False)),
+    (propose_merge, _annotations("Propose merging two entities", read_only=False, idempotent=True)),
+    (rename_entity, _annotations("Rename an entity", read_only=False)),
+    (undo_merge, _annotations("Undo a merge", read_only=False)),
+    (reopen, _annotations("Reopen a work item", read_only=False)),
+    (corrections, _annotations("List corrections", read_only=True)),
+    (search, _annotations("Search memory", read_only=True)),
+    (get, _annotations("Get by address", read_only=True)),
+    (forget, _annotations("Forget", read_only=False, destructive=True, idempotent=True)),
+    (compact, _annotations("Compact: list work items", read_only=False, idempotent=True)),
+    (submit, _annotations("Submit a work item", read_only=False)),
+    (lint, _annotations("Lint the store", read_only=True)),
+)
+
+
+def build_tools(memory: Memory, default_namespace: str, budget: int) -> list[Tool]:
+    """The thirteen tools of a server over ``memory``, their descriptions filled
+    in with its figures (the ``$name`` placeholders: see :func:`_figures`)."""
+    values = _figures(memory, default_namespace, budget)
+    tools = []
+    for fn, annotations in TOOLS:
+        description = Template(" ".join((fn.__doc__ or "").split())).substitute(values)
+        tool = Tool.from_function(fn, description=description, annotations=annotations)
+        tool.parameters = _filled(tool.parameters, values)
         # Unknown arguments are refused (MemorsMCPServer.call_tool): say so in the schema.
-        registered = server._tool_manager.get_tool(fn.__name__)
-        if registered is not None:
-            registered.parameters["additionalProperties"] = False
+        tool.parameters["additionalProperties"] = False
+        tools.append(tool)
+    return tools
 
-    # --- remember ---------------------------------------------------------------------------
 
-    def remember(
-        text: Annotated[
-            str,
-            Field(
-                description=(
-                    "The document's full text (Markdown or plain). It is split into passages "
-                    "at blank lines; a heading travels with the paragraph after it. At most "
-                    f"{limits.document_bytes:,} bytes of UTF-8."
-                )
-            ),
-        ],
-        uri: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "Where the text came from (a path or URL). Remembering the same uri again "
-                    "with changed text makes a new version: unchanged passages stay, changed "
-                    "ones are superseded."
-                )
-            ),
-        ] = None,
-        title: Annotated[str | None, Field(description="The document's title.")] = None,
-        entities: Annotated[
-            list[str] | None,
-            Field(
-                description=(
-                    "Names of the subjects every passage of this document is about (created "
-                    "if new; matched case-insensitively). [[Wiki Links]] in the text are "
-                    "entities too."
-                )
-            ),
-        ] = None,
-        metadata: Annotated[
-            dict[str, Any] | None,
-            Field(description="Any JSON object to keep with the document."),
-        ] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, RememberOutput]:
-        return run_tool(
-            "remember",
-            lambda: memory.remember(text, uri, title, entities, metadata, namespace=ns(namespace)),
-            lambda data: first_page(data, budget, data["document"]),
-        )
+def _figures(memory: Memory, default_namespace: str, budget: int) -> dict[str, str]:
+    """What the tools' descriptions say of this store, by placeholder name."""
+    limits = memory.limits
+    # Each installed kind (plugins' too) tells the agent what it is and how it is resolved.
+    kind_guide = "; ".join(about(memory.kinds.get(n)) for n in memory.kinds.names())
+    return {
+        "namespace": repr(default_namespace),
+        "budget": f"{budget:,}",
+        "document_bytes": f"{limits.document_bytes:,}",
+        "field_chars": f"{limits.field_chars:,}",
+        "query_chars": f"{limits.query_chars:,}",
+        "page_bytes": f"{limits.page_bytes:,}",
+        "kind_guide": kind_guide or "(none installed)",
+        "kinds_guide": kinds_guide(memory.kinds),
+        "compact_limit": str(COMPACT_DEFAULT_LIMIT),
+        "writing_rules": WRITING_RULES,
+    }
 
-    tool(
-        remember,
-        "Store a document in long-term memory so it can be searched and compacted into pages "
-        "later. Use it for anything worth recalling in a later conversation: notes, decisions, "
-        "documentation, meeting summaries. Returns the document's address, its passages' "
-        "addresses and the entities they mention. Raw text is never changed once stored; "
-        "remember again with the same uri to store a new version.",
-        _annotations("Remember a document", read_only=False, idempotent=True),
-    )
 
-    # --- record_fact ------------------------------------------------------------------------
-
-    def record_fact(
-        subject: Annotated[
-            str,
-            Field(description="The entity the fact is about (a name; created if new)."),
-        ],
-        predicate: Annotated[
-            str,
-            Field(
-                description=(
-                    "What is stated, e.g. 'leader', 'version', 'owner'. A subject has one value "
-                    "of a predicate at a time: two facts that disagree over overlapping time "
-                    "become a conflict item."
-                )
-            ),
-        ],
-        value: Annotated[str, Field(description="The value, as text.")],
-        valid_from: Annotated[
-            str | None,
-            Field(
-                description="ISO 8601 date or datetime the fact starts to hold (absent: always)."
-            ),
-        ] = None,
-        valid_to: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "ISO 8601 date or datetime the fact stops holding (exclusive; absent: "
-                    "still holds). Must be after valid_from."
-                )
-            ),
-        ] = None,
-        source: Annotated[
-            str | None,
-            Field(description="Address of the passage the fact comes from (memo://passage/…)."),
-        ] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, RecordFactOutput]:
-        return run_tool(
-            "record_fact",
-            lambda: memory.record_fact(
-                subject, predicate, value, valid_from, valid_to, source, namespace=ns(namespace)
-            ),
-        )
-
-    tool(
-        record_fact,
-        "Record one fact about an entity: subject, predicate, value, optionally the time it "
-        "holds and the passage it comes from. Use it for crisp, checkable statements (who leads, "
-        "which version, what date). Returns the fact's address. Facts are never edited: record "
-        "a new one with a time range, and conflicting facts are settled through compaction. "
-        f"Text fields take at most {limits.field_chars:,} characters.",
-        _annotations("Record a fact", read_only=False),
-    )
-
-    # --- propose_merge ----------------------------------------------------------------------
-
-    def propose_merge(
-        entities: Annotated[
-            list[str],
-            Field(
-                description=(
-                    "Exactly two entity names or addresses. The first survives if the merge is "
-                    "accepted; the second becomes its alias."
-                ),
-                min_length=2,
-                max_length=2,
-            ),
-        ],
-        again: Annotated[
-            bool,
-            Field(
-                description=(
-                    "Propose a pair that was rejected before (or whose merge was undone) once "
-                    "more, on purpose. Without it such a pair is refused."
-                ),
-                strict=True,
-            ),
-        ] = False,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, ProposeMergeOutput]:
-        return run_tool(
-            "propose_merge",
-            lambda: memory.propose_merge(entities, namespace=ns(namespace), again=again),
-        )
-
-    tool(
-        propose_merge,
-        "Propose that two entities are one subject (e.g. 'Raft' and 'Raft consensus'). This "
-        "only opens a merge item; nothing changes until someone accepts it through compact and "
-        "submit (its resolution may name the `survivor` and give it a `name`). Returns the "
-        "candidate and its status; a pair rejected before is refused unless `again`.",
-        _annotations("Propose merging two entities", read_only=False, idempotent=True),
-    )
-
-    # --- corrections ------------------------------------------------------------------------
-
-    EntityArg = Annotated[
-        str, Field(description="The entity: a name or alias (any case), or memo://entity/ID.")
-    ]
-
-    def rename_entity(
-        entity: EntityArg,
-        name: Annotated[str, Field(description="Its name from now on (at most 200 characters).")],
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, CorrectedOutput]:
-        return run_tool(
-            "rename_entity",
-            lambda: memory.rename_entity(entity, name, namespace=ns(namespace)),
-        )
-
-    tool(
-        rename_entity,
-        "Give an entity a new name (the one a reader would look for). Its old names stay "
-        "aliases, so they still resolve in get and search; renaming back undoes it. Its page "
-        "is marked stale, so compact offers a refresh. Refused if the name is another "
-        "entity's (propose a merge instead).",
-        _annotations("Rename an entity", read_only=False),
-    )
-
-    def undo_merge(
-        entity: Annotated[
-            str,
-            Field(
-                description=(
-                    "The entity that was merged into another: its own name or memo://entity/ID."
-                )
-            ),
-        ],
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, CorrectedOutput]:
-        return run_tool("undo_merge", lambda: memory.undo_merge(entity, namespace=ns(namespace)))
-
-    tool(
-        undo_merge,
-        "Undo a merge: the entity merged away stands apart again with its passages, facts and "
-        "names; the aliases the merge gave the survivor are taken back; both pages are marked "
-        "stale. The pair is then not proposed by the scanner again (propose_merge with "
-        "`again` can). Recorded, nothing erased.",
-        _annotations("Undo a merge", read_only=False),
-    )
-
-    def reopen(
-        item: Annotated[
-            int | str, Field(description="A done or skipped item: its id (42) or memo://item/42.")
-        ],
-        reason: Annotated[str | None, Field(description="Why (kept in the audit).")] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, CorrectedOutput]:
-        return run_tool(
-            "reopen", lambda: memory.reopen(item, reason=reason, namespace=ns(namespace))
-        )
-
-    tool(
-        reopen,
-        "Reopen a finished work item and undo what it did: a skip is put back on the queue; a "
-        "settled conflict brings back the facts it superseded (as new facts) and supersedes a "
-        "bounded copy; an accepted merge separates the entities again, a rejected one opens "
-        "again; the passages a kept duplicate forgot come back as new passages (copies in a new "
-        "version of their documents) and the cluster is asked about again. Returns the item "
-        "now open for it (`item`). Done page and stale items are refused (forget the page "
-        "instead).",
-        _annotations("Reopen a work item", read_only=False),
-    )
-
-    def corrections(
-        action: Annotated[
-            Literal["rename", "merge", "unmerge", "reopen", "propose_again"] | None,
-            Field(description="Only this action's corrections. Default: every one's."),
-        ] = None,
-        target: Annotated[
-            str | None,
-            Field(description="Only those about this address (memo://entity/ID, memo://item/ID)."),
-        ] = None,
-        namespace: Namespace = None,
-        page: Page = 1,
-    ) -> Annotated[CallToolResult, CorrectionsOutput]:
-        return run_tool(
-            "corrections",
-            lambda: memory.corrections(namespace=ns(namespace), action=action, target=target),
-            lambda data: page_answer(data, budget, page),
-        )
-
-    tool(
-        corrections,
-        "List the corrections people and agents made in a namespace, oldest first, without "
-        "changing anything: renames, merges (with what each moved), merges undone, items "
-        "reopened (with what they restored) and merges proposed again. Each is an audit row "
-        "with its action, the address it was about, what it recorded (`detail`) and one line "
-        "saying what it did (`summary`). Every one can itself be taken back: rename again, "
-        "propose_merge with `again`, reopen the item made.",
-        _annotations("List corrections", read_only=True),
-    )
-
-    # --- search -----------------------------------------------------------------------------
-
-    def search(
-        query: Annotated[
-            str,
-            Field(
-                description=(
-                    "Natural-language words; any word may match (OR), stop words are dropped, "
-                    f"no special syntax. At most {limits.query_chars:,} characters."
-                )
-            ),
-        ],
-        granularity: Annotated[
-            Literal["passage", "page", "fact", "entity", "all"],
-            Field(
-                description=(
-                    "What to search: passages of remembered documents (default), compacted "
-                    "pages, facts (subject, predicate and value), entities, or all of them."
-                )
-            ),
-        ] = "passage",
-        limit: Annotated[
-            int,
-            Field(description="How many results at most (1-1000).", ge=1, le=1000, strict=True),
-        ] = 10,
-        as_of: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "ISO 8601 date or datetime: only facts valid at that time (facts only)."
-                )
-            ),
-        ] = None,
-        namespace: Namespace = None,
-        mode: Annotated[
-            Literal["lexical", "semantic", "hybrid"] | None,
-            Field(
-                description=(
-                    "How passages are ranked: by their words (lexical), by meaning (semantic), "
-                    "or both fused (hybrid). Default: hybrid where passages have vectors, else "
-                    "lexical. Pages, facts and entities are ranked by their words."
-                )
-            ),
-        ] = None,
-        page: Page = 1,
-    ) -> Annotated[CallToolResult, SearchOutput]:
-        return run_tool(
-            "search",
-            lambda: memory.search(
-                query, granularity, limit, as_of, namespace=ns(namespace), mode=mode
-            ),
-            lambda data: page_answer(data, budget, page),
-        )
-
-    tool(
-        search,
-        "Search long-term memory over live rows only (forgotten and superseded text never comes "
-        "back): by words (BM25) and, where passages have vectors, by meaning too. Use it before "
-        "answering from memory; name the people or things the question is about, as they were "
-        "remembered: a known entity's name finds what is about it. Returns up to `limit` "
-        "results, best first, each with an address, its granularity, its text (or a snippet) "
-        "and a score (BM25; in hybrid mode the fused rank score; with `all`: a share, 0-1) "
-        "(a page stored over its checks' flags also lists its `unverified` sentences), "
-        "and the `mode` used (a `notice` says why when it is not the one asked for); call "
-        "`get` on an address for the whole thing and its links.",
-        _annotations("Search memory", read_only=True),
-    )
-
-    # --- get --------------------------------------------------------------------------------
-
-    def get(
-        address: Annotated[
-            str,
-            Field(
-                description=(
-                    "An address: memo://document/<id>, memo://passage/<id>, memo://entity/<id>, "
-                    "memo://fact/<id>, memo://page/<id> or memo://item/<n> (a bare item number "
-                    "works too)."
-                )
-            ),
-        ],
-        namespace: Namespace = None,
-        page: Page = 1,
-    ) -> Annotated[CallToolResult, GetOutput]:
-        return run_tool(
-            "get",
-            lambda: memory.get(address, namespace=ns(namespace)),
-            lambda data: page_answer(
-                with_web_url(data, ns(namespace)), budget, page, address=data["address"]
-            ),
-        )
-
-    tool(
-        get,
-        "Fetch one stored thing by address with its links: a page with its content, source "
-        "passages and `sentences` (each with the `sources` it cites; one with `flags` was stored "
-        "over the checks with `force` and is unverified, whatever it cites), an entity with its passages, facts and page, a document with its passages, a "
-        "work item with its payload. Forgotten and superseded things are returned too, with "
-        "`status` saying so (live, forgotten, superseded). A thing larger than one answer "
-        "comes in pages: `paged` counts its lists and `paged.next` gives the `page` to ask for.",
-        _annotations("Get by address", read_only=True),
-    )
-
-    # --- forget -----------------------------------------------------------------------------
-
-    def forget(
-        address: Annotated[
-            str,
-            Field(
-                description=(
-                    "What to forget: a memo://document/…, memo://passage/…, memo://fact/… or "
-                    "memo://page/… address."
-                )
-            ),
-        ],
-        reason: Annotated[str | None, Field(description="Why (kept with the tombstone).")] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, ForgetOutput]:
-        return run_tool(
-            "forget",
-            lambda: memory.forget(address, reason, namespace=ns(namespace)),
-            lambda data: first_page(data, budget, data["address"]),
-        )
-
-    tool(
-        forget,
-        "Forget a document (with its passages), a passage, a fact or a page: it stops appearing "
-        "in search and compaction, and pages citing it are marked stale. Use it for wrong or "
-        "unwanted memories. The row is tombstoned, not erased (`get` still shows it as "
-        "forgotten); forgetting twice changes nothing.",
-        _annotations("Forget", read_only=False, destructive=True, idempotent=True),
-    )
-
-    # --- compact ----------------------------------------------------------------------------
-
-    def compact(
-        kinds: Annotated[
-            list[str] | None,
-            Field(description=f"Only these kinds of work items. Installed kinds: {kind_guide}."),
-        ] = None,
-        limit: Annotated[
-            int,
-            Field(
-                description=(
-                    "How many open items to return with their payloads (default "
-                    f"{COMPACT_DEFAULT_LIMIT}); 0 returns counts only. `open` always counts "
-                    "all of them."
-                ),
-                ge=0,
-                strict=True,
-            ),
-        ] = COMPACT_DEFAULT_LIMIT,
-        after: Annotated[
-            int | None,
-            Field(
-                description=(
-                    "Only the open items after this item id: the `next.after` of the previous "
-                    "answer, to page through a queue larger than one answer."
-                ),
-                ge=0,
-                strict=True,
-            ),
-        ] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, CompactOutput]:
-        return run_tool(
-            "compact",
-            lambda: memory.compact(kinds, limit, namespace=ns(namespace), after=after or 0),
-            lambda data: fit_budget(data, budget, limit),
-            memory.kinds,
-        )
-
-    tool(
-        compact,
-        "Scan a namespace for compaction work and return the open work items, oldest first. "
-        f"How to do an item of each kind: {kinds_guide(memory.kinds)} "
-        "Each item's payload holds everything needed to do it, so no other call is needed; do "
-        "one with `submit`. Returns `created` (new items), `open` (all open items) and up to "
-        f"`limit` items (default {COMPACT_DEFAULT_LIMIT}) within about {budget:,} bytes, to "
-        "keep your context small (one larger item comes alone); `more` counts the open items "
-        "after these, and `next` gives the `after` that fetches them. Running it again with "
-        "nothing changed creates nothing. The server never writes prose.",
-        _annotations("Compact: list work items", read_only=False, idempotent=True),
-    )
-
-    # --- submit -----------------------------------------------------------------------------
-
-    def submit(
-        item: Annotated[
-            int | str,
-            Field(description="The work item: its id (42) or address (memo://item/42)."),
-        ],
-        content: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "page/stale items: the page's Markdown, written only from the item's "
-                    f"payload. At most {limits.page_bytes:,} bytes."
-                )
-            ),
-        ] = None,
-        title: Annotated[
-            str | None, Field(description="page/stale items: the page's title.")
-        ] = None,
-        cites: Annotated[
-            list[str] | None,
-            Field(
-                description=(
-                    "page/stale items: the payload passages the page draws on (default: all)."
-                )
-            ),
-        ] = None,
-        keep: Annotated[
-            str | list[str] | None,
-            Field(
-                description=(
-                    "conflict items: the one fact address to keep (the other is superseded). "
-                    "duplicate items: the passage address(es) to keep (the others are forgotten)."
-                )
-            ),
-        ] = None,
-        bound: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description=(
-                    'conflict items: {"fact": ADDR, "valid_from"?: T, "valid_to"?: T} — the '
-                    "named fact is superseded by a copy with this bound (end the older fact "
-                    "where the newer begins, keeping history); refused if the two would still "
-                    "overlap."
-                )
-            ),
-        ] = None,
-        accept: Annotated[
-            bool, Field(description="merge items: the two entities are one.", strict=True)
-        ] = False,
-        reject: Annotated[
-            bool,
-            Field(
-                description="merge items: they are different (never proposed again).", strict=True
-            ),
-        ] = False,
-        skip: Annotated[
-            bool,
-            Field(description="Any item: not worth doing; needs `reason`.", strict=True),
-        ] = False,
-        reason: Annotated[str | None, Field(description="Why the item is skipped.")] = None,
-        fingerprint: Annotated[
-            str | None,
-            Field(
-                description=(
-                    "The item's `fingerprint` as `compact` gave it with the payload: the "
-                    "submission is refused if the item was refreshed since. Always send it."
-                )
-            ),
-        ] = None,
-        dry_run: Annotated[
-            bool,
-            Field(
-                description="Run every check and report, store nothing. Do this first.",
-                strict=True,
-            ),
-        ] = False,
-        force: Annotated[
-            bool,
-            Field(
-                description=(
-                    "Store even though a check flagged something (the flags are recorded, and "
-                    "every view shows the flagged sentences as unverified; lint lists the page "
-                    "until a version that passes replaces it). Only when you are sure the "
-                    "flagged text is right."
-                ),
-                strict=True,
-            ),
-        ] = False,
-        resolution: Annotated[
-            dict[str, Any] | None,
-            Field(
-                description=(
-                    "The resolution as one object, for any kind (plugins' kinds too: their "
-                    "fields are listed with the kinds in `compact`); the flat fields above are "
-                    "merged into it."
-                )
-            ),
-        ] = None,
-        namespace: Namespace = None,
-    ) -> Annotated[CallToolResult, SubmitOutput]:
-        return run_tool(
-            "submit",
-            lambda: memory.submit(
-                item,
-                resolution,
-                dry_run=dry_run,
-                force=force,
-                fingerprint=fingerprint,
-                namespace=ns(namespace),
-                content=content,
-                title=title,
-                cites=cites,
-                keep=keep,
-                bound=bound,
-                # A flag left false is no field at all (a page takes no accept).
-                accept=accept or None,
-                reject=reject or None,
-                skip=skip or None,
-                reason=reason,
-            ),
-            lambda data: submit_page(data, budget),
-        )
-
-    tool(
-        submit,
-        "Complete one work item from `compact`. The server checks the result before storing "
-        "it. For pages: " + WRITING_RULES + " A flagged submission is not stored (`stored: false`, "
-        "a normal result: fix the flagged text and submit again) unless `force`. Use "
-        "`dry_run: true` first. Returns item, kind, status, stored, the new address, a diff "
-        "against the previous page and each check's result (a duplicate item: `kept`, "
-        "`forgotten`, `left`; only members that are near duplicates of a kept one are "
-        "forgotten). An item that is not open, whose inputs changed since `compact`, or whose "
-        "`fingerprint` is not the one sent, is refused: run `compact` again.",
-        _annotations("Submit a work item", read_only=False),
-    )
-
-    # --- lint -------------------------------------------------------------------------------
-
-    def lint(
-        rules: Annotated[
-            list[str] | None,
-            Field(
-                description=(
-                    'Report only these rules\' findings (e.g. ["missing-page"]). '
-                    "Default: every rule's."
-                )
-            ),
-        ] = None,
-        namespace: Namespace = None,
-        page: Page = 1,
-    ) -> Annotated[CallToolResult, LintOutput]:
-        return run_tool(
-            "lint",
-            lambda: memory.lint(namespace=ns(namespace), rules=rules),
-            lambda data: page_answer(data, budget, page),
-        )
-
-    tool(
-        lint,
-        "Report problems in a namespace without changing anything: contradictions (facts that "
-        "disagree), orphan entities, entities that need a page, stale pages and expired facts, "
-        "each with a rule name, the main address and related addresses (`rules` keeps only "
-        "those rules' findings). Facts that ended as history and items you skipped (until "
-        "their inputs change) are not findings. Use `compact` to get work items that fix them.",
-        _annotations("Lint the store", read_only=True),
-    )
-
-    return params
+def _filled(schema: Any, values: dict[str, str]) -> Any:
+    """A JSON schema with the placeholders of its descriptions filled in."""
+    if isinstance(schema, dict):
+        return {
+            key: Template(value).substitute(values)
+            if key == "description" and isinstance(value, str)
+            else _filled(value, values)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_filled(value, values) for value in schema]
+    return schema

@@ -89,6 +89,24 @@ def test_tools_are_described_for_a_model(store: Memory) -> None:
     ]
 
 
+def test_each_server_states_its_own_figures(store: Memory, monkeypatch) -> None:
+    """The descriptions are written once, naming figures (``$budget``…); a
+    server fills in its own: its namespace, its answer budget, its limits."""
+    monkeypatch.setenv("MEMORS_MCP_COMPACT_BYTES", "5000")
+    tools = drive(store, lambda c: c.list_tools(), namespace="work").tools
+    for tool in tools:
+        described = [tool.description]
+        described += [p.get("description", "") for p in tool.input_schema["properties"].values()]
+        assert not [d for d in described if "$" in d], f"{tool.name}: a figure left unfilled"
+    by_name = {t.name: t for t in tools}
+    props = by_name["get"].input_schema["properties"]
+    assert "Default: 'work' (the server's)" in props["namespace"]["description"]
+    assert "within about 5,000 bytes" in props["page"]["description"]
+    assert "within about 5,000 bytes" in by_name["compact"].description
+    content = by_name["submit"].input_schema["properties"]["content"]["description"]
+    assert f"At most {store.limits.page_bytes:,} bytes" in content
+
+
 def test_optional_booleans_are_plain_booleans(store: Memory) -> None:
     """A client that draws a form from the schema (the MCP Inspector) offers a
     checkbox for a boolean, and nothing it can send for anyOf boolean/null."""
