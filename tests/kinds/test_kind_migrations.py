@@ -13,7 +13,7 @@ import pytest
 from memors_core import MemorsError, Memory, PluginError, hookimpl
 from memors_core.plugins.kinds import Kind
 from memors_core.plugins.manager import build_plugin_manager
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.testing import run_cli
 from memors_core.wire import to_json
 from store_checks import connect, is_postgres, rows_of
@@ -118,7 +118,7 @@ def test_a_failing_step_names_the_kind_and_applies_nothing(fresh_store, tmp_path
     assert "notes" not in recorded(db) and "notes_seen" not in tables(db)
 
 
-@pytest.mark.sqlite_only("edits the file through apsw, then opens the SQLite Store read-only")
+@pytest.mark.sqlite_only("edits the file through apsw, then opens the SQLite store read-only")
 def test_a_read_only_open_migrates_nothing(fresh_store, tmp_path: Path):
     db = fresh_store("memors.db")
     with Memory.open(db):
@@ -128,7 +128,7 @@ def test_a_read_only_open_migrates_nothing(fresh_store, tmp_path: Path):
         "DELETE FROM kind_schema WHERE kind = 'duplicate'; DROP TABLE dup_prefix; DROP TABLE dup_recent"
     )
     conn.close()
-    store = Store.open(db, readonly=True)
+    store = SqliteStore.open(db, readonly=True)
     with Memory(store) as memory:
         assert memory.lint().findings is not None
     assert "duplicate" not in recorded(db) and "dup_prefix" not in tables(db)

@@ -58,6 +58,6 @@ def open_storage(
         from memors_core.storage.sqlite.readonly import open_readonly
 
         return open_readonly(location if location is not None else default_path())
-    from memors_core.storage.sqlite.connection import Store
+    from memors_core.storage.sqlite.connection import SqliteStore
 
-    return Store.open(location)
+    return SqliteStore.open(location)

@@ -286,9 +286,9 @@ def test_the_store_reference_is_generated_from_the_protocol():
 
 
 def test_the_sqlite_store_has_every_method_the_reference_documents(tmp_path):
-    from memors_core.storage.sqlite.connection import Store
+    from memors_core.storage.sqlite.connection import SqliteStore
 
-    store = Store.open(tmp_path / "t.db")
+    store = SqliteStore.open(tmp_path / "t.db")
     tx = store.tx
     for attr, proto in store_repositories().items():
         repo = getattr(tx, attr)

@@ -41,10 +41,11 @@ from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from memors_core.storage.sql.transactions import Session, Transactions
 
 if TYPE_CHECKING:
     from memors_core.storage.api import Capabilities
-    from memors_core.storage.postgres.engine import PgTx
+    from memors_core.storage.postgres.tx import PgTx
 
 log = get_logger("memors.store")
 # The pool reports what it does about a lost server (discarding a closed
@@ -82,24 +83,21 @@ def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
-class _Session:
-    """One thread's transaction: its connection, depth and pending callbacks."""
+class _Session(Session):
+    """One thread's transaction: the shared bookkeeping, its connection and
+    the namespaces it holds."""
 
-    __slots__ = ("after_commit", "conn", "depth", "in_write", "reading", "scope", "tx")
+    __slots__ = ("conn", "scope")
 
     def __init__(self, tx: PgTx) -> None:
+        super().__init__(tx)
         self.conn: psycopg.Connection | None = None
-        self.depth = 0
-        self.after_commit: list[tuple] = []
-        self.in_write = False
-        self.reading = False
         #: What the write transaction holds: None for the whole store, else
         #: the namespaces whose locks it took.
         self.scope: frozenset[str] | None = None
-        self.tx = tx
 
 
-class PgStore:
+class PgStore(Transactions):
     """A pool of psycopg connections to one PostgreSQL database holding a memors store.
 
     Each outermost transaction takes a connection from the pool for its
@@ -113,6 +111,7 @@ class PgStore:
     """
 
     engine = "postgres"
+    driver_error = psycopg.Error
 
     def __init__(self, pool: Any, url: str, readonly: bool, busy_ms: int = 15_000) -> None:
         self.pool = pool
@@ -270,7 +269,7 @@ class PgStore:
         """Each kind's own state at its newest version (see
         :meth:`memors_core.storage.api.Storage.migrate_kinds`); a step is an
         SQL script for PostgreSQL."""
-        from memors_core.storage.sql.engine import migrate_kinds
+        from memors_core.storage.sql.kind_schema import migrate_kinds
 
         def run_step(script: str) -> None:
             with self.write():  # a savepoint: the failing step's transaction stays usable
@@ -302,7 +301,7 @@ class PgStore:
     def _session(self) -> _Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            from memors_core.storage.postgres.engine import PgTx
+            from memors_core.storage.postgres.tx import PgTx
 
             session = self._local.session = _Session(PgTx(self))
         return session
@@ -405,7 +404,7 @@ class PgStore:
             namespace = None
         session = self._session
         if session.depth:
-            yield from self._savepoint(session, namespace)
+            yield from self._savepoint_in(session, namespace)
             return
         deadline = time.monotonic() + self.busy_ms / 1000
 
@@ -423,10 +422,10 @@ class PgStore:
         turn = lock if namespace is None else ("namespace", namespace)
         with self._translated(), self._turn(turn, deadline):
             left = max(0.001, deadline - time.monotonic())
-            with self._checked_out(session, begin, left) as conn:
+            with self._checked_out(session, begin, left):
                 session.scope = None if namespace is None else frozenset((namespace,))
                 try:
-                    yield from self._write(session, conn)
+                    yield from self._outermost_write(session)
                 finally:
                     session.scope = None
 
@@ -445,54 +444,32 @@ class PgStore:
         finally:
             turn.release()
 
-    def _savepoint(self, session: _Session, namespace: str | None) -> Iterator[PgTx]:
-        conn = session.conn
-        assert conn is not None
-        session.depth += 1
-        name = f"memors_{session.depth}"
-        mark = len(session.after_commit)
+    def _savepoint_in(self, session: _Session, namespace: str | None) -> Iterator[PgTx]:
         scope = session.scope
-        conn.execute(f"SAVEPOINT {name}")
-        try:
-            if scope is not None and namespace is not None and namespace not in scope:
-                # Another namespace than the transaction's: its lock too, until
-                # the transaction ends. (A savepoint that names none is part of
-                # its transaction's work, in its namespace.)
-                conn.execute(_lock_sql(WRITE_LOCK, namespace, shared_held=True))
-                session.scope = scope | {namespace}
-            yield session.tx
-        except BaseException:
-            del session.after_commit[mark:]
-            session.tx.reset_clocks()
-            session.scope = scope  # (a rolled-back savepoint's locks are released)
-            with contextlib.suppress(psycopg.Error):
-                conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
-                conn.execute(f"RELEASE SAVEPOINT {name}")
-            raise
-        else:
-            conn.execute(f"RELEASE SAVEPOINT {name}")
-        finally:
-            session.depth -= 1
 
-    def _write(self, session: _Session, conn: psycopg.Connection) -> Iterator[PgTx]:
-        session.depth = 1
-        session.after_commit = []
-        session.in_write = True
-        session.tx.reset_clocks()
-        try:
-            yield session.tx
-        except BaseException:
-            session.depth = 0
-            session.in_write = False
-            session.after_commit = []
-            session.tx.reset_clocks()
-            with contextlib.suppress(psycopg.Error):
-                conn.execute("ROLLBACK")
-            raise
-        session.depth = 0
-        session.in_write = False
-        session.tx.reset_clocks()
-        pending, session.after_commit = session.after_commit, []
+        def enter() -> Callable[[], None] | None:
+            if scope is None or namespace is None or namespace in scope:
+                return None
+            # Another namespace than the transaction's: its lock too, until
+            # the transaction ends. (A savepoint that names none is part of
+            # its transaction's work, in its namespace.)
+            self._send(session, _lock_sql(WRITE_LOCK, namespace, shared_held=True))
+            session.scope = scope | {namespace}
+
+            def undo() -> None:  # (a rolled-back savepoint's locks are released)
+                session.scope = scope
+
+            return undo
+
+        yield from self._savepoint(session, enter)
+
+    # (the transaction machine's driver calls)
+
+    def _send(self, session: Session, sql: str) -> None:
+        self.conn.execute(sql)
+
+    def _commit(self, session: Session) -> None:
+        conn = self.conn
         try:
             conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
@@ -503,8 +480,6 @@ class PgStore:
                 "text twice stores it once)"
             ) from None
         self._keep_statistics(conn)
-        for fn, args, kwargs in pending:
-            fn(*args, **kwargs)
 
     def _keep_statistics(self, conn: psycopg.Connection) -> None:
         """ANALYZE the tables that changed much since their statistics were taken.
@@ -535,15 +510,6 @@ class PgStore:
         except psycopg.Error as exc:  # a role that may not analyze: the owner's turn
             log.debug("statistics_not_kept", path=self.location, error=one_line(exc))
 
-    def after_commit(self, fn, /, *args, **kwargs) -> None:
-        """Call ``fn(*args, **kwargs)`` once the current write transaction
-        commits (at once outside one); dropped if it rolls back."""
-        session = self._session
-        if session.in_write:
-            session.after_commit.append((fn, args, kwargs))
-        else:
-            fn(*args, **kwargs)
-
     @contextlib.contextmanager
     def read(self) -> Iterator[PgTx]:
         """A read transaction: one snapshot, in which every write is refused."""
@@ -554,13 +520,9 @@ class PgStore:
         # (a refused write rolls back to the savepoint, so the snapshot stays usable)
         begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SAVEPOINT memors_read"
         with self._translated(), self._checked_out(session, begin) as conn:
-            session.depth = 1
-            session.reading = True
             try:
-                yield session.tx
+                yield from self._outermost_read(session)
             finally:
-                session.depth = 0
-                session.reading = False
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("COMMIT")
 

@@ -41,7 +41,7 @@ from memors_core.storage.sql.purges import SqlPurges
 
 if TYPE_CHECKING:
     from memors_core.storage.postgres.connection import PgStore
-    from memors_core.storage.postgres.engine import PgTx
+    from memors_core.storage.postgres.tx import PgTx
 
 log = get_logger("memors")
 

@@ -29,7 +29,6 @@ from memors_core.errors import BadInput, MemorsError
 from memors_core.log import get_logger
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import EXPORT_SCHEMA, IDENTITIES
-from memors_core.storage.sql.engine import CLOCKS
 from memors_core.storage.sql.records import Repo
 from memors_core.storage.sql.transfer import (
     IS_EMPTY,
@@ -40,6 +39,7 @@ from memors_core.storage.sql.transfer import (
     row_columns,
     row_dict,
 )
+from memors_core.storage.sql.tx import CLOCKS
 from memors_core.storage.sqlite.transfer import READS_SCHEMAS
 
 if TYPE_CHECKING:
@@ -180,12 +180,12 @@ def backup(store: PgStore, path: str) -> dict[str, Any]:
     Derived state is rebuilt there as after an import: the search indexes
     as the rows arrive, compaction's on its first full scan.
     """
-    from memors_core.storage.sqlite.connection import Store
+    from memors_core.storage.sqlite.connection import SqliteStore
     from memors_core.storage.sqlite.transfer import backup_target
 
     target = backup_target(path)
     try:
-        dest = Store.open(target)
+        dest = SqliteStore.open(target)
     except MemorsError as exc:
         _remove(target)
         raise BadInput(f"cannot write a backup to {target}: {exc}") from None

@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs more t
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterable
 
-    from memors_core.storage.sql.engine import SqlTx
+    from memors_core.storage.sql.tx import SqlTx
 
 
 class Repo:

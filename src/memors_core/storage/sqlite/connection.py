@@ -15,24 +15,28 @@ import apsw
 from memors_core.errors import BadInput, MemorsError, StoreBusy
 from memors_core.log import get_logger
 from memors_core.settings import busy_timeout_ms, default_path
+from memors_core.storage.sql.transactions import Session, Transactions
 
 if TYPE_CHECKING:
     from memors_core.storage.api import Capabilities
-    from memors_core.storage.sqlite.engine import SqliteTx
+    from memors_core.storage.sqlite.tx import SqliteTx
 from memors_core.storage.sqlite.indexing import flush as flush_search
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 log = get_logger("memors.store")
 
 
-class Store:
+class SqliteStore(Transactions):
     """One apsw connection to one database file.
 
     Writes go through :meth:`write` (``BEGIN IMMEDIATE``: the write lock is
     taken up front, so two writers queue on the busy timeout instead of
     failing on a lock upgrade); reads that need one snapshot use :meth:`read`.
-    Nested calls become savepoints.
+    Nested calls become savepoints (:mod:`memors_core.storage.sql.transactions`
+    keeps the books).
     """
+
+    driver_error = apsw.Error
 
     def __init__(self, conn: apsw.Connection, path: Path, readonly: bool) -> None:
         self.conn = conn
@@ -42,26 +46,19 @@ class Store:
         #: The repositories (:class:`memors_core.storage.api.Tx`) every
         #: transaction of this connection yields.
         # (imported here: opening a store file stays light for tools that only open one)
-        from memors_core.storage.sqlite.engine import SqliteTx
+        from memors_core.storage.sqlite.tx import SqliteTx
 
         self.tx = SqliteTx(self)
+        # The connection's one transaction at a time.
+        self._the_session = Session(self.tx)
         # One connection, one transaction at a time: threads sharing this
         # store queue here for the whole of each outermost transaction.
         self._lock = threading.RLock()
         #: Why the last finishing step of a purge was left for later.
         self.purge_held: str | None = None
-        self._depth = 0
-        # Callbacks (log events) to run once the current write commits.
-        self._after_commit: list[tuple] = []
-        self._in_write = False
         #: Each namespace's vector codes, kept between searches
         #: (:class:`memors_core.storage.sqlite.vectors.CodeCache`).
         self.vector_codes: dict = {}
-
-    @property
-    def in_write(self) -> bool:
-        """Whether a write transaction is open on this connection."""
-        return self._in_write
 
     @property
     def capabilities(self) -> Capabilities:
@@ -74,7 +71,9 @@ class Store:
     # --- opening ---------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, readonly: bool = False) -> Store:
+    def open(
+        cls, path: str | os.PathLike[str] | None = None, *, readonly: bool = False
+    ) -> SqliteStore:
         p = Path(os.path.expanduser(path)) if path is not None else default_path()
         if p.is_dir():
             raise BadInput(f"{p} is a directory, not a database file")
@@ -149,7 +148,7 @@ class Store:
         """Each kind's own state at its newest version (see
         :meth:`memors_core.storage.api.Storage.migrate_kinds`); a step is an
         SQL script."""
-        from memors_core.storage.sql.engine import migrate_kinds
+        from memors_core.storage.sql.kind_schema import migrate_kinds
 
         migrate_kinds(self, migrations, self.conn.execute, apsw.Error)
 
@@ -168,64 +167,32 @@ class Store:
             yield from self._write()
 
     def _write(self) -> Iterator[SqliteTx]:
-        if self._depth:
-            self._depth += 1
-            mark = len(self._after_commit)
-            try:
-                with self.conn:
-                    yield self.tx
-            except BaseException:
-                del self._after_commit[mark:]  # the savepoint was rolled back
-                self.tx.reset_clocks()
-                raise
-            finally:
-                self._depth -= 1
+        session = self._the_session
+        if session.depth:
+            yield from self._savepoint(session)
             return
         self._begin("BEGIN IMMEDIATE")
-        self._depth = 1
-        self._after_commit = []
-        self._in_write = True
-        self.tx.reset_clocks()
-        try:
-            yield self.tx
-        except BaseException:
-            self._depth = 0
-            self._in_write = False
-            self._after_commit = []
-            self.tx.reset_clocks()
-            with contextlib.suppress(apsw.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        try:
-            flush_search(self.conn)  # the changed rows into their search indexes
-        except BaseException:
-            self._depth = 0
-            self._in_write = False
-            self._after_commit = []
-            with contextlib.suppress(apsw.Error):
-                self.conn.execute("ROLLBACK")
-            raise
-        self._depth = 0
-        self._in_write = False
-        self.tx.reset_clocks()
-        pending, self._after_commit = self._after_commit, []
+        yield from self._outermost_write(session)
+
+    # (the transaction machine's driver calls)
+
+    @property
+    def _session(self) -> Session:
+        return self._the_session
+
+    def _send(self, session: Session, sql: str) -> None:
+        self.conn.execute(sql)
+
+    def _before_commit(self, session: Session) -> None:
+        flush_search(self.conn)  # the changed rows into their search indexes
+
+    def _commit(self, session: Session) -> None:
         try:
             self.conn.execute("COMMIT")
         except apsw.BusyError:
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("ROLLBACK")
             raise StoreBusy("the store stayed busy; nothing was stored, try again") from None
-        for fn, args, kwargs in pending:
-            fn(*args, **kwargs)
-
-    def after_commit(self, fn, /, *args, **kwargs) -> None:
-        """Call ``fn(*args, **kwargs)`` once the current write transaction
-        commits (at once outside one); dropped if it rolls back. State-change
-        log events go through here, so a log never reports what did not happen."""
-        if self._in_write:
-            self._after_commit.append((fn, args, kwargs))
-        else:
-            fn(*args, **kwargs)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[SqliteTx]:
@@ -235,17 +202,16 @@ class Store:
             yield from self._read()
 
     def _read(self) -> Iterator[SqliteTx]:
-        if self._depth:
+        session = self._the_session
+        if session.depth:
             yield self.tx
             return
         self._begin("BEGIN")
-        self._depth = 1
         if not self.readonly:  # (a read-only store is query_only for good)
             self.conn.execute("PRAGMA query_only = ON")
         try:
-            yield self.tx
+            yield from self._outermost_read(session)
         finally:
-            self._depth = 0
             with contextlib.suppress(apsw.Error):
                 self.conn.execute("COMMIT")
             if not self.readonly:

@@ -28,8 +28,8 @@ from memors_core.storage.sqlite.indexing import index_tables
 from memors_core.storage.sqlite.schema import NAME_TABLES, no_delete_triggers
 
 if TYPE_CHECKING:
-    from memors_core.storage.sqlite.connection import Store
-    from memors_core.storage.sqlite.engine import SqliteTx
+    from memors_core.storage.sqlite.connection import SqliteStore
+    from memors_core.storage.sqlite.tx import SqliteTx
 
 log = get_logger("memors")
 
@@ -44,7 +44,7 @@ BUSY = "another process kept the store busy, so its file was not rewritten yet"
 READER = "another process still reads old pages of the file"
 
 
-def hold(store: Store, target: str) -> str:
+def hold(store: SqliteStore, target: str) -> str:
     """What kept the purge of ``target`` from finishing, and what finishes it."""
     why = store.purge_held or READER
     return f"{why}: the next memors command finishes erasing them"
@@ -55,7 +55,7 @@ def _ids(values: Iterable[str]) -> str:
 
 
 @contextlib.contextmanager
-def secure_delete(store: Store) -> Iterator[None]:
+def secure_delete(store: SqliteStore) -> Iterator[None]:
     store.conn.execute("PRAGMA secure_delete = ON")
     try:
         yield
@@ -64,7 +64,7 @@ def secure_delete(store: Store) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def erasing(store: Store) -> Iterator[SqliteTx]:
+def erasing(store: SqliteStore) -> Iterator[SqliteTx]:
     """A write transaction in which raw rows may be erased."""
     with secure_delete(store), store.write() as tx:
         tx.hold_clocks()  # the erased rows' numbers are never handed out again
@@ -91,7 +91,7 @@ class SqlitePurges(SqlPurges):
 # --- the finishing steps (outside a transaction) ------------------------------------
 
 
-def run_step(store: Store, step: str, *, wait: bool) -> bool:
+def run_step(store: SqliteStore, step: str, *, wait: bool) -> bool:
     """Run one finishing step for the unfinished purges; False when a busy
     store leaves it for later. With ``wait``, a VACUUM that another process
     keeps from running raises :class:`StoreBusy`."""
@@ -131,7 +131,7 @@ def run_step(store: Store, step: str, *, wait: bool) -> bool:
     raise ValueError(f"no purge step {step!r} on SQLite")
 
 
-def checkpoint(store: Store, *, wait: bool) -> bool:
+def checkpoint(store: SqliteStore, *, wait: bool) -> bool:
     """Empty the WAL into the file and truncate it, waiting (within the busy
     timeout, when ``wait``) for readers whose snapshots still need the old
     pages; False if one still did."""

@@ -3,7 +3,7 @@ connection, the same :class:`~memors_core.storage.sqlite.search.SqliteSearch`
 every SQLite transaction uses, and nothing else of the storage layer.
 
 It opens an existing file at the current schema only (anything else is left
-to the full :class:`~memors_core.storage.sqlite.connection.Store`, which
+to the full :class:`~memors_core.storage.sqlite.connection.SqliteStore`, which
 migrates, reports and finishes purges), never creates one, and writes
 nothing: ``PRAGMA query_only``. Searching needs no write: every write
 transaction indexes its rows before it commits.

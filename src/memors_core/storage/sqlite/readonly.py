@@ -21,7 +21,7 @@ from urllib.parse import quote
 import apsw
 
 from memors_core.errors import BadInput, MemorsError
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 # SQLite's lock bytes on Unix (os_unix.c): every connection holds a read lock
@@ -33,8 +33,8 @@ _SHARED_SIZE = 510
 _quiet_lock = threading.Lock()
 
 
-class ReadonlyStore(Store):
-    """A read-only :class:`Store` that releases what it holds (the writers'
+class ReadonlyStore(SqliteStore):
+    """A read-only :class:`SqliteStore` that releases what it holds (the writers'
     lock of a quiet open) once its connection is closed."""
 
     def __init__(self, conn: apsw.Connection, path: Path, release: Callable[[], None]) -> None:
@@ -49,7 +49,7 @@ class ReadonlyStore(Store):
             self._release()
 
 
-def open_readonly(path: str | os.PathLike[str]) -> Store:
+def open_readonly(path: str | os.PathLike[str]) -> SqliteStore:
     """A read-only store on ``path``; writes are refused (``SQLITE_OPEN_READONLY``).
 
     Older and foreign files are refused with a one-line error; a store that
@@ -78,7 +78,7 @@ def open_readonly(path: str | os.PathLike[str]) -> Store:
     return empty_store(p)
 
 
-def empty_store(path: Path) -> Store:
+def empty_store(path: Path) -> SqliteStore:
     """An empty store of the current schema, in memory and read-only; it
     stands for ``path``, where no store exists yet."""
     conn = apsw.Connection(":memory:")
@@ -132,7 +132,7 @@ def _writers_locked_out(path: Path) -> Iterator[bool]:
         _quiet_lock.release()
 
 
-def _connect(path: Path, immutable: bool, release: Callable[[], None]) -> Store:
+def _connect(path: Path, immutable: bool, release: Callable[[], None]) -> SqliteStore:
     flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
     mode = "immutable=1" if immutable else "mode=ro"
     target = "file:" + quote(str(path.resolve())) + "?" + mode
@@ -157,7 +157,7 @@ def _connect(path: Path, immutable: bool, release: Callable[[], None]) -> Store:
     return store
 
 
-def _checked(store: Store) -> bool:
+def _checked(store: SqliteStore) -> bool:
     """Whether ``store`` holds a memors store of this schema (False: an
     empty file, a store that does not exist yet)."""
     version = store.conn.execute("PRAGMA user_version").fetchone()[0]

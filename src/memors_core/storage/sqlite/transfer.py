@@ -32,7 +32,7 @@ from memors_core.storage.sql.transfer import (
 from memors_core.storage.sqlite.schema import EXPORT_SCHEMA
 
 if TYPE_CHECKING:
-    from memors_core.storage.sqlite.connection import Store
+    from memors_core.storage.sqlite.connection import SqliteStore
 
 log = get_logger("memors")
 
@@ -100,7 +100,7 @@ def backup_target(path: str) -> Path:
     return target
 
 
-def backup(store: Store, path: str) -> dict[str, Any]:
+def backup(store: SqliteStore, path: str) -> dict[str, Any]:
     """Copy the whole store to ``path`` with SQLite's online backup API.
 
     The copy is made in one step, inside one read transaction: it is the

@@ -60,14 +60,14 @@ class SqliteStorage(StorageFixtures):
     """The SQLite engine's opener: one database file per store name."""
 
     def make_storage(self, where: Path, name: str, *, readonly: bool = False) -> Storage:
-        from memors_core.storage.sqlite.connection import Store
+        from memors_core.storage.sqlite.connection import SqliteStore
 
-        return Store.open(where / f"{name}.db", readonly=readonly)
+        return SqliteStore.open(where / f"{name}.db", readonly=readonly)
 
     def open_backup(self, path: Path) -> Storage:
-        from memors_core.storage.sqlite.connection import Store
+        from memors_core.storage.sqlite.connection import SqliteStore
 
-        return Store.open(path, readonly=True)
+        return SqliteStore.open(path, readonly=True)
 
 
 class PostgresStorage(StorageFixtures):
@@ -101,9 +101,9 @@ class PostgresStorage(StorageFixtures):
 
     def open_backup(self, path: Path) -> Storage:
         # A PostgreSQL store's backup is a memors SQLite file.
-        from memors_core.storage.sqlite.connection import Store
+        from memors_core.storage.sqlite.connection import SqliteStore
 
-        return Store.open(path, readonly=True)
+        return SqliteStore.open(path, readonly=True)
 
 
 class PgvectorStorage(PostgresStorage):

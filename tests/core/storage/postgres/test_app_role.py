@@ -343,10 +343,10 @@ def _made_at_schema_6(owner_url: str) -> None:
     """A store as memors left it before migration 8, with a page done and a
     document in two versions."""
 
-    from memors_core.storage.postgres.engine import PgTx
-    from memors_core.storage.sql.engine import SqlTx
+    from memors_core.storage.postgres.tx import PgTx
     from memors_core.storage.sql.queue import SqlCounters
     from memors_core.storage.sql.records import SqlPassages
+    from memors_core.storage.sql.tx import SqlTx
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(connection, "SCHEMA_VERSION", 6)

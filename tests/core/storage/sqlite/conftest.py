@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 
 
 @pytest.fixture
 def store(tmp_path: Path):
     """A SQLite store of the test's own, opened through the engine (no Memory)."""
-    s = Store.open(tmp_path / "s.db")
+    s = SqliteStore.open(tmp_path / "s.db")
     yield s
     s.close()

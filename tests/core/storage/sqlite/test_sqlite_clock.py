@@ -3,7 +3,7 @@
 SQLite gives a new row the highest row id plus one, so once the newest rows
 are erased their numbers would be handed out again; the ``clock`` table
 keeps each clock's high-water mark (``SqliteTx.hold_clocks``, called by
-``Store.erasing``). The engine-neutral half of this is in the storage
+``SqliteStore.erasing``). The engine-neutral half of this is in the storage
 contract (``test_clock_numbers_are_not_handed_out_again_after_a_purge``).
 """
 
@@ -14,22 +14,22 @@ from pathlib import Path
 import apsw
 import pytest
 
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.storage.sqlite.schema import no_delete_triggers
 from memors_core.testing.storage_contract import NS, forget, remember
 
 pytestmark = pytest.mark.sqlite_only("the SQLite engine's own clock tests, through apsw")
 
 
-def clock_table(store: Store) -> dict[str, int]:
+def clock_table(store: SqliteStore) -> dict[str, int]:
     return dict(store.conn.execute("SELECT name, value FROM clock").fetchall())
 
 
-def max_rowid(store: Store, table: str) -> int:
+def max_rowid(store: SqliteStore, table: str) -> int:
     return store.conn.execute(f"SELECT COALESCE(MAX(rowid), 0) FROM {table}").fetchone()[0]
 
 
-def raw_delete(store: Store, table: str, target: str) -> None:
+def raw_delete(store: SqliteStore, table: str, target: str) -> None:
     """Delete one row the way only purge may (its trigger dropped for the statement)."""
     drop, create = no_delete_triggers(table)
     column = "target" if table == "tombstones" else "id"
@@ -38,7 +38,7 @@ def raw_delete(store: Store, table: str, target: str) -> None:
     store.conn.execute(create)
 
 
-def test_the_passage_seq_is_the_row_id(store: Store) -> None:
+def test_the_passage_seq_is_the_row_id(store: SqliteStore) -> None:
     passage = remember(store, "Raft elects a leader.")
     with store.read() as tx:
         row = tx.passages.get(passage)
@@ -46,7 +46,7 @@ def test_the_passage_seq_is_the_row_id(store: Store) -> None:
         assert row.seq == max_rowid(store, "passages") == tx.passages.head()
 
 
-def test_erasing_records_the_high_water_marks(store: Store) -> None:
+def test_erasing_records_the_high_water_marks(store: SqliteStore) -> None:
     remember(store, "Stays.")
     newest = remember(store, "Erased.")
     forget(store, "passage", newest)
@@ -61,7 +61,9 @@ def test_erasing_records_the_high_water_marks(store: Store) -> None:
         assert (tx.passages.head(), tx.tombstones.head()) == (passages, tombstones)
 
 
-def test_hold_clocks_before_a_raw_delete_keeps_the_number_from_coming_back(store: Store) -> None:
+def test_hold_clocks_before_a_raw_delete_keeps_the_number_from_coming_back(
+    store: SqliteStore,
+) -> None:
     remember(store, "Stays.")
     newest = remember(store, "Deleted by hand.")
     erased = max_rowid(store, "passages")
@@ -74,7 +76,7 @@ def test_hold_clocks_before_a_raw_delete_keeps_the_number_from_coming_back(store
         assert row is not None and row.seq == erased + 1
 
 
-def test_without_the_high_water_mark_the_number_would_come_back(store: Store) -> None:
+def test_without_the_high_water_mark_the_number_would_come_back(store: SqliteStore) -> None:
     # Why the clock table exists: the same raw delete without hold_clocks.
     remember(store, "Stays.")
     newest = remember(store, "Deleted by hand.")
@@ -87,7 +89,7 @@ def test_without_the_high_water_mark_the_number_would_come_back(store: Store) ->
         assert row is not None and row.seq == erased
 
 
-def test_the_clock_is_the_larger_of_the_mark_and_the_rows(store: Store) -> None:
+def test_the_clock_is_the_larger_of_the_mark_and_the_rows(store: SqliteStore) -> None:
     # A store migrated from schema 3 has rows but no marks; a mark left
     # behind by an old purge must not hold the clock back either.
     for n in range(3):
@@ -104,7 +106,7 @@ def test_the_clock_is_the_larger_of_the_mark_and_the_rows(store: Store) -> None:
         assert row is not None and row.seq == 11 == tx.passages.head()
 
 
-def test_hold_clocks_never_lowers_a_mark(store: Store) -> None:
+def test_hold_clocks_never_lowers_a_mark(store: SqliteStore) -> None:
     remember(store, "One.")
     with store.write() as tx:
         store.conn.execute("INSERT INTO clock(name, value) VALUES ('passages', 50)")
@@ -112,12 +114,12 @@ def test_hold_clocks_never_lowers_a_mark(store: Store) -> None:
     assert clock_table(store)["passages"] == 50
 
 
-def test_the_marks_survive_reopening(store: Store, tmp_path: Path) -> None:
+def test_the_marks_survive_reopening(store: SqliteStore, tmp_path: Path) -> None:
     newest = remember(store, "Erased.")
     with store.erasing() as tx:
         tx.purges.erase_passage(newest)
     store.close()
-    again = Store.open(tmp_path / "s.db")
+    again = SqliteStore.open(tmp_path / "s.db")
     try:
         later = remember(again, "After reopening.")
         with again.read() as tx:
@@ -128,7 +130,7 @@ def test_the_marks_survive_reopening(store: Store, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("table", ["passages", "tombstones", "entities", "documents"])
-def test_raw_rows_refuse_deletion_outside_erasing(store: Store, table: str) -> None:
+def test_raw_rows_refuse_deletion_outside_erasing(store: SqliteStore, table: str) -> None:
     passage = remember(store, "[[Raft]] is kept.", about="Raft")
     forget(store, "passage", passage)
     with pytest.raises(apsw.ConstraintError, match="never deleted"), store.write():

@@ -17,7 +17,7 @@ import pytest
 
 from memors_core import MemorsError, Memory
 from memors_core.settings import DEFAULT_BUSY_TIMEOUT_MS
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 from store_checks import store_problems
 
@@ -48,12 +48,12 @@ def test_the_store_is_a_real_sqlite_file_in_wal_mode_with_foreign_keys_and_a_bus
 
 def test_the_busy_timeout_can_be_set_and_bad_values_are_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "1234")
-    store = Store.open(tmp_path / "a.db")
+    store = SqliteStore.open(tmp_path / "a.db")
     assert store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
     store.close()
     monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "soon")
     with pytest.raises(MemorsError, match="MEMORS_BUSY_TIMEOUT_MS must be an integer"):
-        Store.open(tmp_path / "b.db")
+        SqliteStore.open(tmp_path / "b.db")
 
 
 def test_a_writer_waits_for_another_within_the_busy_timeout(tmp_path, monkeypatch):
@@ -147,7 +147,7 @@ def test_opening_again_does_not_migrate_again_and_keeps_the_data(tmp_path):
         memory.remember("Kept across opens.")
         schema = memory.store.all("SELECT type, name, sql FROM sqlite_master ORDER BY name")
     statements: list[str] = []
-    store = Store.open(path)
+    store = SqliteStore.open(path)
     try:
         store.conn.exec_trace = lambda _cur, sql, _b: statements.append(sql) or True
         store._migrate()
@@ -210,7 +210,7 @@ def test_a_store_from_a_newer_schema_is_refused_clearly(tmp_path, cli):
     conn.close()
     for readonly in (False, True):
         with pytest.raises(MemorsError, match=r"newer memors \(schema \d+, this one knows \d+\)"):
-            Store.open(path, readonly=readonly)
+            SqliteStore.open(path, readonly=readonly)
     r = cli("search", "x", "--db", str(path))
     assert r.code == 2, r
     assert "newer memors" in r.err and len(r.err.strip().splitlines()) == 1

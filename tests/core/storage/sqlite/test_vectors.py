@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 
 from memors_core.domain.ids import address
-from memors_core.storage.sqlite.connection import Store
+from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.storage.sqlite.vectors import shortlist
 from memors_core.testing.storage_contract import NS, add_document, forget, unit_vector
 
 pytestmark = pytest.mark.sqlite_only("the SQLite engine's own vector search")
 
 
-def fill(store: Store, n: int, seed: int = 0) -> dict[str, bytes]:
+def fill(store: SqliteStore, n: int, seed: int = 0) -> dict[str, bytes]:
     """``n`` passages with random vectors: address -> vector."""
     with store.write() as tx:
         _, ids = add_document(tx, [f"passage {i}" for i in range(n)])
@@ -28,19 +28,19 @@ def exact(vectors: dict[str, bytes], query: bytes, k: int) -> list[str]:
     return sorted(vectors, key=lambda a: -float(np.frombuffer(vectors[a], dtype="<f4") @ q))[:k]
 
 
-def near(store: Store, query: bytes, k: int) -> list[str]:
+def near(store: SqliteStore, query: bytes, k: int) -> list[str]:
     with store.read() as tx:
         return [h.address for h in tx.search.passages_like(NS, query, k).rows]
 
 
-def test_below_the_shortlist_every_vector_is_compared_exactly(store: Store) -> None:
+def test_below_the_shortlist_every_vector_is_compared_exactly(store: SqliteStore) -> None:
     vectors = fill(store, shortlist(10))
     for seed in range(5):
         query = unit_vector(10**6 + seed)
         assert near(store, query, 10) == exact(vectors, query, 10)
 
 
-def test_the_code_pass_keeps_the_nearest_of_many(store: Store) -> None:
+def test_the_code_pass_keeps_the_nearest_of_many(store: SqliteStore) -> None:
     # 3,000 random vectors: the code pass shortlists 400 by their signs, then
     # ranks those exactly. A query near a stored vector finds it first, and
     # most of the exact top 10 survive the first pass.
@@ -59,13 +59,13 @@ def test_the_code_pass_keeps_the_nearest_of_many(store: Store) -> None:
     assert np.mean(kept) >= 0.8, kept
 
 
-def test_the_codes_kept_between_searches_follow_every_change(store: Store, tmp_path) -> None:
+def test_the_codes_kept_between_searches_follow_every_change(store: SqliteStore, tmp_path) -> None:
     first = fill(store, 50, seed=1)
     query = next(iter(first.values()))
     assert near(store, query, 1) == [next(iter(first))]
     # Another connection (another process) adds a vector that matches better,
     # then forgets it: this connection's kept codes see both changes.
-    other = Store.open(tmp_path / "s.db")
+    other = SqliteStore.open(tmp_path / "s.db")
     try:
         with other.write() as tx:
             _, [p] = add_document(tx, ["a twin"])
@@ -78,7 +78,7 @@ def test_the_codes_kept_between_searches_follow_every_change(store: Store, tmp_p
         other.close()
 
 
-def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: Store) -> None:
+def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: SqliteStore) -> None:
     fill(store, 20, seed=2)
     query = unit_vector(7)
     near(store, query, 5)  # the codes are kept
@@ -94,7 +94,7 @@ def test_a_search_inside_a_write_that_rolls_back_keeps_nothing_of_it(store: Stor
     assert len(found) == 21 and address("passage", p) not in found
 
 
-def test_a_vector_added_to_an_older_passage_is_seen_after_another_went(store: Store) -> None:
+def test_a_vector_added_to_an_older_passage_is_seen_after_another_went(store: SqliteStore) -> None:
     # As many vectors before as after, none newer than the newest kept: a
     # forget and a reindex of an older passage between two searches.
     with store.write() as tx:

@@ -14,9 +14,9 @@ from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
-from memors_core.storage.sql.engine import SqlTx
 from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
 from memors_core.storage.sql.records import SqlDocuments, SqlPassages, dumps
+from memors_core.storage.sql.tx import SqlTx
 
 # The change log's clock is its highest number or the mark recorded when
 # entries were dropped, whichever is higher: both read in the transaction's

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from memors_core.storage.sql.engine import SqlTx
+from memors_core.storage.sql.tx import SqlTx
 from memors_core.storage.sqlite.purge import SqlitePurges
 from memors_core.storage.sqlite.search import SqliteSearch
 from memors_core.storage.sqlite.transfer import SqliteTransfer
