@@ -45,14 +45,11 @@ def open_storage(
         try:
             return PgStore.open(location, readonly=readonly)
         except NoStoreYet:
-            # Read-only, a store not created yet reads as an empty one, as on SQLite.
-            from pathlib import Path
+            # Read-only, a store not created yet reads as an empty one, as on
+            # SQLite; of no engine, since it has no tables of any.
+            from memors_core.storage.empty import EmptyStore
 
-            from memors_core.storage.sqlite.readonly import empty_store
-
-            empty = empty_store(Path("empty"))
-            empty.path = empty.location = safe_location(location)  # type: ignore[assignment]
-            return empty
+            return EmptyStore(safe_location(location))
     if readonly:
         from memors_core.settings import default_path
         from memors_core.storage.sqlite.readonly import open_readonly

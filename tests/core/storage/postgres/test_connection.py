@@ -335,3 +335,42 @@ def test_a_bulk_load_leaves_the_planner_statistics_of_what_it_loaded(postgres_ur
             .fetchall()
         )
     assert set(analysed) == {"passages", "mentions"}
+
+
+def test_a_missing_store_opened_read_only_is_empty_of_no_engine_and_creates_nothing():
+    """A database with no memors schema yet, opened read-only, reads as an
+    empty store that is not an SQLite one: nothing found, writes refused in
+    one line, the database left as it was."""
+    from memors_core.errors import NotFound, PluginError
+
+    pg.require_server()
+    name = f"memors_t_ro_missing_{os.getpid()}"
+    with psycopg.connect(pg.admin_url(), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')  # no memors schema
+    url = pg._with_dbname(pg.admin_url(), name)
+    try:
+        with Memory.open(url, readonly=True) as memory:
+            assert memory.store.location == safe_location(url)
+            assert memory.namespaces() == []
+            assert memory.search("raft").results == []
+            assert memory.lint().findings == []
+            assert memory.items().items == []
+            with pytest.raises(NotFound, match="no entity named 'Raft'"):
+                memory.entity("Raft")
+            with pytest.raises(MemorsError, match="read-only") as caught:
+                memory.remember("[[Raft]] elects a leader.")
+            assert "\n" not in caught.value.message
+            with memory.store.read() as tx:
+                assert tx.engine == memory.store.engine != "sqlite"
+                with pytest.raises(PluginError, match="no engine"):
+                    tx.native("sqlite")
+        r = run_cli("metrics", db=url)
+        assert r.code == 0 and 'memors_kb_pages{namespace="default"} 0.0' in r.out, r
+        with psycopg.connect(url) as conn:
+            tables = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+            ).fetchone()[0]
+        assert tables == 0
+    finally:
+        pg.drop_database(url)
