@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from fractions import Fraction
+from types import SimpleNamespace
 
 import apsw
 import pytest
@@ -332,13 +333,14 @@ def test_the_batch_probe_finds_what_the_sqlite_probe_finds(index_store, sets, re
     lite = apsw.Connection(":memory:")
     for step in sqlite_index.MIGRATIONS:
         lite.execute(step)
-    reference = sqlite_index.SqlitePrefixIndex(lite)
+    # (adding and probing use the engine's own connection only)
+    reference = sqlite_index.SqlitePrefixIndex(SimpleNamespace(conn=lite))
     prefixes = [(i + 1, *prefix_piece(blob(s))) for i, s in enumerate(sets)]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(postgres_index, "PROBE_TOKENS", tokens)
         try:
             with index_store.write() as tx:
-                index = postgres_index.PostgresPrefixIndex(tx.native("postgres"))
+                index = postgres_index.PostgresPrefixIndex(tx.native("sql"))
                 for prefix, late in zip(prefixes, recent, strict=False):
                     index.add([prefix], recent=late)
                     reference.add([prefix], recent=late)
@@ -362,7 +364,7 @@ def test_passages_indexed_twice_are_kept_once(index_store, monkeypatch):
     prefixes = [(i + 1, *prefix_piece(blob(s))) for i, s in enumerate(sets)]
     try:
         with index_store.write() as tx:
-            index = postgres_index.PostgresPrefixIndex(tx.native("postgres"))
+            index = postgres_index.PostgresPrefixIndex(tx.native("sql"))
             index.add(prefixes[:30], recent=False)
             first = tx.native("postgres").execute("SELECT COUNT(*) FROM dup_prefix").fetchone()
             index.add(prefixes, recent=False)  # the first 30 again
@@ -382,7 +384,7 @@ def test_erase_removes_a_passage_from_both_prefix_tables_and_its_cluster(index_s
     try:
         with index_store.write() as tx:
             conn = tx.native("postgres")
-            index = postgres_index.PostgresPrefixIndex(conn)
+            index = postgres_index.PostgresPrefixIndex(tx.native("sql"))
             index.add(prefixes[:2], recent=False)
             index.add(prefixes[2:], recent=True)
             index.remember_clusters("ns", [["p1", "p2", "p3"]])

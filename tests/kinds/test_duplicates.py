@@ -12,6 +12,7 @@ from collections import defaultdict
 from fractions import Fraction
 from itertools import combinations
 from pathlib import Path
+from types import SimpleNamespace
 
 import apsw
 import pytest
@@ -415,7 +416,8 @@ def test_prefix_probe_finds_every_pair_reaching_the_threshold(sets, recent):
     conn = apsw.Connection(":memory:")
     for step in sqlite_index.MIGRATIONS:
         conn.execute(step)
-    index = sqlite_index.SqlitePrefixIndex(conn)
+    # (adding and probing use the engine's own connection only)
+    index = sqlite_index.SqlitePrefixIndex(SimpleNamespace(conn=conn))
     blobs = [b"".join(t.to_bytes(8, "little") for t in sorted(s)) for s in sets]
     for i, blob in enumerate(blobs):
         index.add([(i + 1, *prefix_piece(blob))], recent=recent[i])

@@ -874,7 +874,12 @@ class Tx(Protocol):
         native handle (``"sqlite"``: the ``apsw.Connection``, inside this
         transaction), for the kind's own tables only. Asking for another
         engine than the store's raises :class:`memors_core.errors.PluginError`
-        naming both, so a kind's module for one engine never runs on another."""
+        naming both, so a kind's module for one engine never runs on another.
+        ``"sql"``, on either SQL engine: a handle that runs statements written
+        in SQLite's spelling, rendered for the store's engine (``execute``,
+        ``executemany``, ``one``, ``all``, ``scalar``; ``engine``; ``conn``,
+        the engine's own handle), so the statements a kind's engines share
+        are written once."""
 
 
 class Storage(Protocol):

@@ -19,8 +19,9 @@ and that ``best_match``; the report lists ``kept``, ``forgotten`` and
 The package: :mod:`.join` is the pure join (no store); :mod:`.index` the
 protocol of what the kind keeps between scans (a prefix index of the
 passages, so that an incremental scan probes instead of rejoining), with
-one module per engine (:mod:`.sqlite_index`, :mod:`.postgres_index`), reached through
-``tx.native(engine)`` and created by the kind's migrations. Core passages
+one module per engine (:mod:`.sqlite_index`, :mod:`.postgres_index`) over
+what both share (:mod:`.sql_index`: the statements written once, run
+through ``tx.native("sql")``), created by the kind's migrations. Core passages
 are read through the typed store only.
 """
 
@@ -59,7 +60,7 @@ from memors_kinds.duplicate.join import (
     similar_pairs,
     verified_partners,
 )
-from memors_kinds.duplicate.sqlite_index import FOLD_RATIO
+from memors_kinds.duplicate.sql_index import FOLD_RATIO
 
 if TYPE_CHECKING:
     from memors_core.plugins import Passage, PluginStore
@@ -77,9 +78,9 @@ class DuplicateResolution:
 def _index(tx: PluginStore) -> PrefixIndex:
     """The prefix index of the store's engine (one module per engine)."""
     if tx.engine == "sqlite":
-        return sqlite_index.SqlitePrefixIndex(tx.native("sqlite"))
+        return sqlite_index.SqlitePrefixIndex(tx.native("sql"))
     if tx.engine == "postgres":
-        return postgres_index.PostgresPrefixIndex(tx.native("postgres"))
+        return postgres_index.PostgresPrefixIndex(tx.native("sql"))
     raise PluginError(f"the duplicate kind has no prefix index for the {tx.engine} engine")
 
 

@@ -1,11 +1,13 @@
 """The duplicate kind's prefix index on PostgreSQL: its tables, their
-migrations and every statement over them (:class:`PrefixIndex`).
+migrations and what PostgreSQL does its own way (loading the prefix rows,
+the fold, the probe); the statements both engines share are
+:mod:`memors_kinds.duplicate.sql_index`'s.
 
 The tables and their meaning are those of
 :mod:`memors_kinds.duplicate.sqlite_index` (``dup_prefix`` and the small
 ``dup_recent`` folded into it once it reaches 1/``FOLD_RATIO`` of the
 passages before it, ``dup_folded``, ``dup_members``, ``dup_indexed``, ``dup_settled``),
-reached through ``tx.native("postgres")``: the store's psycopg connection,
+reached through ``tx.native("sql")``, whose ``conn`` is the store's psycopg connection,
 inside its transaction, binding parameters client-side (``%s``). Nothing
 here reads a core table, and nothing here imports psycopg: the connection
 is handed in.
@@ -22,10 +24,20 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from memors_kinds.duplicate.index import Prefix
 from memors_kinds.duplicate.join import THRESHOLD
+from memors_kinds.duplicate.sql_index import (
+    FOLD_RATIO,
+    PREFIX_TABLES,
+    SqlPrefixIndex,
+    few_rows,
+    many_rows,
+)
+from memors_kinds.duplicate.sql_index import (
+    tokens as prefix_tokens,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,8 +94,6 @@ DELETE FROM dup_indexed;
     "INSERT INTO dup_folded(one, passage_seq) VALUES (1, 0) ON CONFLICT DO NOTHING;",
 ]
 
-PREFIX_TABLES = ("dup_prefix", "dup_recent")
-FOLD_RATIO = 8
 
 #: From this many prefix rows on, :meth:`PostgresPrefixIndex.add` sends them
 #: by binary COPY rather than in one INSERT of arrays.
@@ -159,64 +169,10 @@ def _array(values: Iterable[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
-def _tokens(piece: bytes) -> array:
-    """A prefix's uint64 tokens read as int64: exactly PostgreSQL's BIGINT values."""
-    head = array("q")
-    head.frombytes(piece)
-    return head
-
-
-def _few_rows(prefixes: Sequence[Prefix]) -> list[list[int]]:
-    """The prefix rows of a few ``(seq, size, prefix bytes)`` passages as
-    four columns (token, size, passage, pos), in key order (without numpy,
-    whose import alone costs more than an incremental scan's few rows)."""
-    rows = sorted(
-        (tok, size, seq, pos)
-        for seq, size, piece in prefixes
-        for pos, tok in enumerate(_tokens(piece))
-    )
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
-def _many_rows(prefixes: Sequence[Prefix]) -> tuple[np.ndarray, ...]:
-    """The prefix rows of a full scan's batch, as :func:`_few_rows` gives
-    them, in numpy arrays: B-tree inserts in key order touch each page once."""
-    import numpy as np
-
-    counts = np.fromiter((len(piece) // 8 for _r, _s, piece in prefixes), dtype=np.int64)
-    tokens = np.frombuffer(b"".join(piece for _r, _s, piece in prefixes), dtype="<i8")
-    owners = np.repeat(np.fromiter((r for r, _s, _p in prefixes), dtype=np.int64), counts)
-    sizes = np.repeat(np.fromiter((s for _r, s, _p in prefixes), dtype=np.int64), counts)
-    starts = np.repeat(np.cumsum(counts) - counts, counts)
-    positions = np.arange(len(tokens), dtype=np.int64) - starts
-    order = np.lexsort((owners, sizes, tokens))
-    return tokens[order], sizes[order], owners[order], positions[order]
-
-
-class PostgresPrefixIndex:
-    """:class:`memors_kinds.duplicate.index.PrefixIndex` on one psycopg
-    connection (the store's, in autocommit mode, inside its transaction)."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def _scalar(self, sql: str, params: tuple = ()) -> Any:
-        row = self.conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
-
-    # --- how far each namespace is indexed ------------------------------------------
-
-    def indexed(self, namespace: str) -> int | None:
-        return self._scalar(
-            "SELECT passage_seq FROM dup_indexed WHERE namespace = %s", (namespace,)
-        )
-
-    def set_indexed(self, namespace: str, seq: int) -> None:
-        self.conn.execute(
-            "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (%s, %s) "
-            "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq",
-            (namespace, seq),
-        )
+class PostgresPrefixIndex(SqlPrefixIndex):
+    """:class:`memors_kinds.duplicate.index.PrefixIndex` on the store's SQL
+    handle (``tx.native("sql")``; ``conn``: its psycopg connection, in
+    autocommit mode, inside the store's transaction)."""
 
     # --- the prefix rows ------------------------------------------------------------
 
@@ -229,9 +185,9 @@ class PostgresPrefixIndex:
             return
         table = "dup_recent" if recent else "dup_prefix"
         if sum(len(piece) // 8 for _r, _s, piece in prefixes) < COPY_ROWS:
-            self._insert(table, _few_rows(prefixes))
+            self._insert(table, [list(c) for c in zip(*few_rows(prefixes), strict=True)])
             return
-        columns = _many_rows(prefixes)
+        columns = many_rows(prefixes)
         self.conn.execute("SAVEPOINT dup_copy")
         try:
             self._copy(table, columns)
@@ -323,7 +279,7 @@ class PostgresPrefixIndex:
         tokens = array("q")
         positions: list[int] = []
         for seq, size, piece in batch:
-            head = _tokens(piece)
+            head = prefix_tokens(piece)
             n = len(head)
             seqs += [seq] * n
             sizes += [size] * n
@@ -333,36 +289,6 @@ class PostgresPrefixIndex:
         params = (seqs, sizes, lows, tokens, positions)
         for seq, passage in self.conn.execute(_PROBE, tuple(_array(p) for p in params)):
             out.setdefault(seq, []).append(passage)
-
-    # --- the clusters of the last scan ------------------------------------------------
-
-    def clusters_of(self, namespace: str, passages: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT DISTINCT cluster FROM dup_members "
-                "WHERE namespace = %s AND passage = ANY(%s::text[])",
-                (namespace, sorted(passages)),
-            )
-        }
-
-    def members_of(self, namespace: str, clusters: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT passage FROM dup_members WHERE namespace = %s AND cluster = ANY(%s::text[])",
-                (namespace, sorted(clusters)),
-            )
-        }
-
-    def forget_clusters(self, namespace: str, clusters: Iterable[str] | None = None) -> None:
-        if clusters is None:
-            self.conn.execute("DELETE FROM dup_members WHERE namespace = %s", (namespace,))
-            return
-        self.conn.execute(
-            "DELETE FROM dup_members WHERE namespace = %s AND cluster = ANY(%s::text[])",
-            (namespace, sorted(clusters)),
-        )
 
     def remember_clusters(self, namespace: str, clusters: Iterable[Sequence[str]]) -> None:
         """One statement per 100,000 members; a passage named twice keeps
@@ -377,40 +303,3 @@ class PostgresPrefixIndex:
                 "ON CONFLICT(namespace, passage) DO UPDATE SET cluster = excluded.cluster",
                 (namespace, [p for p, _c in part], [c for _p, c in part]),
             )
-
-    # --- what settled items decided on ---------------------------------------------
-
-    def settle(self, namespace: str, item: int, passages: Iterable[str]) -> None:
-        self.conn.execute(
-            "INSERT INTO dup_settled(namespace, passage, item) "
-            "SELECT %s, p, %s FROM unnest(%s::text[]) AS p ON CONFLICT DO NOTHING",
-            (namespace, item, sorted(set(passages))),
-        )
-
-    def settled(self, namespace: str, passages: Iterable[str]) -> dict[str, set[int]]:
-        out: dict[str, set[int]] = {}
-        for passage, item in self.conn.execute(
-            "SELECT passage, item FROM dup_settled WHERE namespace = %s AND passage = ANY(%s::text[])",
-            (namespace, sorted(passages)),
-        ):
-            out.setdefault(passage, set()).add(item)
-        return out
-
-    def forget_settled(self, namespace: str) -> None:
-        self.conn.execute("DELETE FROM dup_settled WHERE namespace = %s", (namespace,))
-
-    # --- purge -----------------------------------------------------------------------
-
-    def erase(self, passages: Sequence[tuple[int, str]]) -> None:
-        """A purged passage's prefix tokens are hashes of its words: its rows
-        go from both prefix tables (one pass over each: purge is rare, and
-        the passage's shingles are not needed to find them), and it leaves
-        its cluster and the settlements that named it."""
-        if not passages:
-            return
-        seqs = sorted(seq for seq, _ident in passages)
-        for table in PREFIX_TABLES:
-            self.conn.execute(f"DELETE FROM {table} WHERE passage = ANY(%s::bigint[])", (seqs,))
-        idents = sorted(ident for _seq, ident in passages)
-        for table in ("dup_members", "dup_settled"):
-            self.conn.execute(f"DELETE FROM {table} WHERE passage = ANY(%s::text[])", (idents,))

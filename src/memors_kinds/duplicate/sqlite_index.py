@@ -1,9 +1,11 @@
 """The duplicate kind's prefix index on SQLite: its tables, their
-migrations and every statement over them (:class:`PrefixIndex`).
+migrations and what SQLite does its own way (loading the prefix rows, the
+fold, the probe); the statements both engines share are
+:mod:`memors_kinds.duplicate.sql_index`'s.
 
-The tables sit beside the store's own and are reached through the
-engine-checked escape hatch ``tx.native("sqlite")``; nothing here reads a
-core table.
+The tables sit beside the store's own and are reached through the escape
+hatch ``tx.native("sql")`` (its ``conn``: the apsw connection); nothing
+here reads a core table.
 
 ``dup_prefix`` and ``dup_recent`` — each passage's prefix under the *fixed*
 token order (token value: content-word 3-grams first, see
@@ -22,12 +24,18 @@ the passage's ``seq``. ``dup_members`` — the clusters of the last scan;
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from memors_kinds.duplicate.index import Prefix
 from memors_kinds.duplicate.join import THRESHOLD
+from memors_kinds.duplicate.sql_index import (
+    FOLD_RATIO,
+    PREFIX_TABLES,
+    SqlPrefixIndex,
+    few_rows,
+    many_rows,
+    tokens,
+)
 
 _PREFIX_COLUMNS = """(
     token INTEGER NOT NULL,
@@ -82,9 +90,6 @@ DELETE FROM dup_indexed;
 """,
 ]
 
-PREFIX_TABLES = ("dup_prefix", "dup_recent")
-FOLD_RATIO = 8
-
 
 def _probe_sql() -> str:
     """Candidates of one new passage x, from both prefix tables.
@@ -120,28 +125,10 @@ def _probe_sql() -> str:
 _PROBE = _probe_sql()
 
 
-class SqlitePrefixIndex:
-    """:class:`memors_kinds.duplicate.index.PrefixIndex` on one apsw connection
-    (the store's, inside its transaction)."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-
-    def _scalar(self, sql: str, params: tuple = ()) -> Any:
-        row = self.conn.execute(sql, params).fetchone()
-        return None if row is None else row[0]
-
-    # --- how far each namespace is indexed ------------------------------------------
-
-    def indexed(self, namespace: str) -> int | None:
-        return self._scalar("SELECT passage_seq FROM dup_indexed WHERE namespace = ?", (namespace,))
-
-    def set_indexed(self, namespace: str, seq: int) -> None:
-        self.conn.execute(
-            "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (?, ?) "
-            "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq",
-            (namespace, seq),
-        )
+class SqlitePrefixIndex(SqlPrefixIndex):
+    """:class:`memors_kinds.duplicate.index.PrefixIndex` on the store's SQL
+    handle (``tx.native("sql")``; ``conn``: its apsw connection, inside the
+    store's transaction)."""
 
     # --- the prefix rows ------------------------------------------------------------
 
@@ -152,36 +139,13 @@ class SqlitePrefixIndex:
         table = "dup_recent" if recent else "dup_prefix"
         insert = f"INSERT OR IGNORE INTO {table}(token, size, passage, pos) VALUES (?, ?, ?, ?)"
         if len(prefixes) < 20_000:  # an incremental scan's few: no need for numpy
-            rows = []
-            for seq, size, piece in prefixes:
-                head = array("q")  # the uint64 tokens read as SQLite's signed integers
-                head.frombytes(piece)
-                rows.extend((tok, size, seq, pos) for pos, tok in enumerate(head))
-            rows.sort()
-            self.conn.executemany(insert, rows)
+            self.conn.executemany(insert, few_rows(prefixes))
             return
-        import numpy as np
-
-        counts = [len(piece) // 8 for _r, _s, piece in prefixes]
-        # The blob's uint64 tokens read as int64 are exactly SQLite's signed integers.
-        tokens = np.frombuffer(b"".join(piece for _r, _s, piece in prefixes), dtype="<i8")
-        owners = np.repeat(np.fromiter((r for r, _s, _p in prefixes), dtype=np.int64), counts)
-        sizes = np.repeat(np.fromiter((s for _r, s, _p in prefixes), dtype=np.int64), counts)
-        starts = np.repeat(np.cumsum([0, *counts[:-1]]), counts)
-        positions = np.arange(len(tokens), dtype=np.int64) - starts
-        order = np.lexsort((owners, sizes, tokens))  # B-tree inserts in key order are much faster
+        columns = many_rows(prefixes)
         step = 200_000  # bounded memory: Python ints are made a slice at a time
-        for a in range(0, len(order), step):
-            part = order[a : a + step]
+        for a in range(0, len(columns[0]), step):
             self.conn.executemany(
-                insert,
-                zip(
-                    tokens[part].tolist(),
-                    sizes[part].tolist(),
-                    owners[part].tolist(),
-                    positions[part].tolist(),
-                    strict=True,
-                ),
+                insert, zip(*(c[a : a + step].tolist() for c in columns), strict=True)
             )
 
     def fold(self, head: int, *, force: bool) -> None:
@@ -190,7 +154,7 @@ class SqlitePrefixIndex:
         ``force``, only once the passages since the last fold reach
         1/FOLD_RATIO of those before it (clock values stand in for counts)."""
         if not force:
-            folded = self._scalar("SELECT passage_seq FROM dup_folded") or 0
+            folded = self.sql.scalar("SELECT passage_seq FROM dup_folded") or 0
             if (head - folded) * FOLD_RATIO <= folded:
                 return
         self.conn.execute(
@@ -206,8 +170,7 @@ class SqlitePrefixIndex:
         num, den = THRESHOLD.numerator, THRESHOLD.denominator
         out: dict[int, list[int]] = {}
         for seq, size, piece in prefixes:
-            head = array("q")  # the uint64 tokens read as SQLite's signed integers
-            head.frombytes(piece)
+            head = tokens(piece)
             low = -((-num * size) // den)  # ceil(t * size)
             found = self.conn.execute(_PROBE, (json.dumps(head.tolist()), low, size, seq))
             got = [r[0] for r in found]
@@ -215,81 +178,8 @@ class SqlitePrefixIndex:
                 out[seq] = got
         return out
 
-    # --- the clusters of the last scan ------------------------------------------------
-
-    def clusters_of(self, namespace: str, passages: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT DISTINCT cluster FROM dup_members WHERE namespace = ? "
-                "AND passage IN (SELECT value FROM json_each(?))",
-                (namespace, json.dumps(sorted(passages))),
-            )
-        }
-
-    def members_of(self, namespace: str, clusters: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.conn.execute(
-                "SELECT passage FROM dup_members WHERE namespace = ? "
-                "AND cluster IN (SELECT value FROM json_each(?))",
-                (namespace, json.dumps(sorted(clusters))),
-            )
-        }
-
-    def forget_clusters(self, namespace: str, clusters: Iterable[str] | None = None) -> None:
-        if clusters is None:
-            self.conn.execute("DELETE FROM dup_members WHERE namespace = ?", (namespace,))
-            return
-        self.conn.execute(
-            "DELETE FROM dup_members WHERE namespace = ? AND cluster IN "
-            "(SELECT value FROM json_each(?))",
-            (namespace, json.dumps(sorted(clusters))),
-        )
-
     def remember_clusters(self, namespace: str, clusters: Iterable[Sequence[str]]) -> None:
         self.conn.executemany(
             "INSERT OR REPLACE INTO dup_members(namespace, passage, cluster) VALUES (?, ?, ?)",
             [(namespace, member, members[0]) for members in clusters for member in members],
         )
-
-    # --- what settled items decided on ---------------------------------------------
-
-    def settle(self, namespace: str, item: int, passages: Iterable[str]) -> None:
-        self.conn.executemany(
-            "INSERT OR IGNORE INTO dup_settled(namespace, passage, item) VALUES (?, ?, ?)",
-            [(namespace, p, item) for p in sorted(set(passages))],
-        )
-
-    def settled(self, namespace: str, passages: Iterable[str]) -> dict[str, set[int]]:
-        out: dict[str, set[int]] = {}
-        for passage, item in self.conn.execute(
-            "SELECT passage, item FROM dup_settled WHERE namespace = ? "
-            "AND passage IN (SELECT value FROM json_each(?))",
-            (namespace, json.dumps(sorted(passages))),
-        ):
-            out.setdefault(passage, set()).add(item)
-        return out
-
-    def forget_settled(self, namespace: str) -> None:
-        self.conn.execute("DELETE FROM dup_settled WHERE namespace = ?", (namespace,))
-
-    # --- purge -----------------------------------------------------------------------
-
-    def erase(self, passages: Sequence[tuple[int, str]]) -> None:
-        """A purged passage's prefix tokens are hashes of its words: its rows
-        go from both prefix tables (one pass over each: purge is rare, and
-        the passage's shingles are not needed to find them), and it leaves
-        its cluster and the settlements that named it."""
-        if not passages:
-            return
-        seqs = json.dumps(sorted(seq for seq, _ident in passages))
-        for table in PREFIX_TABLES:
-            self.conn.execute(
-                f"DELETE FROM {table} WHERE passage IN (SELECT value FROM json_each(?))", (seqs,)
-            )
-        idents = json.dumps(sorted(ident for _seq, ident in passages))
-        for table in ("dup_members", "dup_settled"):
-            self.conn.execute(
-                f"DELETE FROM {table} WHERE passage IN (SELECT value FROM json_each(?))", (idents,)
-            )

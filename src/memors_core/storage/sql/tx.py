@@ -76,7 +76,10 @@ class SqlTx:
         self.db.after_commit(fn, *args, **kwargs)
 
     def native(self, engine: str) -> Any:
-        """The engine's own connection (see :meth:`memors_core.storage.api.Tx.native`)."""
+        """The engine's own connection, or with ``"sql"`` the SQL handle of
+        either engine (see :meth:`memors_core.storage.api.Tx.native`)."""
+        if engine == "sql":
+            return SqlHandle(self.db, self.engine)
         if engine != self.engine:
             raise PluginError(
                 f"this store runs on the {self.engine} engine, not {engine}: "
@@ -115,3 +118,24 @@ class SqlTx:
     def reset_clocks(self) -> None:
         """Forget counted clock values (a transaction began or rolled back)."""
         self._ticks.clear()
+
+
+class SqlHandle:
+    """``tx.native("sql")``: statements in SQLite's spelling on either SQL
+    engine, inside the transaction they came from. The PostgreSQL engine
+    renders each (its placeholders, ``json_each(?)``, ``INSERT OR IGNORE``,
+    ``CROSS JOIN … ON``: :mod:`memors_core.storage.postgres.dialect`), so a
+    kind writes the statements its engines share once; ``conn`` is the
+    engine's own connection, for what only that engine does."""
+
+    __slots__ = ("all", "conn", "engine", "execute", "executemany", "one", "scalar")
+
+    def __init__(self, db: Any, engine: str) -> None:
+        #: The store's engine (``"sqlite"``, ``"postgres"``).
+        self.engine = engine
+        self.conn = db.conn
+        self.execute = db.execute
+        self.executemany = db.executemany
+        self.one = db.one
+        self.all = db.all
+        self.scalar = db.scalar

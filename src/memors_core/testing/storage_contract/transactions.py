@@ -101,3 +101,19 @@ class TransactionContract(StorageFixtures):
             assert tx.native(storage.engine) is not None
             with pytest.raises(PluginError, match=storage.engine):
                 tx.native(f"not-{storage.engine}")
+
+    def test_native_sql_runs_sqlite_spelling_on_the_store_s_engine(self, storage: Storage) -> None:
+        # What a kind's engines share it writes once, in SQLite's spelling.
+        with storage.write() as tx:
+            sql = tx.native("sql")
+            assert sql.engine == storage.engine
+            sql.execute("CREATE TABLE kind_seen(passage TEXT PRIMARY KEY, n INTEGER NOT NULL)")
+            sql.execute(
+                "INSERT OR IGNORE INTO kind_seen(passage, n) SELECT value, ? FROM json_each(?)",
+                (7, '["b", "a", "a"]'),
+            )
+            assert sql.all("SELECT passage, n FROM kind_seen ORDER BY passage") == [
+                ("a", 7),
+                ("b", 7),
+            ]
+            assert sql.scalar("SELECT n FROM kind_seen WHERE passage = :p", {"p": "b"}) == 7
