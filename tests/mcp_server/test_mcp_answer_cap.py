@@ -177,6 +177,8 @@ def test_every_answer_fits_and_the_rest_is_reachable(store: Path):
             await m.call("reopen", {"item": accepted[0]["item"], "reason": "not one"})
             await m.call("undo_merge", {"entity": accepted[1]["merged"]})
             await m.call("rename_entity", {"entity": "Licensing", "name": "Licences"})
+            listed = await m.call("corrections", {})
+            assert {"reopen", "unmerge", "rename"} <= {c["action"] for c in listed["corrections"]}
             prompt = await client.get_prompt("work_compaction_queue")
             m.note("prompt", sum(len(x.content.text.encode()) for x in prompt.messages))
             return m.largest
