@@ -235,49 +235,22 @@ class Ingest:
         if touch:
             tx.namespaces.touch(namespace)
         doc_hash = text.content_hash(body)
-        limit = self.limits.passages_per_document
-        if prepared is None:
-            prepared = prepare_passages(body, limit)
-        pieces, blobs, hashes, links, ready = prepared
-        # No plugin extracts entities (the usual case): no hook call per passage.
-        extract = self.plugins.has_entity_extractors
-        if len(pieces) > limit:
-            raise BadInput(
-                f"document has {len(pieces)} passages; the limit is {limit} (MEMORS_MAX_PASSAGES)"
-            )
+        prepared = self._within_limit(body, prepared)
+        pieces = prepared[0]
         stamp = stamp or now()
-        ensure = tx.entities.ensure
-
-        if uri is None:
-            previous = None
-        elif latest is not None:
-            previous = latest.get(uri)
-        else:
-            previous = tx.documents.latest_by_uri(namespace, uri)
+        previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
             if rows is not None:
                 rows.store()  # what this document reads sees the batch before it
             rows = None
             doc_id, last = previous[0].id, previous[1]
-            same = tx.documents.version(doc_id, last)
-            if same is not None and (same.text_hash, same.title, _dumps(same.metadata)) == (
-                doc_hash,
-                title,
-                _dumps(metadata),
-            ):
-                # No new version; entities named this time are still linked.
-                for name in names:
-                    entity = ensure(name, namespace)[0]
-                    for passage in tx.documents.version_passages(doc_id, last):
-                        tx.passages.mention(passage, (entity,))
+            if _unchanged(tx, namespace, doc_id, last, (doc_hash, title, metadata), names):
                 if counts_only:
                     return len(pieces), "unchanged"
                 return _remembered(tx, doc_id, last)
             version = last + 1
-            for passage in tx.documents.version_passages(doc_id, last):
-                if tx.tombstones.is_live(passage):
-                    reuse.setdefault(tx.passages.hash_of(passage), []).append(passage)
+            reuse = _reusable(tx, doc_id, last)
             # (stored now: the links of this version's passages need it)
             tx.documents.add_version(
                 DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp)
@@ -295,14 +268,50 @@ class Ingest:
                 previous[0] if previous else Document(doc_id, namespace, uri, stamp),
                 version,
             )
-
-        doc_entities = [ensure(n, namespace)[0] for n in names]
-        mentioned: dict[str, None] = dict.fromkeys(doc_entities)
+        where = _Where(namespace, doc_id, version, specifics.document_stamps(metadata))
         big = report is not None and len(pieces) > 256
-        # New passages and their mentions go to the store in batches (one
-        # round trip each on a server engine), the entity names looked up once.
-        new = rows.passages
-        links_of_new = rows.links
+        progress = functools.partial(report, task="remember", documents=documents) if big else None
+        self._passages(tx, rows, where, prepared, names, reuse, created, progress)
+        if own:
+            rows.store()
+        if progress is not None:
+            progress(True, phase="storing", done=len(pieces), total=len(pieces))
+        return _finished(tx, where, len(pieces), reuse, counts_only)
+
+    def _within_limit(self, body: str, prepared: Prepared | None) -> Prepared:
+        """The document's passages (split now unless a bulk load did it
+        ahead), refused when there are more than the limit."""
+        limit = self.limits.passages_per_document
+        if prepared is None:
+            prepared = prepare_passages(body, limit)
+        if len(prepared[0]) > limit:
+            raise BadInput(
+                f"document has {len(prepared[0])} passages; the limit is {limit} "
+                "(MEMORS_MAX_PASSAGES)"
+            )
+        return prepared
+
+    def _passages(
+        self,
+        tx: Tx,
+        rows: _Rows,
+        where: _Where,
+        prepared: Prepared,
+        names: list[str],
+        reuse: dict[str, list[str]],
+        created: list[tuple[str, str]] | None,
+        progress: Callable[..., None] | None,
+    ) -> None:
+        """Each passage of the document: one of the previous version's
+        when its text is unchanged (``reuse``), else a new row with its
+        mentions and, when it names an entity, its profile. New passages
+        and their mentions go to the store in batches (one round trip
+        each on a server engine), the entity names looked up once."""
+        namespace, doc_id, version = where.namespace, where.document, where.version
+        ensure = tx.entities.ensure
+        # No plugin extracts entities (the usual case): no hook call per passage.
+        extract = self.plugins.has_entity_extractors
+        doc_entities = [ensure(n, namespace)[0] for n in names]
         known: dict[str, str] = {}
 
         def entity(name: str) -> str:
@@ -310,71 +319,127 @@ class Ingest:
                 known[name] = ensure(name, namespace)[0]
             return known[name]
 
-        # A passage that mentions an entity may be a page's source: its token
-        # data for the substitution check is computed now, once.
-        stamps = specifics.document_stamps(metadata)
-        profiles = rows.profiles
-
+        pieces, blobs, hashes, links, ready = prepared
         for position, (piece, shingles, phash, named, made) in enumerate(
             zip(pieces, blobs, hashes, links, ready, strict=True)
         ):
-            if big and not position & 127:  # a big document: say how far
-                report(
-                    task="remember",
-                    phase="storing",
-                    documents=documents,
-                    done=position,
-                    total=len(pieces),
-                    unit="passages",
-                )
+            if progress is not None and not position & 127:  # a big document: say how far
+                progress(phase="storing", done=position, total=len(pieces), unit="passages")
             kept = reuse.get(phash)
             if kept:
                 passage = kept.pop(0)
             else:
                 passage = uuid7()
-                new.append(NewPassage(passage, doc_id, version, position, piece, phash, shingles))
+                rows.passages.append(
+                    NewPassage(passage, doc_id, version, position, piece, phash, shingles)
+                )
                 if created is not None:
                     created.append((passage, piece))
-                linked = list(doc_entities)
                 extracted = self.plugins.extract_entities(piece, namespace) if extract else []
-                for name in [*named, *extracted]:
-                    linked.append(entity(name))
-                linked = list(dict.fromkeys(linked))
+                linked = list(dict.fromkeys([*doc_entities, *map(entity, [*named, *extracted])]))
                 if linked:
-                    links_of_new.extend((passage, e) for e in linked)
-                    mentioned.update(dict.fromkeys(linked))
+                    rows.links.extend((passage, e) for e in linked)
+                    # A passage that mentions an entity may be a page's source:
+                    # its token data for the substitution check is computed now, once.
                     if made is None:  # not made ahead by the bulk loader's helper
-                        made = specifics.profile(piece, stamps)
-                    elif stamps:
-                        made = specifics.dated(made, stamps)
-                    profiles.append((passage, specifics.dump_profile(made)))
-                if len(new) >= STORE_BATCH:
+                        made = specifics.profile(piece, where.stamps)
+                    elif where.stamps:
+                        made = specifics.dated(made, where.stamps)
+                    rows.profiles.append((passage, specifics.dump_profile(made)))
+                if len(rows.passages) >= STORE_BATCH:
                     rows.store()
             if version > 1:  # version 1's order is the passages' own positions
                 tx.documents.link_passage(doc_id, version, position, passage)
-        if own:
-            rows.store()
-        if big:
-            n = len(pieces)
-            report(True, task="remember", phase="storing", documents=documents, done=n, total=n)
-        tx.tombstones.add_many(
-            namespace,
-            "passage",
-            [passage for leftovers in reuse.values() for passage in leftovers],
-            "superseded",
-            f"document version {version}",
-        )
-        tx.after_commit(
-            log.info,
-            "document_remembered",
-            namespace=namespace,
-            document=address("document", doc_id),
-            version=version,
-            passages=len(pieces),
-        )
-        if counts_only:
-            return len(pieces), ("new" if version == 1 else "new_versions")
-        return _remembered(tx, doc_id, version)
+
+
+class _Where:
+    """Where a document's passages go: its namespace, id and version, and
+    the dates its metadata stamps on them."""
+
+    __slots__ = ("document", "namespace", "stamps", "version")
+
+    def __init__(self, namespace: str, document: str, version: int, stamps: Any) -> None:
+        self.namespace = namespace
+        self.document = document
+        self.version = version
+        self.stamps = stamps
+
+
+def _previous(
+    tx: Tx, namespace: str, uri: str | None, latest: dict[str, tuple[Document, int]] | None
+) -> tuple[Document, int] | None:
+    """The document ``uri`` names and its latest version, if any (from the
+    bulk load's ``latest`` when it has one)."""
+    if uri is None:
+        return None
+    if latest is not None:
+        return latest.get(uri)
+    return tx.documents.latest_by_uri(namespace, uri)
+
+
+def _unchanged(
+    tx: Tx,
+    namespace: str,
+    doc_id: str,
+    last: int,
+    same_as: tuple[str, str | None, dict],
+    names: list[str],
+) -> bool:
+    """Whether version ``last`` already has this text hash, title and
+    metadata (``same_as``); if so the entities named this time are still
+    linked to its passages, and no new version is made."""
+    same = tx.documents.version(doc_id, last)
+    doc_hash, title, metadata = same_as
+    if same is None or (same.text_hash, same.title, _dumps(same.metadata)) != (
+        doc_hash,
+        title,
+        _dumps(metadata),
+    ):
+        return False
+    for name in names:
+        entity = tx.entities.ensure(name, namespace)[0]
+        for passage in tx.documents.version_passages(doc_id, last):
+            tx.passages.mention(passage, (entity,))
+    return True
+
+
+def _reusable(tx: Tx, doc_id: str, last: int) -> dict[str, list[str]]:
+    """The live passages of version ``last`` by their text hash: a new
+    version keeps the ones whose text it still has."""
+    reuse: dict[str, list[str]] = {}
+    for passage in tx.documents.version_passages(doc_id, last):
+        if tx.tombstones.is_live(passage):
+            reuse.setdefault(tx.passages.hash_of(passage), []).append(passage)
+    return reuse
+
+
+def _finished(
+    tx: Tx,
+    where: _Where,
+    passages: int,
+    reuse: dict[str, list[str]],
+    counts_only: bool,
+) -> Remembered | tuple[int, str]:
+    """Supersede what the new version no longer has, log the document once
+    committed, and answer (counts only for a bulk load)."""
+    tx.tombstones.add_many(
+        where.namespace,
+        "passage",
+        [passage for leftovers in reuse.values() for passage in leftovers],
+        "superseded",
+        f"document version {where.version}",
+    )
+    tx.after_commit(
+        log.info,
+        "document_remembered",
+        namespace=where.namespace,
+        document=address("document", where.document),
+        version=where.version,
+        passages=passages,
+    )
+    if counts_only:
+        return passages, ("new" if where.version == 1 else "new_versions")
+    return _remembered(tx, where.document, where.version)
 
 
 class _BulkLoad:
