@@ -396,10 +396,12 @@ def _unchanged(
         _dumps(metadata),
     ):
         return False
-    for name in names:
-        entity = tx.entities.ensure(name, namespace)[0]
-        for passage in tx.documents.version_passages(doc_id, last):
-            tx.passages.mention(passage, (entity,))
+    if names:
+        passages = tx.documents.version_passages(doc_id, last)
+        for name in names:
+            entity = tx.entities.ensure(name, namespace)[0]
+            for passage in passages:
+                tx.passages.mention(passage, (entity,))
     return True
 
 
