@@ -49,6 +49,7 @@ PG_NOT_CARRIED = {
     "schema_migrations",
     "search_docs",
     "search_postings",
+    "search_packs",
     "search_stats",
     "search_df",
 }

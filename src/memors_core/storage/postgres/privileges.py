@@ -193,7 +193,7 @@ def _revoke_granted() -> str:
     is now read-only to an application role, taken back from every role but
     the owner (a store upgraded in place is safe before the grant is run
     again)."""
-    read_only = ", ".join(f"'{t}'" for t in read_only_tables())
+    read_only = ", ".join(f"'{t}'" for t in _READ_ONLY_V8)
     return f"""    FOR r IN SELECT c.relname, a.grantee, a.privilege_type
              FROM pg_class c, aclexplode(c.relacl) a
              WHERE c.relnamespace = current_schema()::regnamespace
@@ -436,17 +436,22 @@ def append_only_tables() -> tuple[str, ...]:
 #: functions write (``purge_pending``: the owner's next write rewrites the
 #: tables for it).
 def read_only_tables() -> tuple[str, ...]:
-    return (
-        "schema_migrations",
-        "search_postings",
-        "search_docs",
-        "search_stats",
-        "search_df",
-        "search_queue",
-        "vector_stats",
-        "purge_pending",
-        "application_roles",
-    )
+    return (*_READ_ONLY_V8, "search_packs")
+
+
+#: The read-only tables migration 8 took write privileges back on (its
+#: text never changes; a later table is never granted them).
+_READ_ONLY_V8 = (
+    "schema_migrations",
+    "search_postings",
+    "search_docs",
+    "search_stats",
+    "search_df",
+    "search_queue",
+    "vector_stats",
+    "purge_pending",
+    "application_roles",
+)
 
 
 def grant_statements(conn, role: str) -> list[str]:

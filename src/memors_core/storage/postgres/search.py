@@ -15,14 +15,18 @@ namespace:
   live rows holding it, with the term's count in the row and the row's
   length (one index holds it all, so a query reads the postings of its
   terms and nothing else);
-- ``search_docs``: each indexed row's length and terms (what removing it
-  takes away);
+- ``search_packs``: the same postings packed, one row per term and flush,
+  the rows, counts and lengths as arrays: what a transaction that indexes
+  64 passages or more writes (a bulk load's batch: ~13,000 rows where
+  ~156,000 postings would be);
+- ``search_docs``: each indexed row's length and terms, and for a passage
+  the terms' counts and its pack (what removing it takes away, and where a
+  common term's part is read);
 - ``search_stats``: the namespace's row count and total length.
 
 A row is indexed when it is inserted (a passage when its transaction
 commits: the transaction's new passages go in together, their postings
-in term order, so a bulk load touches each index page once rather than
-once per passage), and taken out when a tombstone names it (forgotten or
+in term order or packed), and taken out when a tombstone names it (forgotten or
 superseded) or purge deletes it (a passage, again, when its transaction
 commits, all of them in one pass: a forgotten document's thousands of
 passages leave the index in seconds), so the index holds live rows only and
@@ -40,7 +44,8 @@ postings index, exactly, and only up to the common-term cut unless the
 term is common); the second scores the rare terms' postings by BM25 (k1 =
 1.2, b = 0.75, IDF ``ln(1 + (N - n + 0.5) / (n + 0.5))``, positive however
 common a term is), keeps the best candidates, and adds the common terms'
-parts to those only, looked up by ``(term, rowid)``.
+parts to those only, read from each candidate's ``search_docs`` row (by
+``(term, rowid)`` in the postings for a row indexed before migration 15).
 
 Why postings rather than a GIN index over a stored ``tsvector`` with a
 BM25 rerank of its candidates: the rerank has to read every candidate
@@ -48,7 +53,8 @@ row and pick its terms' counts out of it, which measured 3x SQLite's
 latency at 100,000 passages, where postings read in index order answer
 at SQLite's speed or better (``benchmarks/search_engines.py``). The
 price is paid when writing: one index entry per distinct word of a row
-(about half of PostgreSQL's remember time at 100,000 passages).
+(about 40% of a bulk load's flush at 100,000 passages, which is why a bulk
+load packs them; docs/performance.md).
 ``ts_rank`` ranks worse than BM25 (issue 15). Term hashes are PostgreSQL's
 ``hashtextextended``; should a server upgrade ever change it,
 ``SELECT memors_search_rebuild()`` builds the index again from the tables.
@@ -62,7 +68,7 @@ the postings table asks autovacuum to come after 2% new rows rather than
 20%, so a bulk load is followed soon by fast searches.
 
 The index's tables, functions and triggers are made by migrations V2, V4,
-V5 and V7 of :mod:`memors_core.storage.postgres.schema`, in the one list of
+V5, V7, V13 and V15 of :mod:`memors_core.storage.postgres.schema`, in the one list of
 the engine's migrations.
 """
 
@@ -90,24 +96,44 @@ _STATS = """
     SELECT stats.docs, stats.length, terms.term, coalesce(df.n, 0)
     FROM stats CROSS JOIN terms LEFT JOIN search_df df ON df.term = terms.term"""
 
-# The rare terms' BM25 over their postings gives the candidates; the common
-# terms' parts are looked up for the candidates only (by the postings index).
+# The rare terms' BM25 over their postings (rows of their own, or packed
+# per term by a bulk load) gives the candidates; the common terms' parts
+# are looked up for the candidates only: in the candidate's own index row
+# (its terms and their counts), or by the postings index for a row indexed
+# before those counts were kept.
 _PART = f"p.tf * {rank.K1 + 1} / (p.tf + {rank.K1} * ({1 - rank.B} + {rank.B} * p.length / :avg))"
 _RANK = f"""
     WITH w AS (
         SELECT unnest(CAST(:terms AS bigint[])) AS term, unnest(CAST(:idfs AS float8[])) AS idf
     ),
+    hits AS (
+        SELECT term, rowid, tf, length FROM search_postings
+        WHERE term = ANY (CAST(:rare AS bigint[]))
+        UNION ALL
+        SELECT k.term, x.rowid, x.tf, x.length FROM search_packs k
+        CROSS JOIN LATERAL unnest(k.rowids, k.tfs, k.lengths) AS x(rowid, tf, length)
+        WHERE k.term = ANY (CAST(:rare AS bigint[]))
+    ),
     cand AS (
         SELECT p.rowid, sum(w.idf * {_PART}) AS score
-        FROM search_postings p JOIN w ON w.term = p.term
-        WHERE p.term = ANY (CAST(:rare AS bigint[])) {{keep}}
+        FROM hits p JOIN w ON w.term = p.term
+        WHERE TRUE {{keep}}
         GROUP BY p.rowid ORDER BY score DESC, p.rowid LIMIT :depth
     ),
     extra AS (
         SELECT cand.rowid, sum(w.idf * {_PART}) AS score
-        FROM cand CROSS JOIN unnest(CAST(:common AS bigint[])) c(term)
-        JOIN search_postings p ON p.term = c.term AND p.rowid = cand.rowid
-        JOIN w ON w.term = c.term
+        FROM cand JOIN search_docs d ON d.kind = :kind AND d.rowid = cand.rowid
+        CROSS JOIN LATERAL (
+            SELECT c.term, d.tfs[array_position(d.terms, c.term)] AS tf, d.length
+            FROM unnest(CAST(:common AS bigint[])) c(term) WHERE d.tfs IS NOT NULL
+            UNION ALL
+            SELECT p.term, p.tf, p.length
+            FROM unnest(CAST(:common AS bigint[])) c(term)
+            JOIN search_postings p ON p.term = c.term AND p.rowid = cand.rowid
+            WHERE d.tfs IS NULL
+        ) p
+        JOIN w ON w.term = p.term
+        WHERE p.tf IS NOT NULL
         GROUP BY cand.rowid
     )
     SELECT cand.rowid, cand.score + coalesce(extra.score, 0) AS score
@@ -166,6 +192,7 @@ class PgSearch(SqlSearch):
             "avg": max(length / rows, 1e-9),
             "depth": rank.rerank_depth(limit) if common else limit,
             "limit": limit,
+            "kind": kind,
         }
         where = ""
         if keep is not None:

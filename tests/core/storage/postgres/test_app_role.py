@@ -27,6 +27,7 @@ WATCHED = (
     "work_items",
     "purge_pending",
     "search_postings",
+    "search_packs",
     "search_docs",
     "search_stats",
     "search_df",
