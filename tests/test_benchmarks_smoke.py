@@ -16,25 +16,23 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.sqlite_only("benchmarks.run measures the SQLite engine (the next test runs both)")
-def test_bench_harness_prints_every_figure(tmp_path):
+def _bench(*argv: str, env: dict[str, str] | None = None, timeout: float = 300):
+    """Run ``python -m ARGV…`` from the checkout's root; it must exit 0."""
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.run",
-            "--size",
-            "1500",
-            "--skip-minhash",
-            "--skip-mcp",
-            "--reference",
-        ],
+        [sys.executable, "-m", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
+        env=env,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.mark.sqlite_only("benchmarks.run measures the SQLite engine (the next test runs both)")
+def test_bench_harness_prints_every_figure(tmp_path):
+    proc = _bench("benchmarks.run", "--size", "1500", "--skip-minhash", "--skip-mcp", "--reference")
     out = proc.stdout
     for figure in (
         "remember (documents -> passages, FTS, shingles)",
@@ -65,23 +63,7 @@ def test_engines_harness_prints_every_figure(engine):
         from memors_core.testing.postgres import require_server
 
         require_server()
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.engines",
-            "--size",
-            "1000",
-            "--engines",
-            engine,
-            "--skip-mcp",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench("benchmarks.engines", "--size", "1000", "--engines", engine, "--skip-mcp")
     out = proc.stdout
     for figure in (
         f"{engine}: remember 1000 passages",
@@ -102,14 +84,7 @@ def test_engines_harness_sets_postgres_beside_sqlite_with_the_target():
     from memors_core.testing.postgres import require_server
 
     require_server()
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.engines", "--size", "500", "--remember-only"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench("benchmarks.engines", "--size", "500", "--remember-only")
     out = proc.stdout
     assert "sqlite: remember 500 passages" in out and "postgres: remember 500 passages" in out
     assert "compact, full" not in out  # the loads only
@@ -140,18 +115,14 @@ def test_grounding_benchmark_prints_every_figure(engine):
         postgres.require_server()
         url = postgres.new_database()
         extra, drop = ["--db", url], lambda: postgres.drop_database(url)
-    argv = [sys.executable, "-m", "benchmarks.grounding", "--entities", "4", "--timing", "1"]
+    argv = ["benchmarks.grounding", "--entities", "4", "--timing", "1"]
     argv += ["--repeat", "1", "--cli", "1", *extra]
     try:
-        text = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=300)
-        assert text.returncode == 0, text.stdout + text.stderr
-        proc = subprocess.run(
-            [*argv, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300
-        )
+        text = _bench(*argv)
+        proc = _bench(*argv, "--json")
     finally:
         if drop:
             drop()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     fig = json.loads(proc.stdout)
     out = text.stdout
     assert fig["engine"] == ("postgresql" if engine == "postgres" else "sqlite")
@@ -183,11 +154,8 @@ def test_retrieval_benchmark_prints_every_figure(engine, tmp_path):
 
         postgres.require_server()
         extra = ["--db", "postgresql"]
-    argv = [sys.executable, "-m", "benchmarks.retrieval", "--size", "1500", "--questions", "60"]
-    proc = subprocess.run(
-        [*argv, "--rounds", "1", *extra], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    argv = ["benchmarks.retrieval", "--size", "1500", "--questions", "60"]
+    proc = _bench(*argv, "--rounds", "1", *extra, timeout=600)
     out = proc.stdout
     rows = {}
     for line in out.splitlines():
@@ -222,14 +190,7 @@ def test_retrieval_benchmark_prints_every_figure(engine, tmp_path):
     questions.write_text(
         json.dumps({"question": "When did Ann adopt a puppy?", "evidence": ["t1"]})
     )
-    proc = subprocess.run(
-        [*argv, "--documents", str(docs), "--questions-file", str(questions), *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench(*argv, "--documents", str(docs), "--questions-file", str(questions), *extra)
     line = next(x for x in proc.stdout.splitlines() if x.startswith("recall@10, memors search"))
     assert float(line[46:].split()[0]) == 1.0, proc.stdout
 
@@ -265,24 +226,10 @@ def test_retrieval_benchmark_reads_the_public_conversation_format(tmp_path):
     }
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps([sample]))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.retrieval",
-            "--locomo",
-            str(path),
-            "--shapes",
-            "entity,prefix",
-            "--no-vectors",
-            "--skip-generated",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench(
+        "benchmarks.retrieval", "--locomo", str(path), "--shapes", "entity,prefix",
+        "--no-vectors", "--skip-generated",
+    )  # fmt: skip
     out = proc.stdout
     assert out.count("4 turns, 3 questions (1 without a turn as evidence, left out)") == 2, out
     for shape in ("entity", "prefix"):
@@ -305,14 +252,7 @@ def test_web_benchmark_prints_every_figure(engine):
 
         postgres.require_server()
         extra = ["--db", "postgresql"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.web", "--quick", *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench("benchmarks.web", "--quick", *extra)
     lines = proc.stdout.splitlines()
 
     def row(prefix: str) -> str:
@@ -352,14 +292,7 @@ def test_large_forget_benchmark_prints_every_figure(engine):
         from memors_core.testing import postgres
 
         postgres.require_server()
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.large_forget", "--mb", "0.1", "--engines", engine],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _bench("benchmarks.large_forget", "--mb", "0.1", "--engines", engine)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("one document of 0.1 MB"), proc.stdout
     who = ["sqlite"] if engine == "sqlite" else ["postgres, superuser", "postgres, owner"]
@@ -377,12 +310,10 @@ def test_large_forget_benchmark_prints_every_figure(engine):
 @pytest.mark.semantic
 @pytest.mark.sqlite_only("the embedding benchmark runs the model, no store")
 def test_embedding_benchmark_prints_each_configuration_beside_the_bare_model(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.embedding", "--limit", "3", "--rounds", "1",
-         "--only", "idle", "--locomo", str(tmp_path / "absent.json")],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    proc = _bench(
+        "benchmarks.embedding", "--limit", "3", "--rounds", "1", "--only", "idle",
+        "--locomo", str(tmp_path / "absent.json"), timeout=600,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "idle, prose: 3 texts" in out and "generated turns (no LoCoMo file)" in out
     for row in (
@@ -402,12 +333,10 @@ def test_embedding_benchmark_prints_each_configuration_beside_the_bare_model(tmp
 def test_vector_index_benchmark_prints_each_engine_s_step(tmp_path):
     from memors_core.testing import pgvector
 
-    proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.vector_index", "--size", "300", "--questions", "5"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
+    proc = _bench(
+        "benchmarks.vector_index", "--size", "300", "--questions", "5",
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)}, timeout=600,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
     assert "vector step: 300 vectors in one namespace, 5 questions" in out
     assert re.search(r"SQLite code pass: of the exact nearest 50, kept\s+1\.000", out), out
@@ -434,15 +363,11 @@ def test_queue_benchmark_works_the_whole_queue_to_a_clean_lint(engine):
         url = postgres.new_database()
         extra, drop = ["--db", url], lambda: postgres.drop_database(url)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.queue", "--quick", *extra],
-            cwd=ROOT, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+        proc = _bench("benchmarks.queue", "--quick", *extra, timeout=600)
     finally:
         if drop:
             drop()
     out = proc.stdout
-    assert proc.returncode == 0, out + proc.stderr
     lines = {line.split("  ")[0]: line for line in out.splitlines()}
     for figure in ("items settled", "final lint", "largest answer", "duplicate rounds"):
         assert lines[figure].endswith(" met"), lines[figure]
