@@ -20,6 +20,35 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("MEMORS_VECTORS", "off")
 
 
+#: Markers of tests whose engine is not the run's: ``marker -> (engine, the run that keeps them)``.
+ONE_RUN = {
+    "engine_independent": ("sqlite", "the SQLite run"),
+    "postgres_run": ("postgres", "the --engine=postgres run"),
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # A test marked `engine_independent` opens no store of the run's engine
+    # (or picks its engines itself); one marked `postgres_run` works on
+    # PostgreSQL databases of its own whichever engine the run uses. Each
+    # would do the same in both runs of `make test`, so one run keeps it
+    # (the PostgreSQL one, which fails without a server, for the second)
+    # and the other skips it, with the reason.
+    from memors_core.testing import test_engine
+
+    engine = test_engine()
+    for item in items:
+        for name, (keeper, run) in ONE_RUN.items():
+            marker = item.get_closest_marker(name)
+            if marker is None:
+                continue
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+            if not reason:
+                raise pytest.UsageError(f"{item.nodeid}: {name} needs a one-line reason")
+            if engine != keeper:
+                item.add_marker(pytest.mark.skip(reason=f"runs once, in {run}: {reason}"))
+
+
 @pytest.fixture(autouse=True)
 def _vectors_where_marked(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
     if request.node.get_closest_marker("semantic") is not None:

@@ -11,8 +11,11 @@ import re
 import tomllib
 
 import grimp
+import pytest
 
 from paths import ROOT
+
+pytestmark = pytest.mark.engine_independent("the source's import graph and the map, no store")
 
 PACKAGES = ("memors_core", "memors_kinds", "memors_mcp", "memors_cli")
 

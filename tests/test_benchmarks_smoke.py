@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.engine_independent("each benchmark picks its engines itself")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import pytest
+
 from paths import ROOT
+
+pytestmark = pytest.mark.engine_independent("the source's function sizes, no store")
 
 LIMIT = 80
 REASON = "# Long:"

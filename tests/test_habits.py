@@ -14,6 +14,8 @@ import pytest
 
 from paths import ROOT
 
+pytestmark = pytest.mark.engine_independent("the git log's commit subjects, no store")
+
 RULE_SINCE = "827ad8b"
 LIMIT = 72
 #: Commits on main whose subject went over the limit: history is never

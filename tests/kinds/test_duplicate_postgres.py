@@ -30,6 +30,8 @@ from memors_kinds.duplicate import THRESHOLD, clusters, postgres_index, sqlite_i
 from memors_kinds.duplicate import _rounded as four  # as a payload shows a Jaccard
 from memors_kinds.duplicate.join import prefix_piece
 
+pytestmark = pytest.mark.postgres_run("the duplicate kind on PostgreSQL stores of its own")
+
 LICENCE = (
     "Permission is hereby granted, free of charge, to any person obtaining a copy "
     "of this software to deal in the software without restriction."

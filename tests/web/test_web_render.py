@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memors_mcp.web.render import page_html, unverified_html
+
+pytestmark = pytest.mark.engine_independent("the page renderer on strings, no store")
 
 SENTENCES = [
     ("Alpha ships on Monday.", ["memo://passage/a"]),

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 
 from memors_core.domain.search import Hit, fuse, fusion_depth, hybrid_weights, rescaled
 
+pytestmark = pytest.mark.engine_independent("pure functions of the domain layer, no store")
+
 # A ranking: distinct passages of a small alphabet, with scores best first.
 ranking = st.lists(
     st.tuples(st.sampled_from("abcdefghij"), st.floats(0, 50, allow_nan=False)),

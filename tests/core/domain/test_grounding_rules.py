@@ -26,6 +26,8 @@ from memors_core.domain.specifics import (
 from memors_core.domain.text import read_page
 from memors_core.errors import BadInput
 
+pytestmark = pytest.mark.engine_independent("pure functions of the domain layer, no store")
+
 WORDS = ["leader", "cluster", "replica", "vote", "term", "log", "quorum", "snapshot", "commit"]
 NAMES = ["Ongaro", "Ousterhout", "Melanie", "Caroline", "Lamport", "Zanzibar"]
 ADDRESS = st.uuids().map(lambda u: f"memo://passage/{u}")

@@ -15,6 +15,8 @@ from memors_core import BadAddress, BadInput
 from memors_core.domain import dates
 from memors_core.domain.ids import TYPES, parse_address, uuid7
 
+pytestmark = pytest.mark.engine_independent("pure functions of the domain layer, no store")
+
 # --- UUIDv7 ---------------------------------------------------------------------
 
 

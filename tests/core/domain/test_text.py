@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memors_core.domain import text
 from memors_core.domain.text import MAX_PASSAGE_WORDS, split_passages
+
+pytestmark = pytest.mark.engine_independent("pure functions of the domain layer, no store")
 
 # --- words, names, links ---------------------------------------------------------
 

@@ -19,7 +19,10 @@ import pytest
 from memors_core import semantic
 from memors_core.semantic import cache
 
-pytestmark = pytest.mark.semantic
+pytestmark = [
+    pytest.mark.semantic,
+    pytest.mark.engine_independent("the embedding model and its cache, no store"),
+]
 
 TEXTS = ["Melanie adopted a young rescue dog.", "The budget review moved to Thursday."]
 

@@ -8,8 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from memors_core.testing.storage_contract import StorageContract
 from paths import ROOT
+
+pytestmark = pytest.mark.engine_independent("the documented suite opens SQLite stores itself")
 
 ROOT = ROOT
 HEADING = "## Testing against the storage contract\n"

@@ -20,6 +20,8 @@ from memors_core.testing import passages_about
 
 from .test_immutable import RAW, _contents, seeded  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 #: What no route may change: every raw table, the audit, the state that
 #: drives work, and the derived tables memors' own functions keep.
 WATCHED = (

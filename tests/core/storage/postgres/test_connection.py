@@ -25,6 +25,8 @@ from memors_core.storage.postgres.schema import SCHEMA_VERSION
 from memors_core.testing import passages_about, run_cli
 from memors_core.testing import postgres as pg
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 def _open_in_a_process(url: str, barrier, results) -> None:
     barrier.wait()

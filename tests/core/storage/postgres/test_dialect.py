@@ -7,6 +7,8 @@ import pytest
 
 from memors_core.storage.postgres.dialect import render
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 def test_plain_placeholders_keep_their_order():
     r = render("SELECT a FROM t WHERE b = ? AND c = ?")

@@ -19,7 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import roles_database
+
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
 
 DOC = Path(__file__).resolve().parents[4] / "docs" / "postgres.md"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.M | re.S)

@@ -16,6 +16,8 @@ from memors_core.testing import passages_about
 
 from .test_purge import finish
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 #: The tables whose rows only purge erases, and the column a test erases by.
 RAW = {
     "documents": "id",

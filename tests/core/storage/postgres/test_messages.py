@@ -25,6 +25,8 @@ from memors_core.plugins.kinds import Candidate, Kind, fingerprint
 from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import postgres, run_cli
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 def test_an_application_role_purge_says_the_owner_finishes_it_and_how(roles, tmp_path):
     r = run_cli("remember", "-", "--json", db=roles.app_url, input="Alice met Bob in Paris.")

@@ -17,6 +17,8 @@ from memors_core.errors import StoreBusy
 from memors_core.memory import Memory
 from memors_core.testing import passages_about
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 @pytest.fixture
 def short_wait(monkeypatch: pytest.MonkeyPatch) -> None:

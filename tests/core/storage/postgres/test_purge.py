@@ -22,6 +22,8 @@ from memors_core.storage.postgres.purge import older_than_purge
 from memors_core.testing import passages_about
 from memors_core.testing.storage_contract import NS, add_document
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 MARKER = "Qjzv7pgerasemarker"
 
 

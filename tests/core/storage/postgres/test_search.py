@@ -23,6 +23,8 @@ from memors_core.testing.storage_contract import (
     words,
 )
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 def scores(storage: Storage, query: str, namespace: str = NS) -> dict[str, float]:
     with storage.read() as tx:

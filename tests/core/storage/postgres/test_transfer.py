@@ -30,6 +30,8 @@ from store_checks import store_problems
 
 from .conftest import Roles
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 
 def cli(db: str | Path, *args: str, ok: tuple[int, ...] = (0,), cwd: Path) -> CLIResult:
     r = run_cli(*args, "--db", str(db), db=db, cwd=cwd)
