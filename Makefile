@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint contracts unit unit-postgres bench-setup bench bench-quick man screenshots clean
+.PHONY: setup demo test test-quick lint contracts unit unit-postgres bench-setup bench bench-quick man screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ unit-postgres: setup
 	MEMORS_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q --engine=postgres
 
 test: lint contracts unit unit-postgres
+
+# The inner loop: the suite on SQLite without the tests marked `browser`
+# (Chromium) or `subprocess` (they start the CLI, a server or a benchmark;
+# tests/conftest.py marks them by reading their code). `make test` runs all.
+test-quick: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q -m "not browser and not subprocess"
 
 # The benchmarks also need the `bench` extra (datasketch, the MinHash reference).
 bench-setup: setup
