@@ -17,6 +17,8 @@ from memors_core.testing import postgres
 
 from .conftest import roles_database
 
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
 WORDS = [f"w{n}" for n in range(60)] + ["raft", "leader", "log", "quorum", "the", "of", "a"]
 QUERIES = ["raft leader", "the log of a quorum", "w3 w17 raft", "w59 the", "of a the", "w1"]
 
