@@ -375,7 +375,9 @@ class Memory:
         """Give every live passage of ``namespace`` without a vector one (the
         ``semantic`` extra): for a store written before the extra was
         installed, after an import, or after a load that was stopped before
-        its vectors were stored. BadInput, saying why, where this process
+        its vectors were stored; a vector of an older kind (made before
+        passages were embedded with their entities' names) is made again.
+        BadInput, saying why, where this process
         cannot make vectors. ``progress`` hears how many are done."""
         check_namespace(namespace)
         return vectors.reindex(self.store, namespace, progress)
@@ -410,9 +412,10 @@ class Memory:
         return True if self._background is None else self._background.wait(timeout)
 
     def vectors_waiting(self, namespace: str = "default") -> int:
-        """How many live passages of ``namespace`` have no vector yet (0
-        where this process makes no vectors: no ``semantic`` extra,
-        ``MEMORS_VECTORS=off``, or a store that cannot keep them)."""
+        """How many live passages of ``namespace`` have no vector yet, or
+        one of an older kind to be made again (0 where this process makes
+        no vectors: no ``semantic`` extra, ``MEMORS_VECTORS=off``, or a
+        store that cannot keep them)."""
         check_namespace(namespace)
         return vectors.waiting(self.store, namespace)
 

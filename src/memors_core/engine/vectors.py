@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memors_core import semantic
 from memors_core.domain.model import Reindexed
@@ -111,7 +111,7 @@ def waiting(storage: Storage, namespace: str) -> int:
     if unwanted(storage) is not None:
         return 0
     with storage.read() as tx:
-        return tx.vectors.missing_count(namespace)
+        return tx.vectors.missing_count(namespace, semantic.KIND)
 
 
 def catch_up(
@@ -136,7 +136,7 @@ def catch_up(
             if not held:
                 return None if not (done or stored) else (done, stored)
             with storage.read() as tx:
-                total = done + tx.vectors.missing_count(namespace)
+                total = done + tx.vectors.missing_count(namespace, semantic.KIND)
             if report is not None:
                 report(True, task="reindex", phase="embedding", done=done, total=total,
                        unit="passages")  # fmt: skip
@@ -146,20 +146,21 @@ def catch_up(
                 if hold is not None:
                     hold()
                 with storage.read() as tx:
-                    batch = tx.vectors.missing(namespace, after, CHUNK)
+                    batch = tx.vectors.missing(namespace, after, CHUNK, semantic.KIND)
+                    texts = inputs(tx, batch)
                 if not batch:
                     break
                 after = batch[-1][0]
                 try:
                     made = model.embed(
-                        [t for _, _, t in batch],
+                        texts,
                         lambda n, at=done, of=total: _between(report, stop, at + n, of),
                     )
                 except _Stopped:
                     break
                 with storage.write(namespace=namespace) as tx:
                     stored += tx.vectors.add(
-                        namespace, zip((p for _, p, _ in batch), made, strict=True)
+                        namespace, zip((p for _, p, _ in batch), made, strict=True), semantic.KIND
                     )
                 done += len(batch)
                 if report is not None:
@@ -173,11 +174,28 @@ def catch_up(
         if stop is not None and stop():
             break
         with storage.read() as tx:
-            if not tx.vectors.missing(namespace, 0, 1):
+            if not tx.vectors.missing(namespace, 0, 1, semantic.KIND):
                 break
     if stored:
         log.info("vectors_added", namespace=namespace, added=stored)
     return done, stored
+
+
+def inputs(tx: Any, batch: list[tuple[int, str, str]]) -> list[str]:
+    """What the model reads of each passage of ``batch`` (``(clock, id,
+    text)``): its text after the names of the entities it is about, as
+    they are now (canonical, renamed), in the order they were first known
+    (:func:`memors_core.semantic.passage_input`)."""
+    about = tx.passages.entities_of_many(p for _, p, _ in batch)
+    names: dict[str, str] = {}
+    for ident in {e for es in about.values() for e in es}:
+        entity = tx.entities.get(ident)
+        if entity is not None:
+            names[ident] = entity.name
+    return [
+        semantic.passage_input(t, [names[e] for e in about.get(p, ()) if e in names])
+        for _, p, t in batch
+    ]
 
 
 class _Stopped(Exception):

@@ -30,9 +30,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Sequence
     from typing import Any
 
-#: The model the vectors come from, recorded with them: vectors of another
-#: model are never compared with these.
+#: The model the vectors come from.
 MODEL = "all-MiniLM-L6-v2-int8"
+#: How a passage is handed to the model (:func:`passage_input`): the names
+#: of the entities it is about that its text does not hold, then its text.
+FORM = "names: text"
+#: What a vector is, recorded with it: the model and the form of its input.
+#: A vector of another kind is made again (``reindex --vectors``, the
+#: background catch-up); the vectors made before the form existed are of
+#: the kind :data:`TEXT_ONLY` (the migrations that record kinds say so).
+KIND = f"{MODEL}; {FORM}"
+TEXT_ONLY = "all-MiniLM-L6-v2-int8"
+#: At most this many names go before a passage's text.
+MAX_NAMES = 5
 DIMENSIONS = 384
 #: Word pieces read of a text (with the two markers the model expects).
 MAX_TOKENS = 256
@@ -52,6 +62,17 @@ SETTING = "MEMORS_VECTORS"
 INSTALL_HINT = "pip install 'memors[semantic]'"
 #: The text a cached graph must give the recorded vector for.
 PROBE = "The quick brown fox jumps over the lazy dog near the riverbank."
+
+
+def passage_input(text: str, names: Sequence[str] = ()) -> str:
+    """What the model reads of a passage: ``"Name, Name: text"``, the names
+    of the entities it is about (at most :data:`MAX_NAMES`, in the order
+    given) that its text does not already hold, or the text alone. A chat
+    turn's vector then knows who spoke, as a reader of the line would."""
+    folded = text.casefold()
+    shown = [n for n in dict.fromkeys(n.strip() for n in names) if n and n.casefold() not in folded]
+    shown = shown[:MAX_NAMES]
+    return f"{', '.join(shown)}: {text}" if shown else text
 
 
 def missing_packages() -> list[str]:

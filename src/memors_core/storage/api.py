@@ -47,6 +47,7 @@ from memors_core.domain.rows import (
     Tombstone,
 )
 from memors_core.domain.search import Hit, Ranked, SearchQuery
+from memors_core.semantic import KIND
 
 
 @attrs.frozen
@@ -698,17 +699,22 @@ class Vectors(Protocol):
     live passages only (a forgotten, superseded or purged passage's vector
     goes with it), never exported."""
 
-    def add(self, namespace: str, vectors: Iterable[tuple[str, bytes]]) -> int:
-        """Store ``(passage id, vector)`` pairs (write); a passage that is not
-        live in ``namespace``, or has a vector already, is skipped. Returns
-        how many were stored."""
+    def add(self, namespace: str, vectors: Iterable[tuple[str, bytes]], kind: str = KIND) -> int:
+        """Store ``(passage id, vector)`` pairs of ``kind`` (write: the model
+        and the form of its input, :data:`memors_core.semantic.KIND`); a
+        passage that is not live in ``namespace``, or has a vector of that
+        kind already, is skipped, and one with a vector of another kind has
+        it replaced. Returns how many were stored."""
 
-    def missing(self, namespace: str, after: int, limit: int) -> list[tuple[int, str, str]]:
-        """Up to ``limit`` live passages of ``namespace`` without a vector, as
-        ``(clock, passage id, text)`` with ``clock`` above ``after``, in clock order."""
+    def missing(
+        self, namespace: str, after: int, limit: int, kind: str = KIND
+    ) -> list[tuple[int, str, str]]:
+        """Up to ``limit`` live passages of ``namespace`` without a vector of
+        ``kind`` (none, or one of another kind), as ``(clock, passage id,
+        text)`` with ``clock`` above ``after``, in clock order."""
 
-    def missing_count(self, namespace: str) -> int:
-        """How many live passages of ``namespace`` have no vector."""
+    def missing_count(self, namespace: str, kind: str = KIND) -> int:
+        """How many live passages of ``namespace`` have no vector of ``kind``."""
 
     def any_waiting(self, namespace: str) -> bool:
         """Whether a live passage of ``namespace`` newer than its newest

@@ -519,3 +519,54 @@ def test_in_hybrid_a_reply_joins_after_the_turn_it_answers(vector_memory):
     assert lexical == asked.passages
     assert hybrid[:2] == asked.passages + reply.passages
     assert BUDGET not in texts(vector_memory.search(question, mode="hybrid"))
+
+
+ADOPTED = "I adopted a puppy from the shelter last month."
+BROUGHT = "We brought a little dog home from the shelter."
+PET = "What pet did Melanie adopt?"
+
+
+def test_a_passage_s_vector_knows_who_it_is_about(vector_memory):
+    # Neither turn names its speaker in its text: the store knows them as
+    # entities. By its text alone, Caroline's turn is nearer the question
+    # (it says "adopted a puppy"); embedded with who said it, Melanie's is.
+    caroline = vector_memory.remember(ADOPTED, entities=["Caroline"]).passages[0]
+    melanie = vector_memory.remember(BROUGHT, entities=["Melanie"]).passages[0]
+    assert vector_memory.wait_for_vectors()
+    found = [h.address for h in vector_memory.search(PET, mode="semantic").results]
+    assert found[:2] == [melanie, caroline]
+    cosine = vector_memory.search(PET, mode="semantic").results[0].score
+    expected = np.frombuffer(semantic.embedder().embed(["Melanie: " + BROUGHT])[0], "<f4")
+    question = np.frombuffer(embed_question(PET), "<f4")
+    assert cosine == pytest.approx(float(expected @ question), abs=1e-4)
+
+
+def test_the_names_go_before_the_text_unless_it_holds_them():
+    assert semantic.passage_input(BROUGHT, ["Melanie", "Caroline"]) == (
+        "Melanie, Caroline: " + BROUGHT
+    )
+    assert semantic.passage_input(POTTERY, ["Caroline", "Pottery"]) == POTTERY  # (both in it)
+    assert semantic.passage_input(BROUGHT, []) == BROUGHT
+    many = [f"Person {n}" for n in range(9)]
+    assert semantic.passage_input("hello", many).startswith(", ".join(many[:5]) + ": ")
+
+
+def test_a_vector_of_the_text_alone_is_made_again_by_reindex(vector_memory, monkeypatch):
+    # Vectors made before the form existed hold the passage's text alone:
+    # they count as waiting, search uses them meanwhile, and reindex (or
+    # the background run) replaces them with vectors that know who spoke.
+    monkeypatch.setenv("MEMORS_VECTORS", "off")
+    caroline = vector_memory.remember(ADOPTED, entities=["Caroline"]).passages[0]
+    melanie = vector_memory.remember(BROUGHT, entities=["Melanie"]).passages[0]
+    monkeypatch.setenv("MEMORS_VECTORS", "on")
+    old = semantic.embedder().embed([ADOPTED, BROUGHT])
+    ids = [a.rsplit("/", 1)[1] for a in (caroline, melanie)]
+    with vector_memory.store.write() as tx:
+        assert tx.vectors.add("default", zip(ids, old, strict=True), semantic.TEXT_ONLY) == 2
+    assert vector_memory.vectors_waiting() == 2
+    before = vector_memory.search(PET, mode="semantic")
+    assert before.notice is None and next(h.address for h in before.results) == caroline
+    done = vector_memory.reindex_vectors()
+    assert (done.added, done.vectors) == (2, 2)
+    assert vector_memory.vectors_waiting() == 0
+    assert next(h.address for h in vector_memory.search(PET, mode="semantic").results) == melanie

@@ -69,6 +69,31 @@ class TestTheGraph(PgvectorStorage):
         finally:
             store.close()
 
+    def test_vectors_stored_before_kinds_are_of_the_text_alone_when_opened(self, tmp_path) -> None:
+        from memors_core import semantic
+
+        store = self.make_storage(tmp_path, "store")
+        with store.write() as tx:
+            _, ids = add_document(tx, ["made before kinds"])
+            assert tx.vectors.add("default", [(ids[0], unit_vector(1))]) == 1
+            sql = tx.native("postgres")
+            sql.execute("DROP FUNCTION memors_vectors_remake(bigint, vector, text)")
+            sql.execute("ALTER TABLE passage_vectors DROP COLUMN kind")
+        store.close()
+        store = self.make_storage(tmp_path, "store")
+        try:
+            with store.read() as tx:
+                assert tx.vectors.missing_count("default", semantic.TEXT_ONLY) == 0
+                assert [m[1] for m in tx.vectors.missing("default", 0, 5)] == ids
+            with store.write() as tx:
+                assert tx.vectors.add("default", [(ids[0], unit_vector(2))]) == 1
+            with store.read() as tx:
+                assert tx.vectors.missing_count("default") == 0
+                [hit] = tx.search.passages_like("default", unit_vector(2), 1).rows
+            assert hit.score == pytest.approx(1.0, abs=1e-5)
+        finally:
+            store.close()
+
 
 class TestWithoutPgvector(PostgresStorage):
     def test_a_server_without_pgvector_keeps_no_vectors_and_says_why(self, storage) -> None:

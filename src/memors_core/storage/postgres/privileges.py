@@ -161,6 +161,9 @@ DERIVED_WRITERS = (
 )
 #: The same for the vectors' tables, which exist only where pgvector does.
 VECTOR_WRITERS = ("memors_vectors_count()", "memors_vectors_drop()")
+#: The function an application role replaces a vector of an older kind with
+#: (memors_core.storage.postgres.vectors.KINDS).
+REMAKE = "memors_vectors_remake(bigint, vector, text)"
 
 #: memors' functions that any role may call: what searches call.
 PUBLIC_FUNCTIONS = ("memors_search_vector", "memors_written_here", "memors_owner_session")
@@ -522,6 +525,9 @@ def grant_statements(conn, role: str) -> list[str]:
         called.append(f"{PENDING_FUNCTION}(bigint)")
     for function in called:
         out.append(render(f"GRANT EXECUTE ON FUNCTION {{}}.{function} TO {{role}}", schema))
+    for function in private:  # (its signature names pgvector's type, wherever that lives)
+        if function.split("(")[0].rsplit(".", 1)[-1] == REMAKE.split("(")[0]:
+            out.append(render(f"GRANT EXECUTE ON FUNCTION {function} TO {{role}}"))
     return out
 
 

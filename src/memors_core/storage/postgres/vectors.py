@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from memors_core.semantic import DIMENSIONS
-from memors_core.storage.postgres.privileges import VECTOR_WRITERS, _definer
-from memors_core.storage.sql.vectors import SqlVectors
+from memors_core.semantic import DIMENSIONS, KIND, TEXT_ONLY
+from memors_core.storage.postgres.privileges import REMAKE, VECTOR_WRITERS, _definer
+from memors_core.storage.sql.vectors import _PASSAGE, SqlVectors
 
 #: The approximate index of every vector (pgvector's HNSW graph, by cosine distance).
 HNSW = (
@@ -39,6 +39,28 @@ BREADTH = 4
 #: (a small share of a large store) is scanned exactly.
 MOST_BREADTH = 1000
 
+#: What each vector is (issue 30, :data:`memors_core.semantic.KIND`), on a
+#: vector table made before: the vectors there are of the passage's text
+#: alone. An application role replaces a vector of an older kind through
+#: ``memors_vectors_remake``, with the owner's rights, and only with one of
+#: the kind this memors makes (it may not rewrite vectors otherwise).
+KINDS = f"""
+ALTER TABLE passage_vectors ADD COLUMN IF NOT EXISTS
+    kind TEXT COLLATE "C" NOT NULL DEFAULT '{TEXT_ONLY}';
+CREATE OR REPLACE FUNCTION memors_vectors_remake(p bigint, v vector, k text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF k = '{KIND}' THEN
+        UPDATE passage_vectors SET vector = v, kind = k WHERE passage = p AND kind <> k;
+    END IF;
+END $$;
+DO $$
+BEGIN
+{_definer(REMAKE)}\
+    REVOKE EXECUTE ON FUNCTION {REMAKE} FROM PUBLIC;
+END $$;
+"""
+
 #: The database objects vectors need beyond migration 6, made once pgvector is there.
 SETUP = f"""
 CREATE TABLE IF NOT EXISTS passage_vectors(
@@ -46,6 +68,7 @@ CREATE TABLE IF NOT EXISTS passage_vectors(
     namespace TEXT COLLATE "C" NOT NULL,
     vector vector({DIMENSIONS}) NOT NULL
 );
+{KINDS}
 CREATE INDEX IF NOT EXISTS passage_vectors_namespace ON passage_vectors(namespace, passage);
 {HNSW}
 
@@ -117,6 +140,10 @@ class PgVectors(SqlVectors):
 
     def _values(self, vector: bytes) -> tuple:
         return (literal(vector),)
+
+    def _replace(self, rows: list[tuple]) -> None:
+        # Through the owner's function: an application role may not rewrite vectors.
+        self.db.executemany(f"SELECT memors_vectors_remake(p.rowid, ?::vector, ?) {_PASSAGE}", rows)
 
 
 def nearest(
@@ -208,6 +235,30 @@ def _add_graph(store: Any, lock: int) -> None:
         pass
 
 
+def _add_kinds(store: Any, lock: int) -> str:
+    """Record what each vector is (:data:`KINDS`) on a vector table made
+    before, and let this memors replace vectors of an older kind; "" when
+    done (or done before), else why not (one line)."""
+    import psycopg
+
+    with store.read():
+        current = store.scalar(
+            "SELECT position(? in prosrc) > 0 FROM pg_proc "
+            "WHERE proname = 'memors_vectors_remake' "
+            "AND pronamespace = current_schema()::regnamespace",
+            (KIND,),
+        )
+    if current:
+        return ""
+    try:
+        with store.write(lock=lock):
+            store.conn.execute(KINDS)
+            store._regrant()  # the application roles may call the new function
+    except psycopg.errors.InsufficientPrivilege:
+        return NOT_ALLOWED
+    return ""
+
+
 def prepare(store: Any, readonly: bool, lock: int) -> str:
     """Make sure the store can keep vectors; "" when it can, else why not
     (one line). Read-only, or without the ``semantic`` extra here, nothing
@@ -221,9 +272,11 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
             "to_regclass('passage_vectors_hnsw') IS NOT NULL"
         )
     if table:
-        if not graph and not readonly and semantic.unavailable() is None:
+        if readonly or semantic.unavailable() is not None:
+            return ""
+        if not graph:
             _add_graph(store, lock)
-        return ""
+        return _add_kinds(store, lock)
     with store.read():
         installed = store.scalar("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
         available = installed or store.scalar(

@@ -19,7 +19,7 @@ from memors_core.storage.sqlite.search import SqliteSearch
 
 #: The schema a lean reader reads (``len(schema.MIGRATIONS)``, written out so
 #: that ``search`` need not build the schema's text; a test keeps them equal).
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 #: The state of the built-in kinds a lean reader expects (``kind_schema``: the
 #: duplicate kind's index at the version of its migrations; a test keeps them
 #: equal). A store with other kinds' state, or older or newer, is the full

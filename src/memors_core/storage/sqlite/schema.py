@@ -663,9 +663,22 @@ SELECT 'f', namespace, rowid, 0 FROM facts WHERE subject IN (SELECT entity FROM 
 # Pages.of_item) is found by an index, not a scan of every page version.
 V11 = "CREATE INDEX pages_item ON pages(item, rowid) WHERE item IS NOT NULL;\n"
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11]
+# Version 12: what each vector is (issue 30): the model and the form of
+# the text it was made from (memors_core.semantic.KIND). The vectors made
+# before are of the passage's text alone (semantic.TEXT_ONLY); a vector of
+# another kind than the running memors' is made again by the catch-up,
+# which replaces it in place (a new vector counts as a change, so a
+# process's cache of the codes reads them again).
+V12 = """
+ALTER TABLE passage_vectors ADD COLUMN kind TEXT NOT NULL DEFAULT 'all-MiniLM-L6-v2-int8';
+CREATE TRIGGER passage_vectors_count_update AFTER UPDATE OF vector ON passage_vectors BEGIN
+    UPDATE vector_stats SET changes = changes + 1 WHERE namespace = new.namespace;
+END;
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12]
 SCHEMA_VERSION = len(MIGRATIONS)
-#: The schema of the rows an export holds: versions 6 and 7 changed only
+#: The schema of the rows an export holds: versions 6, 7 and 12 changed only
 #: derived tables (the search indexes, the vectors); 8 added the sentences'
 #: flags; 9's corrections are not exported yet.
 EXPORT_SCHEMA = 8

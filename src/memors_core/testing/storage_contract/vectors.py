@@ -60,6 +60,29 @@ class VectorContract(StorageFixtures):
             assert tx.vectors.missing_count(NS) == 3
             assert tx.vectors.missing_count(OTHER_NS) == 0
 
+    def test_a_vector_of_another_kind_counts_as_missing_and_is_replaced(
+        self, vectored: Storage
+    ) -> None:
+        storage = vectored
+        old, new = remember(storage, "made before"), remember(storage, "made now")
+        with storage.write() as tx:
+            assert tx.vectors.add(NS, [(old, unit_vector(1))], "older kind") == 1
+            assert tx.vectors.add(NS, [(new, unit_vector(2))]) == 1  # (the current kind)
+        with storage.read() as tx:
+            assert [m[1] for m in tx.vectors.missing(NS, 0, 10)] == [old]
+            assert tx.vectors.missing_count(NS) == 1
+            assert [m[1] for m in tx.vectors.missing(NS, 0, 10, "older kind")] == [new]
+            assert not tx.vectors.any_waiting(NS)  # (every passage has a vector to search by)
+            [hit] = tx.search.passages_like(NS, unit_vector(1), 1).rows
+            assert hit.address == address("passage", old)  # used until it is replaced
+        with storage.write() as tx:
+            assert tx.vectors.add(NS, [(old, unit_vector(3)), (new, unit_vector(4))]) == 1
+        with storage.read() as tx:
+            assert tx.vectors.count(NS) == 2 and tx.vectors.missing_count(NS) == 0
+            [hit] = tx.search.passages_like(NS, unit_vector(3), 1).rows
+        assert hit.address == address("passage", old)
+        assert hit.score == pytest.approx(1.0, abs=1e-5)  # the new vector, in place
+
     def test_a_forgotten_or_erased_passage_loses_its_vector(self, vectored: Storage) -> None:
         storage = vectored
         kept = remember(storage, "kept")

@@ -416,6 +416,7 @@ def test_the_application_role_adds_vectors_and_only_memors_takes_them_away():
 
     from psycopg import sql
 
+    from memors_core import semantic
     from memors_core.testing import pgvector, test_engine
 
     if test_engine() != "postgres":
@@ -468,6 +469,24 @@ def test_the_application_role_adds_vectors_and_only_memors_takes_them_away():
         }
         assert _attack(url(app, db), routes) == {}
         assert {t: _contents(url(owner, db), t) for t in before} == before
+        # The owner's function replaces only a vector of an older kind, and
+        # only with one of the kind memors makes: a no-op on these.
+        with psycopg.connect(url(app, db), autocommit=True) as conn:
+            for kind in ("another kind", semantic.KIND):
+                conn.execute(
+                    "SELECT memors_vectors_remake(passage, vector, %s) FROM passage_vectors",
+                    (kind,),
+                )
+        assert {t: _contents(url(owner, db), t) for t in before} == before
+        # A vector of the text alone (made before kinds) is made again by the role.
+        with psycopg.connect(url(owner, db), autocommit=True) as conn:
+            conn.execute("UPDATE passage_vectors SET kind = %s", (semantic.TEXT_ONLY,))
+        with Memory.open(url(app, db)) as memory:
+            assert memory.vectors_waiting() == 1
+            assert memory.reindex_vectors().added == 1
+        with psycopg.connect(url(owner, db), autocommit=True) as conn:
+            kinds = conn.execute("SELECT kind FROM passage_vectors").fetchall()
+        assert kinds == [(semantic.KIND,)]
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(

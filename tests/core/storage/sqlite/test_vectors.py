@@ -108,3 +108,47 @@ def test_a_vector_added_to_an_older_passage_is_seen_after_another_went(store: Sq
     assert sorted(near(store, unit_vector(3), 5)) == sorted(
         [address("passage", old), address("passage", kept)]
     )
+
+
+def test_vectors_stored_before_their_kind_was_recorded_are_of_the_text_alone(tmp_path) -> None:
+    import apsw
+
+    from memors_core import semantic
+    from memors_core.storage.sqlite.schema import MIGRATIONS
+    from memors_core.storage.sqlite.vectors import code
+
+    path = tmp_path / "v11.db"
+    conn = apsw.Connection(str(path))
+    for step in MIGRATIONS[:11]:
+        conn.execute(step)
+    conn.execute("PRAGMA user_version = 11")
+    conn.execute(
+        "INSERT INTO documents(id, namespace, uri, created_at) VALUES ('d1', ?, 'u', 'then');"
+        "INSERT INTO document_versions(document, version, text_hash, created_at) "
+        "VALUES ('d1', 1, 'h', 'then');"
+        "INSERT INTO passages(id, namespace, document, version, position, text, hash, "
+        "shingles, created_at) VALUES ('p1', ?, 'd1', 1, 0, 'Made before.', 'h', x'', 'then');"
+        "INSERT INTO version_passages(document, version, position, passage) "
+        "VALUES ('d1', 1, 0, 'p1');"
+        "INSERT INTO passage_vectors(passage, namespace, code, vector) "
+        "SELECT rowid, namespace, ?, ? FROM passages",
+        (NS, NS, code(unit_vector(1)), unit_vector(1)),
+    )
+    conn.close()
+    store = SqliteStore.open(path)
+    try:
+        with store.read() as tx:
+            assert tx.vectors.count(NS) == 1
+            assert tx.vectors.missing_count(NS, semantic.TEXT_ONLY) == 0
+            assert [m[1] for m in tx.vectors.missing(NS, 0, 10)] == ["p1"]  # made again
+            assert [h.text for h in tx.search.passages_like(NS, unit_vector(1), 5).rows] == [
+                "Made before."
+            ]  # and searched meanwhile
+        with store.write() as tx:
+            assert tx.vectors.add(NS, [("p1", unit_vector(2))]) == 1
+        with store.read() as tx:  # the connection's codes follow the vector replaced
+            [hit] = tx.search.passages_like(NS, unit_vector(2), 5).rows
+            assert hit.score == pytest.approx(1.0, abs=1e-5)
+            assert tx.vectors.missing_count(NS) == 0
+    finally:
+        store.close()
