@@ -324,11 +324,33 @@ def by_category(
     return {c: statistics.mean(v) for c, v in sorted(got.items())}
 
 
-def conversation_rows(label: str, memory: Any, questions: list[Question]) -> None:
-    """One store's recall and MCP latency rows, per mode."""
+def conversation_rows(
+    label: str, memory: Any, questions: list[Question], variants: tuple[str, ...] = ()
+) -> None:
+    """One store's recall and MCP latency rows, per mode (and hybrid in
+    each of ``variants``: ``W:S``, the words' weight and the named
+    entities' passages' share of the rest)."""
+    from memors_core.domain import search as rank
+
     probe = memory.search("x", namespace=questions[0].namespace, mode="hybrid")
-    modes = ("lexical", "semantic", "hybrid") if probe.mode == "hybrid" else ("lexical",)
+    modes: tuple[str, ...] = ("lexical", "semantic", "hybrid")
+    if probe.mode != "hybrid":
+        modes, variants = ("lexical",), ()
     runs = mcp_runs(memory, questions, modes)
+    chosen = rank.hybrid_weights
+    try:
+        for variant in variants:
+            words, share = (float(x) for x in variant.split(":"))
+
+            def weights(named: bool, w: float = words, s: float = share) -> tuple:
+                meaning = 1.0 - w
+                return (w, meaning * (1 - s), meaning * s) if named else (w, meaning, 0.0)
+
+            rank.hybrid_weights = weights
+            runs[f"hybrid {variant}"] = mcp_runs(memory, questions, ("hybrid",))["hybrid"]
+    finally:
+        rank.hybrid_weights = chosen
+    modes = (*modes, *(f"hybrid {v}" for v in variants))
     uris = uris_of(memory)
     at10 = {m: by_category(runs[m], uris, 10) for m in modes}
     at5 = {m: by_category(runs[m], uris, 5) for m in modes}
@@ -337,7 +359,7 @@ def conversation_rows(label: str, memory: Any, questions: list[Question]) -> Non
     for category in [c for c in lex if c == "all" or len(kinds) > 1]:
         n = sum(1 for q in questions if category in ("all", q.category))
         for m in modes:
-            below = m == "hybrid" and at10[m][category] < lex[category]
+            below = m.startswith("hybrid") and at10[m][category] < lex[category]
             report(
                 f"{label} {category} ({n}): R@10 {m}",
                 f"{at10[m][category]:.3f}",
@@ -445,7 +467,7 @@ def locomo_main(args: argparse.Namespace) -> None:
         try:
             t = remember(memory, corpus.documents)
             report("remember (all turns)", f"{t:.1f} s", f"{len(corpus.documents) / t:.0f} turns/s")
-            conversation_rows(shape, memory, corpus.questions)
+            conversation_rows(shape, memory, corpus.questions, args.hybrid_variants)
             if (
                 args.levers
                 and memory.search("x", namespace=corpus.questions[0].namespace).mode == "hybrid"
@@ -499,6 +521,15 @@ def main() -> None:
         "--levers",
         action="store_true",
         help="with --locomo: also each fusion lever alone (recall@10, through the library)",
+    )
+    parser.add_argument(
+        "--hybrid-variants",
+        type=lambda v: tuple(x for x in v.split(",") if x),
+        default=(),
+        metavar="W:S,…",
+        help="with --locomo: also hybrid with the words' weight W and the named entities' "
+        "passages' share S of the rest (chosen: memors_core.domain.search.hybrid_weights), "
+        "through MCP",
     )
     parser.add_argument(
         "--skip-generated",

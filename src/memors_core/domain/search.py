@@ -36,8 +36,9 @@ With vectors (the ``semantic`` extra), passages are also ranked by meaning:
 ``hybrid`` by :func:`fuse`: each ranking's scores rescaled to [0, 1] over
 the hits it read (min-max), then summed with the weights of
 :func:`hybrid_weights` — the words :data:`WORDS_WEIGHT`, meaning the rest,
-split evenly between the vector ranking of every passage of the namespace
-and, when the question names entities, that of their passages. Measured on
+split between the vector ranking of every passage of the namespace and,
+when the question names entities, that of their passages
+(:data:`NAMED_SHARE`). Measured on
 real long conversations (``benchmarks/retrieval.py --locomo``), this beat
 reciprocal-rank fusion (whose k = 60 gives a weak ranking's noise at rank 3
 as much weight as the words' rank 3) and the vector side limited to the
@@ -83,6 +84,12 @@ SNIPPET_WORDS = 40
 MODES = ("lexical", "semantic", "hybrid")
 #: Hybrid's weight of the ranking by words; meaning has the rest (:func:`hybrid_weights`).
 WORDS_WEIGHT = 0.7
+#: Of meaning's weight, the share of the named entities' passages' vector
+#: ranking when the question names any (every passage's has the rest): a
+#: passage's vector holds its entities' names, so every passage's ranking
+#: already leans to the people named; theirs alone keeps them first where
+#: many people said the same things.
+NAMED_SHARE = 0.25
 #: How deep each ranking is read before fusion (at least; 4 x the limit when larger).
 FUSION_DEPTH = 50
 #: A passage whose cosine with the question is below this is not found by
@@ -320,7 +327,9 @@ def hybrid_weights(named: bool) -> tuple[float, float, float]:
     the vector ranking of every passage, and that of the named entities'
     passages (0 when the question names none)."""
     meaning = 1.0 - WORDS_WEIGHT
-    return (WORDS_WEIGHT, meaning / 2, meaning / 2) if named else (WORDS_WEIGHT, meaning, 0.0)
+    if not named:
+        return (WORDS_WEIGHT, meaning, 0.0)
+    return (WORDS_WEIGHT, meaning * (1.0 - NAMED_SHARE), meaning * NAMED_SHARE)
 
 
 def fuse(*rankings: tuple[float, list[Hit]]) -> list[Hit]:

@@ -92,6 +92,10 @@ def test_the_weights_sum_to_one_and_favour_the_words() -> None:
         assert words + everyone + theirs == pytest.approx(1.0)
         assert words > everyone + theirs
     assert hybrid_weights(False)[2] == 0.0
+    # Every passage's vector holds its entities' names: that ranking leads
+    # the named entities' passages' own, which still counts.
+    _, everyone, theirs = hybrid_weights(True)
+    assert everyone > theirs > 0
 
 
 def test_rankings_are_read_deeper_than_the_results_asked_for() -> None:
