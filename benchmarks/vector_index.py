@@ -116,6 +116,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-sqlite", action="store_true")
     parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument(
+        "--breadths",
+        default="",
+        help="also walk the graph for each of these many candidates (hnsw.ef_search, "
+        "comma-separated, e.g. 100,200,400,800): p50/p95 and the share kept",
+    )
+    parser.add_argument(
+        "--builds",
+        default="",
+        help="also build the graph with each of these m:ef_construction pairs "
+        "(comma-separated, e.g. 16:128,24:128) and walk it for each --breadths",
+    )
     args = parser.parse_args()
 
     os.environ["MEMORS_VECTORS"] = "on"  # (the package's harnesses default it off)
@@ -142,7 +154,9 @@ def main() -> None:
     if not args.skip_sqlite:
         sqlite_rows(matrix, others, questions, exact)
     if not args.skip_postgres:
-        postgres_rows(matrix, others, questions, exact)
+        breadths = [int(b) for b in args.breadths.split(",") if b]
+        builds = [tuple(int(x) for x in b.split(":")) for b in args.builds.split(",") if b]
+        postgres_rows(matrix, others, questions, exact, breadths, builds)
 
 
 def rows_of(matrix: Any, first: int, namespace: str, with_code: bool) -> list[tuple]:
@@ -179,7 +193,34 @@ def sqlite_rows(matrix: Any, others: Any, questions: list[bytes], exact: list) -
     latency_row("SQLite: a 1,000-vector namespace beside it, p50", small)
 
 
-def postgres_rows(matrix: Any, others: Any, questions: list[bytes], exact: list) -> None:
+def sweep(store: Any, questions: list[bytes], exact: list, breadths: list[int], label: str) -> None:
+    """The graph walked for each of ``breadths`` candidates: p50/p95 and the
+    share of the exact nearest 50 kept (and with tied copies counted)."""
+    from memors_core.storage.postgres import vectors
+
+    for breadth in breadths:
+        with store.read():
+            COSINES.clear()
+            times, found = timed_runs(
+                lambda q, b=breadth: vectors.by_graph(store, BIG, vectors.literal(q), DEPTH, b),
+                questions,
+            )
+            cosines = list(COSINES)
+        latency_row(
+            f"{label}, ef_search {breadth}: p50",
+            times,
+            f"kept {kept(found, exact):.3f}, tied {kept_by_cosine(cosines, FLOORS):.3f}",
+        )
+
+
+def postgres_rows(
+    matrix: Any,
+    others: Any,
+    questions: list[bytes],
+    exact: list,
+    breadths: list[int] = (),  # type: ignore[assignment]
+    builds: list[tuple[int, ...]] = (),  # type: ignore[assignment]
+) -> None:
     from memors_core import Memory
     from memors_core.storage.postgres import vectors
     from memors_core.testing import pgvector
@@ -242,6 +283,23 @@ def postgres_rows(matrix: Any, others: Any, questions: list[bytes], exact: list)
             report("PostgreSQL HNSW: of the exact nearest 50, kept", f"{kept(found, exact):.3f}")
             report("... counting a tied copy as found", f"{kept_by_cosine(cosines, FLOORS):.3f}")
             latency_row("PostgreSQL: a 1,000-vector namespace beside it, p50", small, "(exact)")
+            graph = dict(vectors.GRAPH)
+            label = f"HNSW m {graph['m']}, ef_construction {graph['ef_construction']}"
+            sweep(store, questions, exact, breadths, label)
+            for m, construction in builds:
+                start = time.perf_counter()
+                with store.write():
+                    store.conn.execute("DROP INDEX passage_vectors_hnsw")
+                    store.conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+                    store.conn.execute(
+                        "CREATE INDEX passage_vectors_hnsw ON passage_vectors USING hnsw "
+                        f"(vector vector_cosine_ops) WITH (m = {m}, ef_construction = {construction})"
+                    )
+                took = time.perf_counter() - start
+                report(f"HNSW m {m}, ef_construction {construction}: build", f"{took:.1f} s")
+                sweep(
+                    store, questions, exact, breadths, f"HNSW m {m}, ef_construction {construction}"
+                )
     finally:
         pgvector.drop_database(url)
 

@@ -337,6 +337,7 @@ def test_vector_index_benchmark_prints_each_engine_s_step(tmp_path):
 
     proc = _bench(
         "benchmarks.vector_index", "--size", "300", "--questions", "5",
+        "--breadths", "40,80", "--builds", "16:64",
         env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)}, timeout=600,
     )  # fmt: skip
     out = proc.stdout
@@ -347,6 +348,10 @@ def test_vector_index_benchmark_prints_each_engine_s_step(tmp_path):
             assert f"PostgreSQL {row}" in out, out
         # a namespace of 300 vectors is scanned exactly: all of the exact ranking
         assert re.search(r"PostgreSQL HNSW: of the exact nearest 50, kept\s+1\.000", out), out
+        for graph in ("m 24, ef_construction 128", "m 16, ef_construction 64"):
+            for walk in (40, 80):
+                assert f"HNSW {graph}, ef_search {walk}: p50" in out, out
+        assert "HNSW m 16, ef_construction 64: build" in out, out
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])

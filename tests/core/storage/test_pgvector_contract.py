@@ -94,6 +94,37 @@ class TestTheGraph(PgvectorStorage):
         finally:
             store.close()
 
+    def test_a_graph_built_with_other_options_is_built_again_when_opened(self, tmp_path) -> None:
+        """A store whose graph has pgvector's default links (what memors
+        built before) gets the denser one, which keeps more of the exact
+        nearest passages for the same walk (docs/performance.md)."""
+        want = ["ef_construction=128", "m=24"]
+
+        def options(store) -> list[str]:
+            with store.read() as tx:
+                (got,) = (
+                    tx.native("postgres")
+                    .execute(
+                        "SELECT reloptions FROM pg_class WHERE relname = 'passage_vectors_hnsw'"
+                    )
+                    .fetchone()
+                )
+            return sorted(got or [])
+
+        store = self.make_storage(tmp_path, "store")
+        assert options(store) == want
+        with store.write() as tx:
+            tx.native("postgres").execute(
+                "DROP INDEX passage_vectors_hnsw; CREATE INDEX passage_vectors_hnsw "
+                "ON passage_vectors USING hnsw (vector vector_cosine_ops)"
+            )
+        store.close()
+        store = self.make_storage(tmp_path, "store")
+        try:
+            assert options(store) == want
+        finally:
+            store.close()
+
 
 class TestWithoutPgvector(PostgresStorage):
     def test_a_server_without_pgvector_keeps_no_vectors_and_says_why(self, storage) -> None:

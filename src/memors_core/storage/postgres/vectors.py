@@ -25,11 +25,21 @@ from memors_core.semantic import DIMENSIONS, KIND, TEXT_ONLY
 from memors_core.storage.postgres.privileges import REMAKE, VECTOR_WRITERS, _definer
 from memors_core.storage.sql.vectors import _PASSAGE, SqlVectors
 
+#: How the HNSW graph is built: each vector linked to 24 others (pgvector's
+#: ``m``; 16 by default), chosen among 128 candidates (``ef_construction``;
+#: 64). A generated conversation repeats its turns, and a graph of many
+#: equal vectors built with the defaults lost a fifth of the exact nearest
+#: 50 in a walk of 200; this one keeps as much as SQLite's code pass for the
+#: same walk, for a build about twice as long (docs/performance.md).
+GRAPH = (("m", 24), ("ef_construction", 128))
 #: The approximate index of every vector (pgvector's HNSW graph, by cosine distance).
 HNSW = (
     "CREATE INDEX IF NOT EXISTS passage_vectors_hnsw "
-    "ON passage_vectors USING hnsw (vector vector_cosine_ops);"
+    "ON passage_vectors USING hnsw (vector vector_cosine_ops) "
+    f"WITH ({', '.join(f'{k} = {v}' for k, v in GRAPH)});"
 )
+#: The graph's options as the catalog lists them (``pg_class.reloptions``).
+GRAPH_OPTIONS = sorted(f"{k}={v}" for k, v in GRAPH)
 #: A namespace with fewer vectors than this is scanned exactly (a few ms).
 EXACT_BELOW = 10_000
 #: The HNSW graph is walked for this many candidates per passage asked, over
@@ -220,16 +230,27 @@ def by_graph(
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
+_GRAPH_NOW = (
+    "SELECT to_regclass('passage_vectors_hnsw') IS NOT NULL AND (SELECT "
+    "coalesce(array_agg(o ORDER BY o), '{}') = ? FROM pg_class, unnest(reloptions) o "
+    "WHERE oid = to_regclass('passage_vectors_hnsw'))"
+)
+
+
 def _add_graph(store: Any, lock: int) -> None:
-    """Build the HNSW index of a store whose vectors predate it (once, by
-    the first process with the extra that may; about a minute per 100,000
+    """Build the HNSW index of a store whose vectors predate it, or whose
+    graph was built with other options than :data:`GRAPH` (once, by the
+    first process with the extra that may; one to two minutes per 100,000
     vectors, docs/performance.md). A role that may not leaves it to the
-    owner: search scans exactly meanwhile."""
+    owner: search walks the graph it has, or scans exactly, meanwhile."""
     import psycopg
 
     try:
         with store.write(lock=lock):
+            if store.scalar(_GRAPH_NOW, (GRAPH_OPTIONS,)):
+                return  # (another process built it while this one waited)
             store.conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
+            store.conn.execute("DROP INDEX IF EXISTS passage_vectors_hnsw")
             store.conn.execute(HNSW)
     except psycopg.errors.InsufficientPrivilege:
         pass
@@ -267,10 +288,8 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
     from memors_core import semantic
 
     with store.read():
-        table, graph = store.one(
-            "SELECT to_regclass('passage_vectors') IS NOT NULL, "
-            "to_regclass('passage_vectors_hnsw') IS NOT NULL"
-        )
+        table = store.scalar("SELECT to_regclass('passage_vectors') IS NOT NULL")
+        graph = table and store.scalar(_GRAPH_NOW, (GRAPH_OPTIONS,))
     if table:
         if readonly or semantic.unavailable() is not None:
             return ""
