@@ -142,3 +142,30 @@ class VectorContract(StorageFixtures):
             everyone = tx.search.passages_like(NS, unit_vector([1.0]), 5).rows
         assert [h.text for h in hits] == ["about Caroline", "about Caro, merged into Caroline"]
         assert everyone[0].text == "closest, about nobody"
+
+    def test_a_passages_neighbours_are_the_live_ones_beside_it(self, vectored: Storage) -> None:
+        storage = vectored
+        first = remember(storage, "first")
+        elsewhere = remember(storage, "another namespace's, between", namespace=OTHER_NS)
+        second = remember(storage, "second")
+        gone = remember(storage, "forgotten, between")
+        third = remember(storage, "third, without a vector")
+        forget(storage, "passage", gone)
+        with storage.write() as tx:
+            tx.vectors.add(NS, [(first, unit_vector([1.0])), (second, unit_vector([1.0, 1.0]))])
+            tx.vectors.add(OTHER_NS, [(elsewhere, unit_vector([1.0]))])
+        query = unit_vector([1.0])
+        with storage.read() as tx:
+            plain = tx.search.passages_beside(NS, [first, second, third, elsewhere])
+            scored = tx.search.passages_beside(NS, [second], query)
+        assert {i: [h.text for h in hits] for i, hits in plain.items()} == {
+            first: ["second"],
+            second: ["first", "third, without a vector"],
+            third: ["second"],
+        }
+        assert all(h.score == 0 for hits in plain.values() for h in hits)
+        assert [h.address for h in scored[second]] == [
+            address("passage", first),
+            address("passage", third),
+        ]
+        assert [h.score for h in scored[second]] == [pytest.approx(1.0, abs=1e-5), 0.0]
