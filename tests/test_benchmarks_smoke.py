@@ -354,6 +354,27 @@ def test_vector_index_benchmark_prints_each_engine_s_step(tmp_path):
         assert "HNSW m 16, ef_construction 64: build" in out, out
 
 
+@pytest.mark.semantic
+@pytest.mark.sqlite_only("the hybrid benchmark runs both engines itself")
+def test_hybrid_benchmark_prints_each_engine_s_search(tmp_path):
+    from memors_core.testing import pgvector
+
+    proc = _bench(
+        "benchmarks.hybrid_search", "--size", "300", "--questions", "20", "--rounds", "1",
+        "--breadths", "8", env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)}, timeout=900,
+    )  # fmt: skip
+    out = proc.stdout
+    assert "hybrid search: 300 turns in one namespace" in out, out
+    engines = ["SQLite"] + (["PostgreSQL"] if pgvector.available() is None else [])
+    for engine in engines:
+        for row in ("recall@10, hybrid", "hybrid p50 / p95", "MCP search (hybrid) p50 / p95"):
+            assert f"{engine}: {row}" in out, out
+    if pgvector.available() is None:
+        assert "PostgreSQL: HNSW index build" in out, out
+        assert "PostgreSQL, walk 8 x: hybrid p50 / p95" in out, out
+        assert "PostgreSQL, exact step: hybrid p50 / p95" in out, out
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_queue_benchmark_works_the_whole_queue_to_a_clean_lint(engine):
     """benchmarks/queue.py --quick: a scripted agent works every item of a
