@@ -29,6 +29,8 @@ from memors_core.domain.model import (
     ItemList,
     LintReport,
     MergeProposed,
+    NamespaceFigures,
+    NamespaceOverview,
     PageList,
     PassageRef,
     Purged,
@@ -437,13 +439,8 @@ class Memory:
         address -> view, those that are not there (or not addresses) left out."""
         check_namespace(namespace)
         wanted = _parsed(addresses)
-        out: dict[str, Any] = {}
         with self.store.read() as tx:
-            for address, kind, ident in wanted:
-                view = views.get(tx, kind, ident, namespace)
-                if view is not None:
-                    out[address] = view
-        return out
+            return views.get_many(tx, wanted, namespace)
 
     # --- forget and purge ------------------------------------------------------------------
 
@@ -523,6 +520,39 @@ class Memory:
         offset, limit = _page_bounds(offset, limit)
         with self.store.read() as tx:
             return views.entities(tx, namespace, offset, limit)
+
+    def overview(
+        self, namespace: str = "default", *, entities: int = 50, corrections: int = 10
+    ) -> NamespaceOverview:
+        """What a namespace's home shows, in one read: its figures
+        (:meth:`figures`), its first ``entities`` entities with how many
+        there are, and its newest ``corrections`` corrections, newest first,
+        with how many there are. A fixed number of look-ups, however large
+        the store."""
+        from memors_core.engine import corrections as audit
+
+        check_namespace(namespace)
+        _page_bounds(0, entities)
+        _page_bounds(0, corrections)
+        with self.store.read() as tx:
+            (figures,) = views.figures(tx, self.kinds.names(), namespace)
+            listed = views.entities(tx, namespace, 0, entities)
+            done = audit.listing(tx, namespace, None, None).corrections
+        return NamespaceOverview(
+            namespace=namespace,
+            figures=figures,
+            entities=listed,
+            corrections=done[::-1][:corrections],
+            corrections_total=len(done),
+        )
+
+    def figures(self) -> list[NamespaceFigures]:
+        """Every namespace's figures, by name (``default`` always among them):
+        live and stale pages, open items by kind, and the store-wide counts
+        of items done and pages marked stale; the figures of :meth:`metrics`,
+        read at once without its exposition."""
+        with self.store.read() as tx:
+            return views.figures(tx, self.kinds.names())
 
     def entity_count(self, namespace: str = "default") -> int:
         """How many entities (not counting those merged into others) the namespace has."""

@@ -430,10 +430,40 @@ class EntitySummary:
 
 @attrs.frozen
 class EntityList:
-    """One page of a namespace's entities (:meth:`Memory.entities`)."""
+    """One page of a namespace's entities (:meth:`Memory.entities`), with how many there are."""
 
     namespace: str
+    #: How many there are in all (not only on this page of the list).
+    total: int
     entities: list[EntitySummary]
+
+
+@attrs.frozen
+class NamespaceFigures:
+    """A namespace's figures, as the metrics of SPEC §7 count them (:meth:`Memory.figures`)."""
+
+    namespace: str
+    #: Live pages, and those of them that are stale.
+    pages: int
+    stale: int
+    #: Open work items by kind (every registered kind, 0 when it has none).
+    open: dict[str, int]
+    #: Store-wide counters: work items done, pages marked stale.
+    done: int
+    marked_stale: int
+
+
+@attrs.frozen
+class NamespaceOverview:
+    """What a namespace's home shows, read at once (:meth:`Memory.overview`)."""
+
+    namespace: str
+    figures: NamespaceFigures
+    #: The first page of its entities, with how many there are.
+    entities: EntityList
+    #: Its newest corrections, newest first, and how many there are in all.
+    corrections: list[CorrectionEntry]
+    corrections_total: int
 
 
 @attrs.frozen

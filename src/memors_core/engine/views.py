@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import dates
 from memors_core.domain import search as rank
+from memors_core.domain.counters import PAGES_MARKED_STALE, WORK_ITEMS_TOTAL
 from memors_core.domain.grounding import flags_by_sentence
 from memors_core.domain.ids import address
 from memors_core.domain.model import (
@@ -27,6 +28,7 @@ from memors_core.domain.model import (
     ItemList,
     ItemSummary,
     ItemView,
+    NamespaceFigures,
     PageList,
     PageSummary,
     PageView,
@@ -36,7 +38,7 @@ from memors_core.domain.model import (
     SentenceView,
 )
 from memors_core.domain.refs import fact_ref, passage_ref
-from memors_core.domain.rows import Tombstone
+from memors_core.domain.rows import Passage, Tombstone
 
 if TYPE_CHECKING:
     from memors_core.storage.api import Tx
@@ -53,7 +55,11 @@ def record_of_change(tx: Tx, ident: str) -> tuple[str, dict[str, Any] | None]:
     (``reason``, as given), by what newer row (``by``, when there is one)
     and which work item did it (``item``). Raw rows are never modified, so
     ``by`` is read off the rows themselves."""
-    stone = tx.tombstones.get(ident)
+    return record_of_stone(tx, tx.tombstones.get(ident))
+
+
+def record_of_stone(tx: Tx, stone: Tombstone | None) -> tuple[str, dict[str, Any] | None]:
+    """:func:`record_of_change` of a row whose tombstone (None: it is live) was read."""
     if stone is None:
         return "live", None
     record: dict[str, Any] = {"at": stone.created_at, "reason": stone.reason}
@@ -123,16 +129,22 @@ def passage(tx: Tx, ident: str, namespace: str) -> PassageView | None:
     row = tx.passages.get(ident, namespace)
     if row is None:
         return None
-    state, record = record_of_change(tx, ident)
+    return _passage_view(tx, row, tx.tombstones.get(ident), tx.passages.entities_of(ident))
+
+
+def _passage_view(
+    tx: Tx, row: Passage, stone: Tombstone | None, entities: list[str]
+) -> PassageView:
+    state, record = record_of_stone(tx, stone)
     return PassageView(
-        address=address("passage", ident),
+        address=address("passage", row.id),
         type="passage",
         status=state,
         document=address("document", row.document),
         position=row.position,
         text=row.text,
         hash=row.hash,
-        entities=[address("entity", e) for e in tx.passages.entities_of(ident)],
+        entities=[address("entity", e) for e in entities],
         created_at=row.created_at,
         **{state: record} if record else {},
     )
@@ -249,27 +261,80 @@ def get(tx: Tx, kind: str, ident: str, namespace: str) -> Any:
     return VIEWS[kind](tx, ident, namespace)
 
 
+def get_many(tx: Tx, wanted: Iterable[tuple[str, str, str]], namespace: str) -> dict[str, Any]:
+    """:func:`get` of each ``(address, kind, id)``: address -> view, those
+    that are not there left out. Passages (a page's citations) are read in
+    three look-ups however many; the other kinds one at a time."""
+    wanted = list(wanted)
+    ids = [ident for _a, kind, ident in wanted if kind == "passage"]
+    rows = tx.passages.get_many(ids, namespace) if ids else {}
+    stones = tx.tombstones.get_many(rows) if rows else {}
+    mentions = tx.passages.entities_of_many(rows) if rows else {}
+    out: dict[str, Any] = {}
+    for addr, kind, ident in wanted:
+        if kind == "passage":
+            row = rows.get(ident)
+            view = row and _passage_view(tx, row, stones.get(ident), mentions.get(ident, []))
+        else:
+            view = get(tx, kind, ident, namespace)
+        if view is not None:
+            out[addr] = view
+    return out
+
+
 # --- listings -------------------------------------------------------------------------
 
 
 def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) -> EntityList:
     """The canonical entities of a namespace by name; ``offset`` and ``limit``
-    take one page of them (the counts are made for that page only)."""
+    take one page of them (the counts are made for that page only, in a
+    few look-ups however long the page)."""
     rows = tx.entities.canonical_list(namespace)
-    out = []
-    for row in rows[offset : None if limit is None else offset + limit]:
-        page = tx.pages.current(row.id)
-        out.append(
-            EntitySummary(
-                address=address("entity", row.id),
-                name=row.name,
-                aliases=tx.entities.aliases(row.id),
-                passages=tx.entities.live_passage_count(row.id),
-                facts=len(tx.facts.of_entity(row.id)),
-                page=address("page", page.id) if page else None,
-            )
+    shown = rows[offset : None if limit is None else offset + limit]
+    ids = [row.id for row in shown]
+    aliases = tx.entities.aliases_of(shown) if shown else {}
+    passages = tx.entities.live_passage_counts(ids) if shown else {}
+    facts = tx.facts.live_counts_of(ids) if shown else {}
+    pages = tx.pages.current_of(ids) if shown else {}
+    out = [
+        EntitySummary(
+            address=address("entity", row.id),
+            name=row.name,
+            aliases=aliases.get(row.id, []),
+            passages=passages.get(row.id, 0),
+            facts=facts.get(row.id, 0),
+            page=address("page", pages[row.id].id) if row.id in pages else None,
         )
-    return EntityList(namespace=namespace, entities=out)
+        for row in shown
+    ]
+    return EntityList(namespace=namespace, total=len(rows), entities=out)
+
+
+def figures(tx: Tx, kinds: Iterable[str], namespace: str | None = None) -> list[NamespaceFigures]:
+    """The figures of ``namespace`` (every namespace's, and ``default``'s
+    even when empty, if None), as the metrics count them, in five look-ups."""
+    names = [namespace] if namespace is not None else sorted({"default", *tx.namespaces.names()})
+    open_counts = tx.items.open_counts(namespace)
+    live = tx.pages.live_counts(namespace)
+    stale = tx.pages.stale_counts(namespace)
+    done = sum(
+        n for (_kind, event), n in tx.counters.read(WORK_ITEMS_TOTAL).items() if event == "done"
+    )
+    marked = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
+    return [
+        NamespaceFigures(
+            namespace=ns,
+            pages=live.get(ns, 0),
+            stale=stale.get(ns, 0),
+            open={
+                kind: open_counts.get((ns, kind), 0)
+                for kind in sorted({*kinds, *(k for (n, k) in open_counts if n == ns)})
+            },
+            done=done,
+            marked_stale=marked,
+        )
+        for ns in names
+    ]
 
 
 def entity_count(tx: Tx, namespace: str) -> int:
@@ -318,16 +383,17 @@ def labels(tx: Tx, namespace: str, wanted: Iterable[tuple[str, str, str]]) -> di
     """What a person calls each ``(address, kind, id)``: an entity's name, a
     document's title (else its URI), a page's title, a fact written out;
     passages, items and what is not there are left out."""
+    wanted = list(wanted)
+    docs = tx.documents.labels([i for _a, kind, i in wanted if kind == "document"], namespace)
     out: dict[str, str] = {}
     for addr, kind, ident in wanted:
         name: str | None = None
         if kind == "entity":
             row = tx.entities.get(ident, namespace)
             name = row.name if row else None
-        elif kind == "document":
-            doc = tx.documents.get(ident, namespace)
-            if doc is not None:
-                name = tx.documents.latest_version(ident).title or doc.uri
+        elif kind == "document" and ident in docs:
+            title, uri = docs[ident]
+            name = title or uri
         elif kind == "page":
             page_row = tx.pages.get(ident, namespace)
             name = page_row.title if page_row else None

@@ -87,6 +87,12 @@ class Documents(Protocol):
     def get(self, ident: str, namespace: str) -> Document | None:
         """The document ``ident`` of ``namespace``, forgotten or not; None if there is none."""
 
+    def labels(
+        self, idents: Iterable[str], namespace: str
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """id -> (the latest version's title, the uri) of the documents of
+        ``namespace`` among ``idents``, forgotten or not, in one look-up."""
+
     def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
         """The newest live document with ``uri``, and its latest version number."""
 
@@ -152,6 +158,10 @@ class Passages(Protocol):
     def get(self, ident: str, namespace: str | None = None) -> Passage | None:
         """The passage ``ident``, forgotten and superseded ones too (only in ``namespace``
         if given); None if there is none."""
+
+    def get_many(self, idents: Iterable[str], namespace: str) -> dict[str, Passage]:
+        """:meth:`get` of many passages of ``namespace`` in one look-up (id -> row;
+        those that are not there left out)."""
 
     def hash_of(self, ident: str) -> str | None:
         """The content hash of the passage ``ident``, live or not; None if there is none."""
@@ -277,6 +287,14 @@ class Entities(Protocol):
     def live_passage_count(self, canonical: str) -> int:
         """How many passages :meth:`live_passages` returns, counted in the store."""
 
+    def live_passage_counts(self, canonicals: Iterable[str]) -> dict[str, int]:
+        """:meth:`live_passage_count` of many entities in one look-up (one with
+        none left out)."""
+
+    def aliases_of(self, entities: Iterable[Entity]) -> dict[str, list[str]]:
+        """:meth:`aliases` of many canonical entities (their rows, as
+        :meth:`canonical_list` gives them) in one look-up: id -> other names."""
+
     def absorbed(self, canonical: str) -> list[Entity]:
         """The entities merged into ``canonical`` (directly or through another), oldest first."""
 
@@ -332,6 +350,10 @@ class Facts(Protocol):
     def of_entity(self, canonical: str) -> list[Fact]:
         """Live facts about the entity (after merges), oldest first."""
 
+    def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
+        """How many live facts :meth:`of_entity` returns, for many entities in
+        one look-up (one with none left out)."""
+
     def history(self, canonical: str) -> list[Fact]:
         """Every fact about the entity (after merges), forgotten and superseded
         ones too, oldest first: the record its timeline is drawn from."""
@@ -367,6 +389,9 @@ class Pages(Protocol):
     def current(self, canonical: str) -> Page | None:
         """The entity's live page (one written for an entity merged into it counts);
         None if it has none."""
+
+    def current_of(self, canonicals: Iterable[str]) -> dict[str, Page]:
+        """:meth:`current` of many entities in one look-up (one with no page left out)."""
 
     def get(self, ident: str, namespace: str | None = None) -> Page | None:
         """The page version ``ident``, superseded and forgotten ones too (only in
@@ -452,11 +477,12 @@ class Pages(Protocol):
         """Live stale pages (:meth:`is_stale`) with what changed (:meth:`changes`),
         oldest first; ``only`` limits them to those canonical entities."""
 
-    def live_counts(self) -> dict[str, int]:
-        """Live pages per namespace (one with none left out)."""
+    def live_counts(self, namespace: str | None = None) -> dict[str, int]:
+        """Live pages per namespace (one with none left out; only ``namespace``'s if given)."""
 
-    def stale_counts(self) -> dict[str, int]:
-        """Live stale pages per namespace (one with none left out)."""
+    def stale_counts(self, namespace: str | None = None) -> dict[str, int]:
+        """Live stale pages per namespace (one with none left out; only
+        ``namespace``'s if given)."""
 
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
@@ -487,6 +513,9 @@ class Tombstones(Protocol):
 
     def get(self, ident: str) -> Tombstone | None:
         """The tombstone of ``ident``; None while it is live."""
+
+    def get_many(self, idents: Iterable[str]) -> dict[str, Tombstone]:
+        """The tombstones of those of ``idents`` that have one, in one look-up."""
 
     def add(
         self,
@@ -602,8 +631,9 @@ class Items(Protocol):
         """Open items of those kinds with an id above ``after``, by id, at most ``limit``
         (None: all)."""
 
-    def open_counts(self) -> dict[tuple[str, str], int]:
-        """(namespace, kind) -> open items (pairs with none left out)."""
+    def open_counts(self, namespace: str | None = None) -> dict[tuple[str, str], int]:
+        """(namespace, kind) -> open items (pairs with none left out; only
+        ``namespace``'s if given)."""
 
     def resolution(self, ident: int, namespace: str) -> Any:
         """The resolution stored with the item ``ident`` of ``namespace``; None if it has none

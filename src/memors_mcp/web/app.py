@@ -224,11 +224,13 @@ class WebView:
         return run
 
     async def home(self, request: Request) -> Response:
-        names = await self.call(self.memory.namespaces)
-        if self.namespace not in names:
-            names = sorted({*names, self.namespace})
-        exposition = await self.call(self.memory.metrics)
-        rows = [(n, render.namespace_metrics(exposition, n)) for n in names]
+        figures = {f.namespace: f for f in await self.call(self.memory.figures)}
+        if self.namespace not in figures:  # served, not written to yet
+            empty = dict(pages=0, stale=0, open={})
+            figures[self.namespace] = attrs.evolve(
+                figures["default"], namespace=self.namespace, **empty
+            )
+        rows = sorted(figures.items())
         return self.page(request, "home.html", namespaces=rows, served=self.namespace)
 
     async def login(self, request: Request) -> Response:
@@ -287,31 +289,28 @@ class WebView:
 
     async def namespace_home(self, request: Request) -> Response:
         ns = self.ns_of(request)
-        exposition = await self.call(self.memory.metrics)
-        metrics = render.namespace_metrics(exposition, ns)
-        entities = await self.call(self.memory.entities, ns, offset=0, limit=PAGE_SIZE)
-        total = await self.call(self.memory.entity_count, ns)
-        # People's corrections, newest first: what was renamed, merged,
-        # undone or reopened here, each linked to what it was about.
-        corrections = (await self.call(self.memory.corrections, ns)).corrections
-        recent = corrections[::-1][:CORRECTIONS_SHOWN]
+        # One read: the figures, the first entities, and people's corrections,
+        # newest first (what was renamed, merged, undone or reopened here).
+        seen = await self.call(
+            self.memory.overview, ns, entities=PAGE_SIZE, corrections=CORRECTIONS_SHOWN
+        )
         return self.page(
             request,
             "namespace.html",
             ns=ns,
-            metrics=metrics,
-            entities=entities.entities,
-            total=total,
-            corrections=recent,
-            corrections_total=len(corrections),
-            labels=await self.labels(ns, [c.target for c in recent]),
+            metrics=seen.figures,
+            entities=seen.entities.entities,
+            total=seen.entities.total,
+            corrections=seen.corrections,
+            corrections_total=seen.corrections_total,
+            labels=await self.labels(ns, [c.target for c in seen.corrections]),
         )
 
     async def entities(self, request: Request) -> Response:
         ns = self.ns_of(request)
         offset = _int(request.query_params.get("offset"), 0)
         listing = await self.call(self.memory.entities, ns, offset=offset, limit=PAGE_SIZE)
-        total = await self.call(self.memory.entity_count, ns)
+        total = listing.total
         return self.page(
             request,
             "entities.html",
@@ -539,9 +538,10 @@ class WebView:
             versions=versions,
         )
 
-    async def _versions(self, ns: str, address: str) -> list[Any]:
-        """Every version of the page at ``address``, newest first."""
-        newest = await self.call(self.memory.get, address, namespace=ns)
+    async def _versions(self, ns: str, address: str, seen: Any = None) -> list[Any]:
+        """Every version of the page at ``address``, newest first (``seen``:
+        that version's view, already read)."""
+        newest = seen or await self.call(self.memory.get, address, namespace=ns)
         while newest.superseded and newest.superseded.get("by"):
             newest = await self.call(self.memory.get, newest.superseded["by"], namespace=ns)
         out = [newest]
@@ -557,10 +557,9 @@ class WebView:
             )
         )
         sources = await self.call(self.memory.get_many, wanted, namespace=ns)
-        documents = await self.call(
-            self.memory.get_many,
-            [getattr(row, "document", None) or "" for row in sources.values()],
-            namespace=ns,
+        # The cited documents' titles and the entity's name, in one read.
+        documents = await self.labels(
+            ns, [view.entity, *(getattr(r, "document", None) for r in sources.values())]
         )
 
         def title_of(address: str) -> str:
@@ -569,8 +568,7 @@ class WebView:
                 return address
             if row.type == "fact":
                 return f"fact: {row.subject_name} {row.predicate} {row.value} ({row.status})"
-            doc = documents.get(row.document)
-            where = (doc.title or doc.uri or doc.address) if doc else row.document
+            where = documents.get(row.document) or row.document
             return f"{render.clip(row.text, PREVIEW_CHARS)}\n— {where} ({row.status})"
 
         pairs = [(s.text, s.sources, s.flags) for s in view.sentences]
@@ -582,21 +580,22 @@ class WebView:
             title_of,
             lambda name: f"/go?{urlencode({'ns': ns, 'entity': name})}",
         )
-        versions = await self._versions(ns, view.address)
+        versions = await self._versions(ns, view.address, view)
         diff = ""
         if view.previous:
-            older = await self.call(self.memory.get, view.previous, namespace=ns)
+            at = next(i for i, v in enumerate(versions) if v.address == view.address) + 1
+            older = versions[at] if at < len(versions) else None
+            older = older or await self.call(self.memory.get, view.previous, namespace=ns)
             diff = render.unified(
                 older.content, view.content, f"version {older.version}", f"version {view.version}"
             )
-        entity = await self.call(self.memory.get, view.entity, namespace=ns)
         return self.page(
             request,
             "page.html",
             ns=ns,
             p=view,
             body=body,
-            entity=entity,
+            entity_name=documents.get(view.entity, view.entity),
             sources=sources,
             documents=documents,
             numbers=numbers,

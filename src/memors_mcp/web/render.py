@@ -319,35 +319,3 @@ def _days(a: str, b: str) -> int:
             return date(parts[0], 1, 1)
 
     return (parse(b) - parse(a)).days
-
-
-# --- metrics ------------------------------------------------------------------------------
-
-
-def namespace_metrics(exposition: str, namespace: str) -> dict[str, Any]:
-    """The five metrics of SPEC §7 for one namespace (the counters are store-wide)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    out: dict[str, Any] = {
-        "open": {},
-        "pages": 0,
-        "stale": 0,
-        "events": {},
-        "marked_stale": 0,
-    }
-    for family in text_string_to_metric_families(exposition):
-        for sample in family.samples:
-            labels = sample.labels
-            value = int(sample.value)
-            if sample.name == "memors_kb_work_items_open" and labels.get("namespace") == namespace:
-                out["open"][labels.get("kind", "")] = value
-            elif sample.name == "memors_kb_pages" and labels.get("namespace") == namespace:
-                out["pages"] = value
-            elif sample.name == "memors_kb_pages_stale" and labels.get("namespace") == namespace:
-                out["stale"] = value
-            elif sample.name == "memors_store_work_items_total":
-                key = (labels.get("kind", ""), labels.get("event", ""))
-                out["events"][key] = out["events"].get(key, 0) + value
-            elif sample.name == "memors_store_pages_marked_stale_total":
-                out["marked_stale"] += value
-    return out

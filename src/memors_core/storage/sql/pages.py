@@ -80,6 +80,17 @@ class SqlPages(Repo):
         )
         return None if row is None else _page(row)
 
+    def current_of(self, canonicals: Iterable[str]) -> dict[str, Page]:
+        out: dict[str, Page] = {}
+        for row in self.all(
+            f"""SELECT {_COLS}, e.canonical FROM {_FROM}
+                WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("pg")}
+                ORDER BY pg.rowid""",
+            (json.dumps(sorted(set(canonicals))),),
+        ):
+            out[row[12]] = _page(row[:12])  # (the newest live version last)
+        return out
+
     def get(self, ident: str, namespace: str | None = None) -> Page | None:
         row = self.one(
             f"SELECT {_COLS} FROM pages pg WHERE pg.id = ?1 AND (?2 IS NULL OR pg.namespace = ?2)",
@@ -370,10 +381,12 @@ class SqlPages(Repo):
         ]
         return [(page, self.changes(page)) for page in pages]
 
-    def live_counts(self) -> dict[str, int]:
+    def live_counts(self, namespace: str | None = None) -> dict[str, int]:
         return dict(
             self.all(
-                f"SELECT namespace, COUNT(*) FROM pages pg WHERE {live('pg')} GROUP BY namespace"
+                f"""SELECT namespace, COUNT(*) FROM pages pg
+                    WHERE (?1 IS NULL OR pg.namespace = ?1) AND {live("pg")} GROUP BY namespace""",
+                (namespace,),
             )
         )
 
@@ -400,10 +413,12 @@ class SqlPages(Repo):
             (namespace,),
         )
 
-    def stale_counts(self) -> dict[str, int]:
+    def stale_counts(self, namespace: str | None = None) -> dict[str, int]:
         return dict(
             self.all(
                 f"""SELECT pg.namespace, COUNT(*) FROM {_FROM}
-                    WHERE {live("pg")} AND {STALE_PAGE} GROUP BY pg.namespace"""
+                    WHERE (?1 IS NULL OR pg.namespace = ?1) AND {live("pg")} AND {STALE_PAGE}
+                    GROUP BY pg.namespace""",
+                (namespace,),
             )
         )

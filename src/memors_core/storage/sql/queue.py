@@ -131,12 +131,13 @@ class SqlItems(Repo):
             )
         ]
 
-    def open_counts(self) -> dict[tuple[str, str], int]:
+    def open_counts(self, namespace: str | None = None) -> dict[tuple[str, str], int]:
         return {
             (ns, kind): n
             for ns, kind, n in self.all(
                 "SELECT namespace, kind, COUNT(*) FROM work_items WHERE status = 'open' "
-                "GROUP BY namespace, kind"
+                "AND (?1 IS NULL OR namespace = ?1) GROUP BY namespace, kind",
+                (namespace,),
             )
         }
 

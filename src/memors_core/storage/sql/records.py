@@ -81,6 +81,20 @@ class SqlDocuments(Repo):
         )
         return None if row is None else Document(*row)
 
+    def labels(
+        self, idents: Iterable[str], namespace: str
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """id -> (its latest version's title, its uri), for the documents of
+        ``namespace`` among ``idents``: what a list of citations shows."""
+        # (the namespace checked here, as in passages.get_many)
+        rows = self.all(
+            """SELECT d.id, (SELECT v.title FROM document_versions v WHERE v.document = d.id
+                             ORDER BY v.version DESC LIMIT 1), d.uri, d.namespace
+               FROM documents d WHERE d.id IN (SELECT value FROM json_each(?))""",
+            (json.dumps(sorted(set(idents))),),
+        )
+        return {r[0]: (r[1], r[2]) for r in rows if r[3] == namespace}
+
     def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
         row = self.one(
             f"""SELECT d.id, d.namespace, d.uri, d.created_at,
@@ -277,6 +291,15 @@ class SqlPassages(Repo):
             (ident, namespace),
         )
         return None if row is None else Passage(*row)
+
+    def get_many(self, idents: Iterable[str], namespace: str) -> dict[str, Passage]:
+        # (the namespace is checked here: in the WHERE clause, SQLite's
+        # planner walked the namespace's index instead of the ids)
+        rows = self.all(
+            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(idents))),),
+        )
+        return {r[1]: Passage(*r) for r in rows if r[2] == namespace}
 
     def hash_of(self, ident: str) -> str | None:
         return self.scalar("SELECT hash FROM passages WHERE id = ?", (ident,))
@@ -488,26 +511,31 @@ class SqlEntities(Repo):
         return self.scalar("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
 
     def aliases(self, canonical: str) -> list[str]:
+        return self.aliases_of([self.require(canonical)]).get(canonical, [])
+
+    def aliases_of(self, entities: Iterable[Entity]) -> dict[str, list[str]]:
         # Aliases first, then the names of entities merged into this one
         # (the merge kind also records those as aliases; the dedup below keeps one).
         # A renamed entity's name as first written is one of its other names.
-        names = [
-            r[2]
-            for r in self.all(
-                f"SELECT 0, a.created_at, a.alias FROM aliases a WHERE a.entity = ?1 "
-                f"AND {live_alias('a')} "
-                "UNION ALL SELECT 1, created_at, name FROM entities "
-                "WHERE canonical = ?1 ORDER BY 1, 2, 3",
-                (canonical,),
-            )
-        ]
-        seen = {text.match_key(self.require(canonical).name)}
-        out = []
-        for n in names:
-            k = text.match_key(n)
-            if k not in seen:
-                seen.add(k)
-                out.append(n)
+        name_of = {e.id: e.name for e in entities}
+        names: dict[str, list[str]] = {}
+        for entity, *_order, name in self.all(
+            f"""SELECT a.entity, 0, a.created_at, a.alias FROM aliases a
+                WHERE a.entity IN (SELECT value FROM json_each(?1)) AND {live_alias("a")}
+                UNION ALL SELECT canonical, 1, created_at, name FROM entities
+                WHERE canonical IN (SELECT value FROM json_each(?1)) ORDER BY 1, 2, 3, 4""",
+            (json.dumps(sorted(name_of)),),
+        ):
+            names.setdefault(entity, []).append(name)
+        out: dict[str, list[str]] = {}
+        for entity, name in name_of.items():
+            seen = {text.match_key(name)}
+            kept = out[entity] = []
+            for n in names.get(entity, ()):
+                k = text.match_key(n)
+                if k not in seen:
+                    seen.add(k)
+                    kept.append(n)
         return out
 
     def add_alias(
@@ -607,6 +635,20 @@ class SqlEntities(Repo):
                 JOIN passages p ON p.id = m.passage
                 WHERE e.canonical = ? AND {live("p")}""",
             (canonical,),
+        )
+
+    def live_passage_counts(self, canonicals: Iterable[str]) -> dict[str, int]:
+        # The mentions alone (their index holds both columns): a purged
+        # passage's mentions go with it, so each mention names a stored passage.
+        return dict(
+            self.all(
+                """SELECT e.canonical, COUNT(DISTINCT m.passage)
+                   FROM entities e JOIN mentions m ON m.entity = e.id
+                   WHERE e.canonical IN (SELECT value FROM json_each(?))
+                   AND NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = m.passage)
+                   GROUP BY e.canonical""",
+                (json.dumps(sorted(set(canonicals))),),
+            )
         )
 
     def absorbed(self, canonical: str) -> list[Entity]:
@@ -783,6 +825,16 @@ class SqlFacts(Repo):
             )
         ]
 
+    def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
+        return dict(
+            self.all(
+                f"""SELECT e.canonical, COUNT(*) FROM facts f JOIN entities e ON e.id = f.subject
+                    WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("f")}
+                    GROUP BY e.canonical""",
+                (json.dumps(sorted(set(canonicals))),),
+            )
+        )
+
     def history(self, canonical: str) -> list[Fact]:
         return [
             Fact(*r)
@@ -868,6 +920,14 @@ class SqlTombstones(Repo):
     def get(self, ident: str) -> Tombstone | None:
         row = self.one(f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE target = ?", (ident,))
         return None if row is None else Tombstone(*row)
+
+    def get_many(self, idents: Iterable[str]) -> dict[str, Tombstone]:
+        rows = self.all(
+            f"SELECT {_TOMBSTONE_COLS} FROM tombstones "
+            "WHERE target IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(set(idents))),),
+        )
+        return {r[2]: Tombstone(*r) for r in rows}
 
     def add(
         self,
