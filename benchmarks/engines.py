@@ -3,6 +3,7 @@
     python -m benchmarks.engines --size 100000                      # both engines
     python -m benchmarks.engines --size 1000000 --engines postgres --skip-mcp --vacuum-analyze
     python -m benchmarks.engines --size 100000 --remember-only      # the loads only
+    python -m benchmarks.engines --size 5000 --lexical-size 5000 --mixed-seconds 3  # a quick look
 
 For each engine (SQLite in a temporary file; PostgreSQL in a fresh
 database from :func:`memors_core.testing.postgres.new_database`, dropped
@@ -10,14 +11,22 @@ at the end) this remembers a generated corpus (``benchmarks.corpus``),
 compacts it in full, remembers 1% more passages and compacts again
 (incremental), times 2-word and 8-word searches (the same questions on
 both engines), times an MCP tool call through a real stdio server against
-a bare SDK no-op tool and against the library call, and reads the store's
-size. Each step runs in a process of its own (``--step``), started
+a bare SDK no-op tool and against the library call, reads the store's
+size, and times the web views issue 32 sets targets on (the namespace
+home, a page citing 50 passages: :func:`web_figures` adds them to the
+store) through the real server. Then, on fresh stores, the 8-process
+mixed load of ``benchmarks/writers.py`` (``--mixed-seconds``) and lexical
+search over ``--lexical-size`` conversation turns in one namespace, as
+``benchmarks/retrieval.py`` measures it. Each step runs in a process of its own (``--step``), started
 fresh, so the peak RSS printed beside it is that memors process's own and
 not this driver's; the corpus streams from a JSONL file, so its size does
 not count either. The load average is printed beside each step, since
 the figures of a shared machine depend on it. A table of both engines
 ends the run, then PostgreSQL's figures over SQLite's with issue 32's
-target beside those that have one. ``--vacuum-analyze`` runs
+target beside those that have one, then every row of issue 32's table,
+both engines side by side with the ratio and the target (hybrid search
+prints "not measured: needs pgvector": ``benchmarks/vector_index.py``
+times its vector step on a PostgreSQL with pgvector). ``--vacuum-analyze`` runs
 PostgreSQL's ``VACUUM (ANALYZE)`` after each load, as autovacuum would on
 a server where it is on (see :func:`vacuum_analyze`).
 """
@@ -123,6 +132,10 @@ def step(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
                 out[f"p50_{words}"] = statistics.median(times)
                 out[f"p95_{words}"] = percentile(times, 0.95)
                 out[f"hits_{words}"] = hits / len(qs)
+        elif name == "web":
+            out.update(web_figures(memory, url, args))
+        elif name == "lexical":
+            out.update(lexical_figures(memory, args))
         else:
             raise SystemExit(f"unknown step {name!r}")
     out["rss_mib"] = peak_rss_mib()
@@ -131,10 +144,74 @@ def step(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def web_figures(memory: Any, url: str, args: argparse.Namespace) -> dict[str, float]:
+    """The web views issue 32 sets targets on, over this store: what
+    ``benchmarks/web.py`` builds besides its corpus is added first (200
+    entities of 8 passages, 40 pairs of facts that disagree, a page citing
+    50 passages, through ``submit``), then the real server answers
+    ``--web-requests`` GETs of each view (after two to warm it up)."""
+    import http.client
+
+    from benchmarks import web
+    from memors_core.testing.server import ServerProcess
+
+    systems = [
+        {
+            "text": "\n\n".join(
+                f"[[System {n}]] node {i} of system {n} holds shard {i * 7 % 31} in rack {n % 13}."
+                for i in range(8)
+            ),
+            "uri": f"system-{n}",
+        }
+        for n in range(200)
+    ]
+    memory.remember_many(systems + web.quorum_documents())
+    for n in range(40):
+        memory.record_fact(f"System {n}", "owner", f"team {n}", valid_from="2020-01-01")
+        memory.record_fact(f"System {n}", "owner", f"team {n + 1}", valid_from="2021-01-01")
+    memory.compact(limit=0)
+    page = web.submit_cited_page(memory).rsplit("/", 1)[1]
+    views = {"home": "/ns/default/", "page": f"/ns/default/page/{page}"}
+    out: dict[str, float] = {}
+    with ServerProcess(url) as server:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        try:
+            static, _ = web.latencies(conn, "/static/memors.css", args.web_requests)
+            out["static_p50"] = statistics.median(static)
+            for name, path in views.items():
+                times, _size = web.latencies(conn, path, args.web_requests)
+                out[f"{name}_p50"] = statistics.median(times)
+                out[f"{name}_p95"] = percentile(times, 0.95)
+        finally:
+            conn.close()
+    return out  # milliseconds
+
+
+def lexical_figures(memory: Any, args: argparse.Namespace) -> dict[str, float]:
+    """Lexical search over ``--lexical-size`` conversation turns in one
+    namespace, as ``python -m benchmarks.retrieval --one-namespace
+    --no-vectors`` measures it: p50 / p95 of questions of 5-12 words."""
+    from benchmarks import retrieval
+    from benchmarks.conversations import generate as conversations
+
+    corpus = conversations(args.lexical_size, 500, seed=args.seed, one_namespace=True)
+    took = retrieval.remember(memory, corpus.documents)
+    mid = [q for q in corpus.questions if 5 <= q.words <= 12] or corpus.questions
+    times = retrieval.latency(lambda q: retrieval.memors_hits(memory, q), mid, 1)
+    return {
+        "remember_s": took,
+        "turns": len(corpus.documents),
+        "questions": len(mid),
+        "p50_ms": statistics.median(times),
+        "p95_ms": percentile(times, 0.95),
+    }
+
+
 def run_step(name: str, url: str, args: argparse.Namespace, file: Path | None = None) -> dict:
     """``step`` in a fresh interpreter; its figures, its peak RSS and the load."""
     argv = [sys.executable, "-m", "benchmarks.engines", "--step", name, "--url", url]
     argv += ["--seed", str(args.seed), "--queries", str(args.queries)]
+    argv += ["--web-requests", str(args.web_requests), "--lexical-size", str(args.lexical_size)]
     if file:
         argv += ["--file", str(file)]
     # stderr passes through: a long step's progress, or why it failed
@@ -325,9 +402,72 @@ def engine_run(engine: str, args: argparse.Namespace, corpus: Path, change: Path
                 f"+{(m['search'] - m['library']) * 1000:.2f} ms",
                 load(),
             )
+        if not args.skip_web:
+            w = fig["web"] = run_step("web", url, args)
+            for view, label in (("home", "namespace home"), ("page", "page citing 50 passages")):
+                report(
+                    f"{engine}: web {label}, p50 / p95",
+                    f"{w[f'{view}_p50']:.1f} ms",
+                    f"p95 {w[f'{view}_p95']:.1f} ms",
+                    "",
+                    f"static file p50 {w['static_p50']:.1f} ms; {w['load']}",
+                )
     finally:
         drop()
     return fig
+
+
+def fresh_store(engine: str) -> tuple[str, Any]:
+    """A new empty store of ``engine``: its address and what removes it."""
+    if engine == "postgres":
+        from memors_core.testing import postgres
+
+        url = postgres.new_database()
+        return url, lambda: postgres.drop_database(url)
+    where = tempfile.mkdtemp(prefix="memors-engines-")
+    return where + "/memors.db", lambda: shutil.rmtree(where)
+
+
+def mixed_run(engine: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``benchmarks/writers.py``'s mixed load (remember, search, every 4th
+    round a fact and an incremental compact) of 8 processes for
+    ``--mixed-seconds``, all in one namespace, then each in its own, on a
+    fresh store seeded as that benchmark seeds it."""
+    from benchmarks import writers
+
+    url, drop = fresh_store(engine)
+    out: dict[str, Any] = {}
+    try:
+        writers.seed(url)
+        for layout in ("one", "own"):
+            f = out[layout] = writers.run_step(url, 8, layout, True, args.mixed_seconds)
+            report(
+                f"{engine}: 8 processes, mixed, {layout} namespace{'s' if layout == 'own' else ''}",
+                f"{f['ops_s']:.1f} ops/s",
+                f"p95 {f['p95_ms']:.0f} ms",
+                "",
+                f"{len(f['errors'])} errors; {load()}",
+            )
+    finally:
+        drop()
+    return out
+
+
+def lexical_run(engine: str, args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`lexical_figures` on a fresh store, in a process of its own."""
+    url, drop = fresh_store(engine)
+    try:
+        r = run_step("lexical", url, args)
+    finally:
+        drop()
+    report(
+        f"{engine}: lexical search p50 / p95, {r['turns']} turns",
+        f"{r['p50_ms']:.2f} ms",
+        f"p95 {r['p95_ms']:.2f} ms",
+        "",
+        f"{r['questions']} questions; remember {r['remember_s']:.0f} s; {r['load']}",
+    )
+    return r
 
 
 def table(figs: dict[str, dict]) -> None:
@@ -401,6 +541,90 @@ def ratios(lite: dict, pg: dict) -> None:
         print(f"{label:<28} {ratio:>7.2f}x  {verdict}")
 
 
+def issue_table(lite: dict, pg: dict, args: argparse.Namespace) -> None:
+    """Every row of issue 32's table, both engines side by side, the ratio
+    and the target beside each (a row not measured in this run says why)."""
+    n = lite.get("remember", {}).get("passages", args.size)
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(label: str, fn: Any, unit: str, target: str, ratio: Any = None, ok: Any = None) -> None:
+        try:
+            a, b = fn(lite), fn(pg)
+        except KeyError:
+            rows.append((label, "-", "-", "", f"{target}: not measured in this run"))
+            return
+        r = ratio(a, b) if ratio else b / a if a else float("nan")
+        verdict = "" if ok is None else (" (met)" if ok(a, b, r) else " (NOT met)")
+        rows.append((label, unit.format(a), unit.format(b), f"{r:.2f}x", target + verdict))
+
+    row(
+        f"remember {n:,} passages",
+        lambda f: f["remember"]["seconds"],
+        "{:.1f} s",
+        "<= 1.5x" if n <= 200_000 else "<= 2x",
+        ok=lambda a, b, r: r <= (1.5 if n <= 200_000 else 2.0),
+    )
+    row("full compact", lambda f: f["compact_full"]["seconds"], "{:.1f} s", "-")
+    row(
+        "MCP get over the bare SDK tool",
+        lambda f: f["mcp"]["get"] / f["mcp"]["noop"],
+        "{:.2f}x",
+        "PostgreSQL <= 1.3x",
+        ok=lambda a, b, r: b <= 1.3,
+    )
+    row(
+        "web namespace home p50",
+        lambda f: f["web"]["home_p50"],
+        "{:.1f} ms",
+        "<= 2x",
+        ok=lambda a, b, r: r <= 2.0,
+    )
+    row(
+        "web page citing 50 passages p50",
+        lambda f: f["web"]["page_p50"],
+        "{:.1f} ms",
+        "<= 2x",
+        ok=lambda a, b, r: r <= 2.0,
+    )
+    size = lite.get("lexical", {}).get("turns") or args.lexical_size
+    row(
+        f"lexical search p50 at {size:,} turns",
+        lambda f: f["lexical"]["p50_ms"],
+        "{:.2f} ms",
+        "PostgreSQL <= 10 ms" + ("" if size >= 300_000 else " at 300k"),
+        ok=lambda a, b, r: b <= 10.0,
+    )
+    row(
+        "8 processes, mixed ops (one namespace)",
+        lambda f: f["mixed"]["one"]["ops_s"],
+        "{:.1f} ops/s",
+        ">= 1.0x",
+        ok=lambda a, b, r: r >= 1.0,
+    )
+    rows.append(
+        (
+            f"hybrid search p50 at {n:,}",
+            "-",
+            "-",
+            "",
+            "PostgreSQL <= 15 ms: not measured: needs pgvector "
+            "(python -m benchmarks.vector_index times its vector step)",
+        )
+    )
+    head = ("issue 32", "SQLite", "PostgreSQL", "ratio", "target")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    print()
+    for r in [head, *rows]:
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=False))
+            )
+            + "  "
+            + r[4]
+        )
+
+
 def run(args: argparse.Namespace) -> None:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     for e in engines:
@@ -429,7 +653,19 @@ def run(args: argparse.Namespace) -> None:
         figs = {e: engine_run(e, args, corpus, change) for e in engines}
     finally:
         shutil.rmtree(work)
+    live = [e for e in engines if figs[e]]
+    if not args.remember_only:
+        if args.mixed_seconds > 0:
+            print(f"\n[8 processes, mixed] {load()}")
+            for e in live:
+                figs[e]["mixed"] = mixed_run(e, args)
+        if args.lexical_size > 0:
+            print(f"\n[lexical search, {args.lexical_size} turns in one namespace] {load()}")
+            for e in live:
+                figs[e]["lexical"] = lexical_run(e, args)
     table(figs)
+    if "sqlite" in live and "postgres" in live and not args.remember_only:
+        issue_table(figs["sqlite"], figs["postgres"], args)
 
 
 def main() -> None:
@@ -447,6 +683,22 @@ def main() -> None:
         help="on PostgreSQL, VACUUM (ANALYZE) after each load, as autovacuum would when on",
     )
     parser.add_argument("--queries", type=int, default=200, help="searches of each length (200)")
+    parser.add_argument("--skip-web", action="store_true", help="skip the web view figures")
+    parser.add_argument(
+        "--web-requests", type=int, default=20, help="timed GETs of each web view (20)"
+    )
+    parser.add_argument(
+        "--mixed-seconds",
+        type=float,
+        default=8.0,
+        help="seconds of each 8-process mixed step (default 8; 0 skips it)",
+    )
+    parser.add_argument(
+        "--lexical-size",
+        type=int,
+        default=300_000,
+        help="conversation turns of the lexical search row (default 300000; 0 skips it)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--step", help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)

@@ -27,7 +27,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
+# Run as a script (the servers are), this file's folder comes first on the
+# path, where benchmarks/queue.py would stand for the standard library's
+# queue (which anyio imports): leave the folder out.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import anyio  # noqa: E402
 
 # The store ranks by words here, as in every harness but retrieval.py (benchmarks/__init__.py).
 os.environ.setdefault("MEMORS_VECTORS", "off")

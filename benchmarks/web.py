@@ -101,13 +101,7 @@ def build(memory: Any, size: int, entity_passages: int, seed: int) -> dict[str, 
         {"text": "\n\n".join(ledger[i : i + 8]), "uri": f"ledger-{i // 8}"}
         for i in range(0, len(ledger), 8)
     ]
-    # Fifty passages a page will cite, one sentence each.
-    quorum = [
-        f"[[{QUORUM}]] replication step {i} writes value v{i} to replica r{i} before the "
-        f"leader acknowledges round {i}."
-        for i in range(50)
-    ]
-    documents += [{"text": text, "uri": f"quorum-{i}"} for i, text in enumerate(quorum)]
+    documents += quorum_documents()
     took, _ = timed(lambda: memory.remember_many(documents, batch=2000))
     passages = size + entity_passages + 50
     report(
@@ -123,18 +117,8 @@ def build(memory: Any, size: int, entity_passages: int, seed: int) -> dict[str, 
     shown = ", ".join(f"{k} {n}" for k, n in sorted(by_kind.items()) if n)
     report("build: compact --full (every kind)", f"{took:.1f} s", f"{queue.open:,} open: {shown}")
 
-    page_item = next(
-        i
-        for i in memory.items("page", "open", limit=None).items
-        if i.payload["entity"]["name"] == QUORUM
-    )
-    refs = {p["text"]: p["ref"] for p in page_item.payload["passages"]}
-    lines = [f"{text.replace('[[', '').replace(']]', '')} [{refs[text]}]" for text in quorum]
-    content = f"# {QUORUM}\n\n" + "\n\n".join(lines) + "\n"
-    took, done = timed(lambda: memory.submit(page_item.id, content=content, title=QUORUM))
-    if not done.stored:
-        raise SystemExit(f"the page was refused: {done.message} {done.checks}")
-    page = memory.get(done.address)
+    took, cited = timed(lambda: submit_cited_page(memory))
+    page = memory.get(cited)
     report(
         f"build: submit a page citing {len(page.sources)} passages",
         f"{took * 1000:.0f} ms",
@@ -143,11 +127,45 @@ def build(memory: Any, size: int, entity_passages: int, seed: int) -> dict[str, 
     entity = memory.entity(LEDGER)
     return {
         "documents": memory.documents().total,
-        "page": done.address,
+        "page": cited,
         "entity": entity.address,
         "entity_passages": len(entity.passages),
         "open": queue.open,
     }
+
+
+def quorum_sentences() -> list[str]:
+    """Fifty passages a page will cite, one sentence each."""
+    return [
+        f"[[{QUORUM}]] replication step {i} writes value v{i} to replica r{i} before the "
+        f"leader acknowledges round {i}."
+        for i in range(50)
+    ]
+
+
+def quorum_documents() -> list[dict[str, str]]:
+    """The fifty passages, a document each."""
+    return [{"text": text, "uri": f"quorum-{i}"} for i, text in enumerate(quorum_sentences())]
+
+
+def submit_cited_page(memory: Any) -> str:
+    """Write the page of the quorum entity, a sentence citing each of its
+    fifty passages, through ``submit`` on its open page item (every check
+    passing); its address."""
+    page_item = next(
+        i
+        for i in memory.items("page", "open", limit=None).items
+        if i.payload["entity"]["name"] == QUORUM
+    )
+    refs = {p["text"]: p["ref"] for p in page_item.payload["passages"]}
+    lines = [
+        f"{text.replace('[[', '').replace(']]', '')} [{refs[text]}]" for text in quorum_sentences()
+    ]
+    content = f"# {QUORUM}\n\n" + "\n\n".join(lines) + "\n"
+    done = memory.submit(page_item.id, content=content, title=QUORUM)
+    if not done.stored:
+        raise SystemExit(f"the page was refused: {done.message} {done.checks}")
+    return done.address
 
 
 # --- the server -----------------------------------------------------------------------

@@ -65,7 +65,11 @@ def test_engines_harness_prints_every_figure(engine):
         from memors_core.testing.postgres import require_server
 
         require_server()
-    proc = _bench("benchmarks.engines", "--size", "1000", "--engines", engine, "--skip-mcp")
+    proc = _bench(
+        "benchmarks.engines",
+        *("--size", "1000", "--engines", engine, "--skip-mcp", "--web-requests", "2"),
+        *("--mixed-seconds", "1", "--lexical-size", "600"),
+    )
     out = proc.stdout
     for figure in (
         f"{engine}: remember 1000 passages",
@@ -74,6 +78,10 @@ def test_engines_harness_prints_every_figure(engine):
         f"{engine}: search p50 / p95 (2 words, limit 10)",
         f"{engine}: search p50 / p95 (8 words, limit 10)",
         f"{engine}: store size",
+        f"{engine}: web namespace home, p50 / p95",
+        f"{engine}: web page citing 50 passages, p50 / p95",
+        f"{engine}: 8 processes, mixed, one namespace",
+        f"{engine}: lexical search p50 / p95",
         "remember, passages/s",
     ):
         assert figure in out, figure
