@@ -25,8 +25,8 @@ the figures of a shared machine depend on it. A table of both engines
 ends the run, then PostgreSQL's figures over SQLite's with issue 32's
 target beside those that have one, then every row of issue 32's table,
 both engines side by side with the ratio and the target (hybrid search
-prints "not measured: needs pgvector": ``benchmarks/vector_index.py``
-times its vector step on a PostgreSQL with pgvector). ``--vacuum-analyze`` runs
+prints "not measured: needs pgvector": ``benchmarks/hybrid_search.py``
+measures it on a PostgreSQL with pgvector of its own). ``--vacuum-analyze`` runs
 PostgreSQL's ``VACUUM (ANALYZE)`` after each load, as autovacuum would on
 a server where it is on (see :func:`vacuum_analyze`).
 """
@@ -608,7 +608,7 @@ def issue_table(lite: dict, pg: dict, args: argparse.Namespace) -> None:
             "-",
             "",
             "PostgreSQL <= 15 ms: not measured: needs pgvector "
-            "(python -m benchmarks.vector_index times its vector step)",
+            "(python -m benchmarks.hybrid_search measures it on a server of its own)",
         )
     )
     head = ("issue 32", "SQLite", "PostgreSQL", "ratio", "target")
