@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import psycopg
 
@@ -16,6 +16,7 @@ from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
 from memors_core.storage.sql.records import SqlDocuments, SqlPassages, dumps
+from memors_core.storage.sql.repo import Repo
 from memors_core.storage.sql.tx import SqlTx
 
 # The change log's clock is its highest number or the mark recorded when
@@ -77,11 +78,11 @@ _INSERT_PROFILES = (
 )
 
 
-class _Bound:
-    def _bound(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor:
+class _Bound(Repo):
+    def _bound(self, sql: str, params: Sequence[Any]) -> psycopg.Cursor[Any]:
         # The store's cursors quote parameters into the text (ClientCursor);
         # thousands of rows go as bound arrays instead.
-        cur = psycopg.Cursor(self.db.conn)  # type: ignore[attr-defined]
+        cur = psycopg.Cursor(self.db.conn)
         cur.execute(sql, params)
         return cur
 
@@ -118,6 +119,8 @@ class PgDocuments(_Bound, SqlDocuments):
 
 class PgPassages(_Bound, SqlPassages):
     """Passages, their mentions and profiles inserted in one statement each."""
+
+    tx: PgTx
 
     def insert_many(
         self, namespace: str, passages: Iterable[NewPassage], created_at: str
@@ -194,17 +197,6 @@ class PgTx(SqlTx):
     is the ``psycopg.Connection`` (in autocommit mode, inside this transaction)."""
 
     engine = "postgres"
-    repositories: ClassVar[dict[str, type]] = {
-        **SqlTx.repositories,
-        "documents": PgDocuments,
-        "passages": PgPassages,
-        "changes": PgChangeLog,
-        "counters": PgCounters,
-        "search": PgSearch,
-        "vectors": PgVectors,
-        "purges": PgPurges,
-        "transfer": PgTransfer,
-    }
     clock_sql = (
         "SELECT GREATEST(COALESCE((SELECT MAX(rowid) FROM {table}), 0), "
         "COALESCE((SELECT value FROM clock WHERE name = ?), 0))"
@@ -217,6 +209,16 @@ class PgTx(SqlTx):
 
     def __init__(self, db: Any) -> None:
         super().__init__(db)
+        # (the shared repositories this engine writes its own way, in one
+        # statement per call: replaced before any is used)
+        self.documents = PgDocuments(self)
+        self.passages = PgPassages(self)
+        self.changes = PgChangeLog(self)
+        self.counters = PgCounters(self)
+        self.search = PgSearch(self)
+        self.vectors = PgVectors(self)
+        self.purges = PgPurges(self)
+        self.transfer = PgTransfer(self)
         #: Numbers drawn from each clock's sequence, not ticked yet.
         self._drawn: dict[str, deque[int]] = {}
 

@@ -3,7 +3,7 @@ connection, holding the repositories and counting the clocks."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memors_core.errors import PluginError
 from memors_core.log import get_logger
@@ -24,6 +24,9 @@ from memors_core.storage.sql.records import (
     SqlTombstones,
 )
 
+if TYPE_CHECKING:
+    from memors_core.storage import api
+
 log = get_logger("memors.store")
 
 #: The clocks: rows ordered by arrival whose numbers incremental scans keep.
@@ -35,26 +38,33 @@ class SqlTx:
 
     One object serves every transaction of the connection: a repository
     method runs in whatever transaction the connection is in. An engine
-    subclasses it, names its own repository classes where they differ
-    (:attr:`repositories`), and says how its clocks are read.
+    subclasses it, builds its own repositories where they differ (search,
+    vectors, purge and transfer always), and says how its clocks are read.
     """
 
-    engine: ClassVar[str]
-    #: attribute -> repository class; an engine overrides the entries it must.
-    repositories: ClassVar[dict[str, type]] = {
-        "namespaces": SqlNamespaces,
-        "documents": SqlDocuments,
-        "passages": SqlPassages,
-        "entities": SqlEntities,
-        "facts": SqlFacts,
-        "pages": SqlPages,
-        "tombstones": SqlTombstones,
-        "merges": SqlMergeCandidates,
-        "items": SqlItems,
-        "changes": SqlChangeLog,
-        "counters": SqlCounters,
-        "corrections": SqlCorrections,
-    }
+    engine: str
+
+    # The repositories, typed as the protocol says (so each class is checked
+    # against its protocol where it is built): the shared ones are built
+    # here, an engine replaces those it writes its own way and builds
+    # search, vectors, purges and transfer.
+    namespaces: api.Namespaces
+    documents: api.Documents
+    passages: api.Passages
+    entities: api.Entities
+    facts: api.Facts
+    pages: api.Pages
+    tombstones: api.Tombstones
+    merges: api.MergeCandidates
+    items: api.Items
+    changes: api.ChangeLog
+    counters: api.Counters
+    corrections: api.Corrections
+    search: api.Search
+    vectors: api.Vectors
+    purges: api.Purges
+    transfer: api.Transfer
+
     #: SQL of one clock's high-water mark: the highest row number or the
     #: recorded mark, whichever is higher (parameter: the clock's name,
     #: ``{table}`` its table).
@@ -69,8 +79,18 @@ class SqlTx:
         # Within one write transaction the next clock values are counted
         # here instead of being read per row (a bulk load stores thousands).
         self._ticks: dict[str, int] = {}
-        for name, cls in self.repositories.items():
-            setattr(self, name, cls(self))
+        self.namespaces = SqlNamespaces(self)
+        self.documents = SqlDocuments(self)
+        self.passages = SqlPassages(self)
+        self.entities = SqlEntities(self)
+        self.facts = SqlFacts(self)
+        self.pages = SqlPages(self)
+        self.tombstones = SqlTombstones(self)
+        self.merges = SqlMergeCandidates(self)
+        self.items = SqlItems(self)
+        self.changes = SqlChangeLog(self)
+        self.counters = SqlCounters(self)
+        self.corrections = SqlCorrections(self)
 
     def after_commit(self, fn: Any, /, *args: Any, **kwargs: Any) -> None:
         self.db.after_commit(fn, *args, **kwargs)
@@ -97,7 +117,8 @@ class SqlTx:
         table keeps the high-water mark across purges."""
         if name in self._ticks:
             return self._ticks[name]
-        return self.db.scalar(self.clock_sql.format(table=name), (name,))
+        value: int = self.db.scalar(self.clock_sql.format(table=name), (name,))
+        return value
 
     def tick(self, name: str) -> int:
         """The next number of ``name``'s clock (inside a write transaction)."""

@@ -3,7 +3,7 @@ SQLite's search, purge and transfer, and its clocks."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any
 
 from memors_core.storage.sql.tx import SqlTx
 from memors_core.storage.sqlite.purge import SqlitePurges
@@ -17,13 +17,14 @@ class SqliteTx(SqlTx):
     the ``apsw.Connection``."""
 
     engine = "sqlite"
-    repositories: ClassVar[dict[str, type]] = {
-        **SqlTx.repositories,
-        "search": SqliteSearch,
-        "vectors": SqliteVectors,
-        "purges": SqlitePurges,
-        "transfer": SqliteTransfer,
-    }
+
+    def __init__(self, db: Any) -> None:
+        super().__init__(db)
+        self.search = SqliteSearch(self)
+        self.vectors = SqliteVectors(self)
+        self.purges = SqlitePurges(self)
+        self.transfer = SqliteTransfer(self)
+
     clock_sql = (
         "SELECT MAX(COALESCE((SELECT MAX(rowid) FROM {table}), 0), "
         "COALESCE((SELECT value FROM clock WHERE name = ?), 0))"

@@ -346,6 +346,7 @@ def _made_at_schema_6(owner_url: str) -> None:
     """A store as memors left it before migration 8, with a page done and a
     document in two versions."""
 
+    from memors_core.storage.postgres import tx as pg_tx
     from memors_core.storage.postgres.tx import PgTx
     from memors_core.storage.sql.queue import SqlCounters
     from memors_core.storage.sql.records import SqlPassages
@@ -357,8 +358,8 @@ def _made_at_schema_6(owner_url: str) -> None:
         # one row, passages inserted one statement per row)
         patch.setattr(PgTx, "tick", SqlTx.tick)
         patch.setattr(PgTx, "reserve", SqlTx.reserve)
-        patch.setitem(PgTx.repositories, "counters", SqlCounters)
-        patch.setitem(PgTx.repositories, "passages", SqlPassages)
+        patch.setattr(pg_tx, "PgCounters", SqlCounters)
+        patch.setattr(pg_tx, "PgPassages", SqlPassages)
         with Memory.open(owner_url) as memory:
             # Today's code reads the corrections' tables (a later migration's):
             # they stand in while it writes, and go before the upgrade.
