@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test test-quick lint contracts unit unit-postgres bench-setup bench bench-quick man screenshots clean
+.PHONY: setup demo test test-quick lint contracts typecheck unit unit-postgres bench-setup bench bench-quick man screenshots clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ lint: setup
 contracts: setup
 	$(BIN)/lint-imports
 
+# mypy ([tool.mypy] in pyproject.toml): strict on the storage boundary, the
+# plugin surface and the built-in kinds; tests/typing/ checks that each
+# engine is a Storage and its transactions a Tx.
+typecheck: setup
+	$(BIN)/python -m mypy
+
 unit: setup
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q
 
@@ -36,7 +42,7 @@ unit: setup
 unit-postgres: setup
 	MEMORS_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -q --engine=postgres
 
-test: lint contracts unit unit-postgres
+test: lint contracts typecheck unit unit-postgres
 
 # The inner loop: the suite on SQLite without the tests marked `browser`
 # (Chromium) or `subprocess` (they start the CLI, a server or a benchmark;

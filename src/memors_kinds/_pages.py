@@ -72,10 +72,11 @@ def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list[PassageRef], l
 def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:
     """The entity as a payload shows it: address, name, aliases."""
     entity = ctx.store.entities.require(canonical)
-    return to_json(entity_ref(entity, ctx.store.entities.aliases(canonical)))
+    shown: dict[str, Any] = to_json(entity_ref(entity, ctx.store.entities.aliases(canonical)))
+    return shown
 
 
-def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
+def inputs_fingerprint(passages: list[Any], facts: list[Any], *extra: Any) -> str:
     return fingerprint(
         [p.address for p in passages],
         [(f.address, f.predicate, f.value, f.valid_from, f.valid_to, f.subject) for f in facts],
@@ -86,8 +87,8 @@ def inputs_fingerprint(passages: list, facts: list, *extra: Any) -> str:
 def base_payload(
     ctx: KindContext,
     canonical: str,
-    passages: list,
-    facts: list,
+    passages: list[Any],
+    facts: list[Any],
     refs: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The payload of a page or stale item. Each passage carries its

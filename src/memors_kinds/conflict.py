@@ -22,6 +22,7 @@ from memors_core.plugins import (
     Item,
     Kind,
     KindContext,
+    KindRegistry,
     Scan,
     address,
     fact_ref,
@@ -175,7 +176,7 @@ class ConflictKind(Kind):
     def apply(self, ctx: KindContext, item: Item, resolution: ConflictResolution) -> str:
         if resolution.bound is not None:
             return self._apply_bound(ctx, item, _bound(resolution))
-        kept = resolution.keep[0]
+        kept = (resolution.keep or [""])[0]  # (validate: keep, when there is no bound)
         for fact in item.payload["facts"]:
             if fact["address"] != kept:
                 _, ident = parse_address(fact["address"])
@@ -225,5 +226,5 @@ def _new_bounds(item: Item, bound: FactBound) -> tuple[str | None, str | None]:
 
 
 @hookimpl
-def memors_register_kinds(registry) -> None:
+def memors_register_kinds(registry: KindRegistry) -> None:
     registry.add(ConflictKind())

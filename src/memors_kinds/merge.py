@@ -24,6 +24,7 @@ from memors_core.plugins import (
     Item,
     Kind,
     KindContext,
+    KindRegistry,
     NotFound,
     Scan,
     address,
@@ -165,6 +166,8 @@ class MergeKind(Kind):
     ) -> tuple[str, str, str | None]:
         """(survivor, absorbed, new name or None) of an accepted merge item."""
         cand = ctx.store.merges.get(int(item.key))
+        if cand is None:  # (an item's candidate is never erased while the item is open)
+            raise NotFound(f"no merge candidate {item.key}")
         first, second = self._canonical(ctx, cand.first), self._canonical(ctx, cand.second)
         survivor, absorbed = first, second
         if resolution.survivor is not None:
@@ -199,6 +202,8 @@ class MergeKind(Kind):
     def apply(self, ctx: KindContext, item: Item, resolution: MergeResolution) -> str | None:
         store, ns = ctx.store, ctx.namespace
         cand = store.merges.get(int(item.key))
+        if cand is None:
+            raise NotFound(f"no merge candidate {item.key}")
         store.merges.set_status(cand.id, "accepted" if resolution.accept else "rejected")
         if resolution.reject:
             store.after_commit(
@@ -256,5 +261,5 @@ class MergeKind(Kind):
 
 
 @hookimpl
-def memors_register_kinds(registry) -> None:
+def memors_register_kinds(registry: KindRegistry) -> None:
     registry.add(MergeKind())

@@ -17,6 +17,7 @@ from memors_core.plugins import (
     Item,
     Kind,
     KindContext,
+    KindRegistry,
     PageResolution,
     Scan,
     hookimpl,
@@ -87,5 +88,5 @@ class PageKind(Kind):
 
 
 @hookimpl
-def memors_register_kinds(registry) -> None:
+def memors_register_kinds(registry: KindRegistry) -> None:
     registry.add(PageKind())

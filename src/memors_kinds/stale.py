@@ -18,6 +18,7 @@ from memors_core.plugins import (
     Item,
     Kind,
     KindContext,
+    KindRegistry,
     Page,
     PageResolution,
     Scan,
@@ -55,7 +56,7 @@ class StaleKind(Kind):
     def diff(self, item: Item, resolution: PageResolution) -> str:
         return _pages.diff(item, resolution)
 
-    def _candidate(self, ctx: KindContext, page: Page, changes: list[dict]) -> Candidate:
+    def _candidate(self, ctx: KindContext, page: Page, changes: list[dict[str, Any]]) -> Candidate:
         canonical = ctx.store.entities.require(page.entity).canonical
         passages, facts = _pages.entity_inputs(ctx, canonical)
 
@@ -103,5 +104,5 @@ class StaleKind(Kind):
 
 
 @hookimpl
-def memors_register_kinds(registry) -> None:
+def memors_register_kinds(registry: KindRegistry) -> None:
     registry.add(StaleKind())

@@ -117,6 +117,8 @@ class SearchQuery:
     names (their ids). Frozen, compared by value."""
 
     __slots__ = ("entities", "words")
+    words: tuple[str, ...]
+    entities: tuple[str, ...]
 
     def __init__(self, words: tuple[str, ...], entities: tuple[str, ...] = ()) -> None:
         object.__setattr__(self, "words", tuple(words))

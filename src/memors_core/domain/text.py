@@ -264,7 +264,9 @@ def shingle_hashes(text: str) -> list[int]:
     missing = set(ws).difference(_FIRST)
     if missing:
         if len(_FIRST) > _CACHE_LIMIT:
-            _FIRST.clear(), _SECOND.clear(), _THIRD.clear()
+            _FIRST.clear()
+            _SECOND.clear()
+            _THIRD.clear()
             missing = set(ws)
         _learn(missing)
     first = map(_FIRST.__getitem__, ws)

@@ -16,8 +16,9 @@ Each name is imported on first use (PEP 562): ``memors-mcp search`` reads
 ``memors_core.plugins.entrypoints`` and must not pay for the rest.
 """
 
-# ruff: noqa: F401  (the TYPE_CHECKING imports are for type checkers; the
-# test of this module holds them equal to _LAZY)
+# The TYPE_CHECKING imports are for type checkers, each ``name as name``: an
+# explicit re-export (mypy's strict mode reads no other); the test of this
+# module holds them equal to _LAZY.
 
 from __future__ import annotations
 
@@ -87,42 +88,150 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from memors_core.domain.dates import interval, normalise, now, now_ts, overlaps
+    from memors_core.domain.dates import (
+        interval as interval,
+    )
+    from memors_core.domain.dates import (
+        normalise as normalise,
+    )
+    from memors_core.domain.dates import (
+        now as now,
+    )
+    from memors_core.domain.dates import (
+        now_ts as now_ts,
+    )
+    from memors_core.domain.dates import (
+        overlaps as overlaps,
+    )
     from memors_core.domain.grounding import (
-        cited_passages,
-        read_citations,
-        sentence_sources,
-        sources_of,
+        cited_passages as cited_passages,
     )
-    from memors_core.domain.ids import address, parse_address
+    from memors_core.domain.grounding import (
+        read_citations as read_citations,
+    )
+    from memors_core.domain.grounding import (
+        sentence_sources as sentence_sources,
+    )
+    from memors_core.domain.grounding import (
+        sources_of as sources_of,
+    )
+    from memors_core.domain.ids import (
+        address as address,
+    )
+    from memors_core.domain.ids import (
+        parse_address as parse_address,
+    )
     from memors_core.domain.model import (
-        CheckResult,
-        FactRef,
-        Finding,
-        PageResolution,
-        PassageRef,
+        CheckResult as CheckResult,
     )
-    from memors_core.domain.refs import entity_ref, fact_ref, page_ref, passage_ref
-    from memors_core.domain.rows import Entity, Fact, Item, Page, Passage
-    from memors_core.domain.rules import PAGE_MIN_PASSAGES
-    from memors_core.domain.text import content_words, fold_value, page_sentences, words
-    from memors_core.errors import BadInput, NotFound, PluginError
-    from memors_core.log import get_logger
-    from memors_core.plugins.hookspecs import hookimpl
+    from memors_core.domain.model import (
+        FactRef as FactRef,
+    )
+    from memors_core.domain.model import (
+        Finding as Finding,
+    )
+    from memors_core.domain.model import (
+        PageResolution as PageResolution,
+    )
+    from memors_core.domain.model import (
+        PassageRef as PassageRef,
+    )
+    from memors_core.domain.refs import (
+        entity_ref as entity_ref,
+    )
+    from memors_core.domain.refs import (
+        fact_ref as fact_ref,
+    )
+    from memors_core.domain.refs import (
+        page_ref as page_ref,
+    )
+    from memors_core.domain.refs import (
+        passage_ref as passage_ref,
+    )
+    from memors_core.domain.rows import (
+        Entity as Entity,
+    )
+    from memors_core.domain.rows import (
+        Fact as Fact,
+    )
+    from memors_core.domain.rows import (
+        Item as Item,
+    )
+    from memors_core.domain.rows import (
+        Page as Page,
+    )
+    from memors_core.domain.rows import (
+        Passage as Passage,
+    )
+    from memors_core.domain.rules import (
+        PAGE_MIN_PASSAGES as PAGE_MIN_PASSAGES,
+    )
+    from memors_core.domain.text import (
+        content_words as content_words,
+    )
+    from memors_core.domain.text import (
+        fold_value as fold_value,
+    )
+    from memors_core.domain.text import (
+        page_sentences as page_sentences,
+    )
+    from memors_core.domain.text import (
+        words as words,
+    )
+    from memors_core.errors import (
+        BadInput as BadInput,
+    )
+    from memors_core.errors import (
+        NotFound as NotFound,
+    )
+    from memors_core.errors import (
+        PluginError as PluginError,
+    )
+    from memors_core.log import (
+        get_logger as get_logger,
+    )
+    from memors_core.plugins.hookspecs import (
+        hookimpl as hookimpl,
+    )
     from memors_core.plugins.kinds import (
-        Candidate,
-        Changes,
-        CheckContext,
-        Kind,
-        KindContext,
-        KindRegistry,
-        LintContext,
-        Scan,
-        fingerprint,
+        Candidate as Candidate,
     )
-    from memors_core.plugins.store import PluginStore
-    from memors_core.settings import Limits
-    from memors_core.wire import structure, to_json
+    from memors_core.plugins.kinds import (
+        Changes as Changes,
+    )
+    from memors_core.plugins.kinds import (
+        CheckContext as CheckContext,
+    )
+    from memors_core.plugins.kinds import (
+        Kind as Kind,
+    )
+    from memors_core.plugins.kinds import (
+        KindContext as KindContext,
+    )
+    from memors_core.plugins.kinds import (
+        KindRegistry as KindRegistry,
+    )
+    from memors_core.plugins.kinds import (
+        LintContext as LintContext,
+    )
+    from memors_core.plugins.kinds import (
+        Scan as Scan,
+    )
+    from memors_core.plugins.kinds import (
+        fingerprint as fingerprint,
+    )
+    from memors_core.plugins.store import (
+        PluginStore as PluginStore,
+    )
+    from memors_core.settings import (
+        Limits as Limits,
+    )
+    from memors_core.wire import (
+        structure as structure,
+    )
+    from memors_core.wire import (
+        to_json as to_json,
+    )
 
 
 def __getattr__(name: str) -> object:

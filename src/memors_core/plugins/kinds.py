@@ -343,7 +343,7 @@ class KindRegistry:
             out[name] = list(steps)
         return out
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Kind]:
         return iter(self._kinds.values())
 
     def __contains__(self, name: object) -> bool:

@@ -28,7 +28,7 @@ def open_storage(
         try:
             from memors_core.storage.postgres.connection import PgStore
         except ImportError as exc:
-            if getattr(exc, "name", "") and exc.name.split(".")[0] in (
+            if exc.name and exc.name.split(".")[0] in (
                 "psycopg",
                 "psycopg_binary",
                 "psycopg_pool",
@@ -40,7 +40,8 @@ def open_storage(
                     "pip install 'memors[postgres]'"
                 ) from None
             raise
-        from memors_core.storage.postgres.connection import NoStoreYet, safe_location
+        from memors_core.storage.postgres.addresses import safe_location
+        from memors_core.storage.postgres.connection import NoStoreYet
 
         try:
             return PgStore.open(location, readonly=readonly)

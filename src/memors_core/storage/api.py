@@ -449,6 +449,9 @@ class Pages(Protocol):
         """Mark stale every live page that cites ``passage`` (write); returns how many
         were not stale before."""
 
+    def mark_citing_many(self, passages: Sequence[str], cause: str) -> int:
+        """:meth:`mark_citing` for many passages, in one look-up (write)."""
+
     def mark_built_with(self, fact: str, cause: str) -> int:
         """Mark stale every live page built with the fact ``fact`` (an id; write);
         returns how many were not stale before."""
@@ -586,18 +589,6 @@ class Items(Protocol):
     def get(self, ident: int, namespace: str) -> Item | None:
         """The item ``ident`` of ``namespace``, whatever its status; None if there is none there."""
 
-    def list(
-        self,
-        namespace: str,
-        kind: str | None = None,
-        status: str | None = None,
-        after: int = 0,
-        limit: int | None = None,
-    ) -> list[Item]:
-        """The items of ``namespace``, by id; ``kind`` and ``status`` keep those
-        matching; ``after`` and ``limit`` page through them (ids above ``after``,
-        at most ``limit`` of them)."""
-
     def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
         """How many items :meth:`list` would return without ``after`` and ``limit``."""
 
@@ -638,6 +629,18 @@ class Items(Protocol):
     def resolution(self, ident: int, namespace: str) -> Any:
         """The resolution stored with the item ``ident`` of ``namespace``; None if it has none
         or there is no such item."""
+
+    def list(
+        self,
+        namespace: str,
+        kind: str | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[Item]:
+        """The items of ``namespace``, by id; ``kind`` and ``status`` keep those
+        matching; ``after`` and ``limit`` page through them (ids above ``after``,
+        at most ``limit`` of them)."""
 
 
 class ChangeLog(Protocol):
@@ -924,7 +927,10 @@ class Storage(Protocol):
     #: Where the store is, for messages (a path or a URL without password).
     location: str
     readonly: bool
-    capabilities: Capabilities
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What the engine promises beyond the protocol."""
 
     def read(self) -> AbstractContextManager[Tx]:
         """A read transaction: one consistent snapshot (inside an open transaction, that one)."""
@@ -949,9 +955,10 @@ class Storage(Protocol):
         :class:`memors_core.errors.PluginError` and nothing is applied.
         Called when a store is opened for writing with its plugins."""
 
-    #: The finishing steps of a purge after its erasure commits, in the
-    #: order they run (SQLite: merging each FTS index, VACUUM, a WAL checkpoint).
-    purge_steps: tuple[str, ...]
+    @property
+    def purge_steps(self) -> tuple[str, ...]:
+        """The finishing steps of a purge after its erasure commits, in the
+        order they run (SQLite: merging each FTS index, VACUUM, a WAL checkpoint)."""
 
     def erasing(self) -> AbstractContextManager[Tx]:
         """A write transaction in which :class:`Purges` may erase raw rows

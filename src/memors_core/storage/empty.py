@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from memors_core.domain.ids import address, parse_address
 from memors_core.domain.search import Ranked
@@ -104,6 +104,23 @@ class EmptyTx:
     """:class:`memors_core.storage.api.Tx` of an :class:`EmptyStore`."""
 
     engine = "none"
+    # (each an _EmptyRepository answering as its protocol)
+    namespaces: api.Namespaces
+    documents: api.Documents
+    passages: api.Passages
+    entities: api.Entities
+    facts: api.Facts
+    pages: api.Pages
+    tombstones: api.Tombstones
+    merges: api.MergeCandidates
+    items: api.Items
+    changes: api.ChangeLog
+    counters: api.Counters
+    corrections: api.Corrections
+    search: api.Search
+    vectors: api.Vectors
+    purges: api.Purges
+    transfer: api.Transfer
 
     def __init__(self, store: EmptyStore) -> None:
         for name, protocol in api.Tx.__annotations__.items():
@@ -136,7 +153,7 @@ class EmptyStore:
         self.location = self.path = location
         self.tx = EmptyTx(self)
 
-    def refuse(self, *args: Any, **kwargs: Any) -> Any:
+    def refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise MemorsError(f"the store {self.location} was opened read-only; this would change it")
 
     @contextlib.contextmanager

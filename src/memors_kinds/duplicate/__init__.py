@@ -40,6 +40,7 @@ from memors_core.plugins import (
     Item,
     Kind,
     KindContext,
+    KindRegistry,
     PluginError,
     Scan,
     address,
@@ -103,7 +104,7 @@ def _partners(
     """
     wanted = index.candidates(prefixes)
     needed = sorted(set().union(*wanted.values())) if wanted else []
-    shingles: dict[int, tuple[str, str, array]] = {}
+    shingles: dict[int, tuple[str, str, array[int]]] = {}
     for start in range(0, len(needed), 20_000):
         for row in tx.passages.live_shingles(namespace, seqs=needed[start : start + 20_000]):
             theirs = array("Q")
@@ -132,8 +133,10 @@ def _rounded(value: Fraction | float) -> float:
     # A float Jaccard (the join's) is a ratio of set sizes below a few
     # thousand: limit_denominator finds that ratio again exactly, so 0.95
     # stored as 0.94999... still reads 0.95.
-    exact = value if isinstance(value, Fraction) else Fraction(value).limit_denominator(10**6)
-    scale = 10**JACCARD_DECIMALS
+    exact: Fraction = (
+        value if isinstance(value, Fraction) else Fraction(value).limit_denominator(10**6)
+    )
+    scale: int = 10**JACCARD_DECIMALS
     return int(exact * scale) / scale
 
 
@@ -402,5 +405,5 @@ class DuplicateKind(Kind):
 
 
 @hookimpl
-def memors_register_kinds(registry) -> None:
+def memors_register_kinds(registry: KindRegistry) -> None:
     registry.add(DuplicateKind())

@@ -402,7 +402,7 @@ def _linked(
                     partner = next(q for q, d in other if d != doc)
                     uf.union(p, partner)
                     first = first or p
-        witness.append(first)
+        witness.append(first)  # type: ignore[arg-type]  # (an edge always has a partner)
     return uf, witness
 
 
@@ -450,7 +450,7 @@ def prefix_piece(blob: bytes) -> tuple[int, bytes]:
 
 
 def verified_partners(
-    mine: bytes, document: str, candidates: Iterable[tuple[str, str, array]]
+    mine: bytes, document: str, candidates: Iterable[tuple[str, str, array[int]]]
 ) -> tuple[list[str], int]:
     """The ids of ``candidates`` ``(id, document, tokens)`` of another
     document than ``document`` whose Jaccard with the set ``mine`` is at
@@ -582,18 +582,18 @@ class NearDuplicates:
             if k in self.group:
                 kept_in[self.group[k]].append(k)
         near: dict[int, dict[int, Fraction]] = defaultdict(dict)  # group -> kept group -> J
-        for k in kept_in:
+        for kg in kept_in:
             for g in range(len(self.blobs)):
-                jac = self._jaccard(g, k)
+                jac = self._jaccard(g, kg)
                 if jac is not None:
-                    near[g][k] = jac
+                    near[g][kg] = jac
         out: dict[str, tuple[Fraction, str]] = {}
         for ident in members:
-            g = self.group.get(ident)
-            if ident in kept or g is None:
+            group = self.group.get(ident)
+            if ident in kept or group is None:
                 continue
             best: tuple[Fraction, str] | None = None
-            for h, jac in near[g].items():
+            for h, jac in near[group].items():
                 other = self._partner(ident, kept_in[h])
                 if other is not None and (best is None or jac > best[0]):
                     best = (jac, other)

@@ -24,7 +24,7 @@ PREFIX_TABLES = ("dup_prefix", "dup_recent")
 FOLD_RATIO = 8
 
 
-def tokens(piece: bytes) -> array:
+def tokens(piece: bytes) -> array[int]:
     """A prefix's uint64 tokens read as int64: exactly SQLite's signed
     integers and PostgreSQL's BIGINT values."""
     head = array("q")
@@ -71,9 +71,10 @@ class SqlPrefixIndex:
     # --- how far each namespace is indexed ------------------------------------------
 
     def indexed(self, namespace: str) -> int | None:
-        return self.sql.scalar(
+        seq: int | None = self.sql.scalar(
             "SELECT passage_seq FROM dup_indexed WHERE namespace = ?", (namespace,)
         )
+        return seq
 
     def set_indexed(self, namespace: str, seq: int) -> None:
         self.sql.execute(

@@ -31,6 +31,7 @@ def one_line(exc: BaseException, secret: str | None = None) -> str:
 def password(url: str) -> str | None:
     """The password the address carries, to mask it in a driver's message."""
     try:
-        return psycopg.conninfo.conninfo_to_dict(url).get("password")
+        found = psycopg.conninfo.conninfo_to_dict(url).get("password")
+        return None if found is None else str(found)
     except psycopg.ProgrammingError:
         return None

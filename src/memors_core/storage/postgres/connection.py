@@ -165,7 +165,7 @@ class PgStore(Transactions):
             if readonly:
                 conn.execute("SET default_transaction_read_only = on")
 
-        connect_args = {
+        connect_args: dict[str, Any] = {
             "autocommit": True,
             "cursor_factory": psycopg.ClientCursor,
             "connect_timeout": max(1, timeout_ms // 1000),
@@ -227,7 +227,8 @@ class PgStore(Transactions):
             exists = self.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
             if not exists:
                 return 0
-            return self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+            version: int = self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+            return version
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -309,7 +310,8 @@ class PgStore(Transactions):
     @property
     def tx(self) -> PgTx:
         """This thread's repositories (:class:`memors_core.storage.api.Tx`)."""
-        return self._session.tx
+        tx: PgTx = self._session.tx
+        return tx
 
     @property
     def conn(self) -> psycopg.Connection:
@@ -584,7 +586,7 @@ class PgStore(Transactions):
 
         return hold(self, target)
 
-    def backup(self, path: str) -> dict:
+    def backup(self, path: str) -> dict[str, Any]:
         from memors_core.storage.postgres.transfer import backup
 
         return backup(self, path)
@@ -612,10 +614,10 @@ class PgStore(Transactions):
         """Execute one statement; how many rows it changed."""
         return self.execute(sql, params).rowcount
 
-    def one(self, sql: str, params: Any = ()) -> tuple | None:
+    def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         return self.execute(sql, params).fetchone()
 
-    def all(self, sql: str, params: Any = ()) -> list[tuple]:
+    def all(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         return self.execute(sql, params).fetchall()
 
     def scalar(self, sql: str, params: Any = ()) -> Any:

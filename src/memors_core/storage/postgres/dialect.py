@@ -52,7 +52,7 @@ class Rendered:
 
     def params(self, params: Sequence[Any] | Mapping[str, Any]) -> Sequence[Any]:
         if self.names is not None:
-            return [params[n] for n in self.names]  # type: ignore[index]
+            return [params[n] for n in self.names]  # type: ignore[call-overload]
         if self.order is None:
             return params  # type: ignore[return-value]
         return [params[i] for i in self.order]  # type: ignore[index]

@@ -23,8 +23,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from memors_core.storage.sql.tables import RAW_TABLES
+
+if TYPE_CHECKING:
+    import psycopg
 
 #: The function through which purge erases raw rows (owned by the tables'
 #: owner, running with its rights; EXECUTE is not granted to PUBLIC).
@@ -457,12 +461,12 @@ _READ_ONLY_V8 = (
 )
 
 
-def grant_statements(conn, role: str) -> list[str]:
+def grant_statements(conn: psycopg.Connection[Any], role: str) -> list[str]:
     """The statements that make ``role`` an application role of the store
     ``conn`` is connected to (every table of its schema, as it is now)."""
     from psycopg import sql
 
-    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    schema = conn.execute("SELECT current_schema()").fetchall()[0][0]
     tables = [
         r[0]
         for r in conn.execute(
@@ -539,11 +543,11 @@ RECORD_ROLE = (
 )
 
 
-def regrant(conn) -> list[str]:
+def regrant(conn: psycopg.Connection[Any]) -> list[str]:
     """Run the grant again, inside ``conn``'s transaction (the owner's,
     migrating), for every recorded application role that still exists;
     returns their names."""
-    if not conn.execute("SELECT to_regclass('application_roles') IS NOT NULL").fetchone()[0]:
+    if not conn.execute("SELECT to_regclass('application_roles') IS NOT NULL").fetchall()[0][0]:
         return []
     roles = [
         r[0]
@@ -581,7 +585,7 @@ def grant_application_role(url: str, role: str) -> list[str]:
             with conn.transaction():
                 for statement in statements:
                     conn.execute(statement)
-                if conn.execute("SELECT to_regclass('application_roles')").fetchone()[0]:
+                if conn.execute("SELECT to_regclass('application_roles')").fetchall()[0][0]:
                     conn.execute(RECORD_ROLE, (role,))
     except psycopg.Error as exc:
         raise MemorsError(

@@ -146,7 +146,7 @@ def older_than_purge(store: PgStore, *, wait: bool) -> str | None:
     timeout = store.scalar("SELECT current_setting('lock_timeout')") if wait else "0"
     deadline = time.monotonic() + _ms(timeout) / 1000
     while True:
-        what = store.scalar(_OLDER_THAN_PURGE, (audits,))
+        what: str | None = store.scalar(_OLDER_THAN_PURGE, (audits,))
         if what is None or time.monotonic() >= deadline:
             return what
         time.sleep(POLL_S)

@@ -77,6 +77,7 @@ the engine's migrations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from memors_core.domain import search as rank
 from memors_core.storage.sql.repo import live_alias
@@ -161,7 +162,7 @@ class PgSearch(SqlSearch):
         f"FROM aliases a WHERE a.entity = e.id AND {live_alias('a')})"
     )
 
-    def _valid_at(self, as_of: str) -> tuple[str, dict]:
+    def _valid_at(self, as_of: str) -> tuple[str, dict[str, Any]]:
         return (
             "AND p.rowid IN (SELECT rowid FROM facts WHERE (from_ts IS NULL OR "
             "from_ts <= :as_of) AND (to_ts IS NULL OR :as_of < to_ts))",
@@ -176,7 +177,7 @@ class PgSearch(SqlSearch):
         namespace: str,
         query: rank.SearchQuery,
         limit: int,
-        keep: tuple[str, dict] | None = None,
+        keep: tuple[str, dict[str, Any]] | None = None,
         columns: tuple[str, str] = ("", ""),
     ) -> rank.Ranked:
         """The best ``limit`` rows of one index for ``query`` (``keep``: an SQL
@@ -224,7 +225,9 @@ class PgSearch(SqlSearch):
             rank.Ranked([r[:2] for r in ranked.rows], ranked.ceiling), texts, "passage"
         )
 
-    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+    def _rows(
+        self, select: str, ranked: rank.Ranked, rowid: str = "rowid"
+    ) -> dict[int, tuple[Any, ...]]:
         if not ranked.rows:
             return {}
         got = self.all(

@@ -29,7 +29,7 @@ from memors_core.errors import BadInput, MemorsError
 from memors_core.log import get_logger
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import EXPORT_SCHEMA, IDENTITIES
-from memors_core.storage.sql.records import Repo
+from memors_core.storage.sql.repo import Repo
 from memors_core.storage.sql.transfer import (
     IS_EMPTY,
     RECONCILE,

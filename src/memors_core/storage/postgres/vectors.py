@@ -148,10 +148,10 @@ class PgVectors(SqlVectors):
 
     MARKS = "?::vector"
 
-    def _values(self, vector: bytes) -> tuple:
+    def _values(self, vector: bytes) -> tuple[Any, ...]:
         return (literal(vector),)
 
-    def _replace(self, rows: list[tuple]) -> None:
+    def _replace(self, rows: list[tuple[Any, ...]]) -> None:
         # Through the owner's function: an application role may not rewrite vectors.
         self.db.executemany(f"SELECT memors_vectors_remake(p.rowid, ?::vector, ?) {_PASSAGE}", rows)
 

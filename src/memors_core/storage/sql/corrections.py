@@ -9,14 +9,15 @@ from typing import Any
 from memors_core.domain.dates import now
 from memors_core.domain.rows import Correction
 from memors_core.log import get_logger
-from memors_core.storage.sql.records import Repo, dumps
+from memors_core.storage.sql.records import dumps
+from memors_core.storage.sql.repo import Repo
 
 log = get_logger("memors")
 
 _COLS = "id, namespace, action, target, detail, created_at"
 
 
-def _correction(row: tuple) -> Correction:
+def _correction(row: tuple[Any, ...]) -> Correction:
     return Correction(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
 
 
@@ -27,7 +28,7 @@ class SqlCorrections(Repo):
             "VALUES (?, ?, ?, ?, ?) RETURNING id",
             (namespace, action, target, dumps(detail), now()),
         )
-        ident = cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
+        ident: int = cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
         self.tx.after_commit(
             log.info, "corrected", namespace=namespace, action=action, target=target, id=ident
         )

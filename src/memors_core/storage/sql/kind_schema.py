@@ -17,7 +17,7 @@ log = get_logger("memors.store")
 def migrate_kinds(
     store: Any,
     migrations: dict[str, list[str]],
-    run_step: Callable[[str], None],
+    run_step: Callable[[str], object],
     driver_error: type[BaseException],
 ) -> None:
     """Each kind's own state at its newest version, on either engine (see

@@ -14,7 +14,8 @@ from memors_core.domain.rows import Fact, Page, PageSentence, PageSource
 from memors_core.domain.rules import STALE_NEW_PASSAGES
 from memors_core.errors import NotFound
 from memors_core.log import get_logger
-from memors_core.storage.sql.records import Repo, dumps, live, restrict_to
+from memors_core.storage.sql.records import dumps, live, restrict_to
+from memors_core.storage.sql.repo import Repo
 
 log = get_logger("memors")
 
@@ -52,8 +53,21 @@ _PAGE_ORDER = {
 }
 
 
-def _page(row: tuple) -> Page:
-    return Page(*row[:9], json.loads(row[9]), row[10], row[11])
+def _page(row: tuple[Any, ...]) -> Page:
+    return Page(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        json.loads(row[9]),
+        row[10],
+        row[11],
+    )
 
 
 def fact_text(fact: Fact) -> str:
@@ -99,7 +113,7 @@ class SqlPages(Repo):
         return None if row is None else _page(row)
 
     def last_written(self, canonical: str) -> str | None:
-        return self.scalar(
+        return self.text(
             f"SELECT pg.id FROM {_FROM} WHERE e.canonical = ? ORDER BY pg.rowid DESC LIMIT 1",
             (canonical,),
         )
@@ -230,7 +244,7 @@ class SqlPages(Repo):
         ]
 
     def newer(self, page: str) -> str | None:
-        return self.scalar("SELECT id FROM pages WHERE previous = ? LIMIT 1", (page,))
+        return self.text("SELECT id FROM pages WHERE previous = ? LIMIT 1", (page,))
 
     def mark_stale(self, page: str, cause: str, target: str | None = None) -> bool:
         already = self.one("SELECT 1 FROM page_stale WHERE page = ? LIMIT 1", (page,))
@@ -404,11 +418,11 @@ class SqlPages(Repo):
         return [(_page(r[:12]), r[12], r[13], bool(r[14])) for r in rows]
 
     def of_item(self, item: int, namespace: str) -> str | None:
-        return self.scalar(OF_ITEM, (item, namespace))
+        return self.text(OF_ITEM, (item, namespace))
 
     def live_count(self, namespace: str, *, stale: bool = False) -> int:
         only = f"AND {STALE_PAGE}" if stale else ""
-        return self.scalar(
+        return self.number(
             f"SELECT COUNT(*) FROM {_FROM} WHERE pg.namespace = ? AND {live('pg')} {only}",
             (namespace,),
         )

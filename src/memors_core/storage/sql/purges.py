@@ -12,7 +12,7 @@ from memors_core.domain.ids import address, parse_address
 from memors_core.domain.purging import check_audit, read_steps
 from memors_core.domain.rows import BadPendingPurge, Passage, PendingPurge, PurgeRecord
 from memors_core.errors import BadAddress
-from memors_core.storage.sql.records import Repo
+from memors_core.storage.sql.repo import Repo
 
 
 def _ids(values: Iterable[str]) -> str:
@@ -208,7 +208,7 @@ class SqlPurges(Repo):
             "RETURNING id",
             (namespace, target, json.dumps(erased), now()),
         )
-        audit = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
+        audit: int = cur.fetchall()[0][0]  # step RETURNING to the end, or COMMIT fails
         self.mark_pending(audit)
         return audit
 

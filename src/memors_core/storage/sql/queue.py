@@ -10,7 +10,8 @@ from memors_core.domain.dates import now
 from memors_core.domain.ids import address
 from memors_core.domain.rows import Item, MergeCandidate, ScanMark
 from memors_core.log import get_logger
-from memors_core.storage.sql.records import Repo, dumps
+from memors_core.storage.sql.records import dumps
+from memors_core.storage.sql.repo import Repo
 
 log = get_logger("memors")
 
@@ -19,9 +20,14 @@ _ITEM_COLS = (
 )
 
 
-def _item(row: tuple) -> Item:
+def _item(row: tuple[Any, ...]) -> Item:
     return Item(
-        *row[:6],
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        row[5],
         payload=json.loads(row[6]),
         resolution=json.loads(row[7]) if row[7] else None,
         created_at=row[8],
@@ -37,26 +43,8 @@ class SqlItems(Repo):
         )
         return None if row is None else _item(row)
 
-    def list(
-        self,
-        namespace: str,
-        kind: str | None = None,
-        status: str | None = None,
-        after: int = 0,
-        limit: int | None = None,
-    ) -> list[Item]:
-        return [
-            _item(r)
-            for r in self.all(
-                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?1 "
-                "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) AND id > ?4 "
-                "ORDER BY id" + ("" if limit is None else f" LIMIT {int(limit)}"),
-                (namespace, kind, status, after),
-            )
-        ]
-
     def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
-        return self.scalar(
+        return self.number(
             "SELECT COUNT(*) FROM work_items WHERE namespace = ?1 "
             "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3)",
             (namespace, kind, status),
@@ -88,7 +76,8 @@ class SqlItems(Repo):
             "created_at, updated_at) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING id",
             (namespace, kind, key, fingerprint, dumps(payload), at, at),
         )
-        return cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
+        ident: int = cur.fetchall()[0][0]  # step RETURNING to the end before COMMIT
+        return ident
 
     def refresh(self, ident: int, fingerprint: str, payload: Any, at: str) -> None:
         self.run(
@@ -112,7 +101,7 @@ class SqlItems(Repo):
         )
 
     def count_open(self, namespace: str, kinds: list[str], after: int = 0) -> int:
-        return self.scalar(
+        return self.number(
             "SELECT COUNT(*) FROM work_items WHERE namespace = ? AND status = 'open' "
             "AND kind IN (SELECT value FROM json_each(?)) AND id > ?",
             (namespace, json.dumps(kinds), after),
@@ -146,6 +135,24 @@ class SqlItems(Repo):
             "SELECT resolution FROM work_items WHERE id = ? AND namespace = ?", (ident, namespace)
         )
         return json.loads(raw) if raw else None
+
+    def list(
+        self,
+        namespace: str,
+        kind: str | None = None,
+        status: str | None = None,
+        after: int = 0,
+        limit: int | None = None,
+    ) -> list[Item]:
+        return [
+            _item(r)
+            for r in self.all(
+                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?1 "
+                "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) AND id > ?4 "
+                "ORDER BY id" + ("" if limit is None else f" LIMIT {int(limit)}"),
+                (namespace, kind, status, after),
+            )
+        ]
 
 
 _CANDIDATE_COLS = "id, namespace, first, second, origin, status, created_at"
@@ -198,7 +205,7 @@ class SqlMergeCandidates(Repo):
 class SqlChangeLog(Repo):
     def head(self) -> int:
         # The engine's sequence: the log's numbers are never reused after pruning.
-        return self.scalar(self.tx.change_head_sql)
+        return self.number(self.tx.change_head_sql)
 
     def entities_since(self, namespace: str, after: int) -> set[str]:
         touched = {

@@ -35,7 +35,7 @@ def live(alias: str) -> str:
     return f"NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {alias}.id)"
 
 
-def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple]:
+def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple[Any, ...]]:
     """An SQL restriction of ``column`` to ``ids`` (None: no restriction)."""
     if ids is None:
         return "", ()
@@ -56,7 +56,7 @@ class SqlNamespaces(Repo):
         return [r[0] for r in self.all("SELECT name FROM namespaces ORDER BY name")]
 
 
-def _version(row: tuple) -> DocumentVersion:
+def _version(row: tuple[Any, ...]) -> DocumentVersion:
     return DocumentVersion(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
 
 
@@ -150,7 +150,7 @@ class SqlDocuments(Repo):
         return [(Document(*r[:4]), _version(r[4:10]), counts.get(r[0], 0)) for r in rows]
 
     def live_count(self, namespace: str) -> int:
-        return self.scalar(
+        return self.number(
             f"SELECT COUNT(*) FROM documents d WHERE d.namespace = ? AND {live('d')}",
             (namespace,),
         )
@@ -302,7 +302,7 @@ class SqlPassages(Repo):
         return {r[1]: Passage(*r) for r in rows if r[2] == namespace}
 
     def hash_of(self, ident: str) -> str | None:
-        return self.scalar("SELECT hash FROM passages WHERE id = ?", (ident,))
+        return self.text("SELECT hash FROM passages WHERE id = ?", (ident,))
 
     def by_ids(self, ids: Iterable[str]) -> list[Passage]:
         ids = list(ids)
@@ -374,7 +374,8 @@ class SqlPassages(Repo):
         else:
             # The wanted rows drive the join (each one found by its key),
             # never a walk of the namespace's passages.
-            column, wanted = ("rowid", seqs) if ids is None else ("id", ids)
+            column = "rowid" if ids is None else "id"
+            wanted: Iterable[int | str] = (seqs or ()) if ids is None else ids
             key = "CAST(j.value AS INTEGER)" if ids is None else "j.value"
             cur = self.db.execute(
                 f"""SELECT p.rowid, p.id, p.document, p.shingles
@@ -388,7 +389,7 @@ class SqlPassages(Repo):
         return map(PassageShingles._make, cur)
 
     def live_count(self, namespace: str) -> int:
-        return self.scalar(
+        return self.number(
             f"SELECT COUNT(*) FROM passages p WHERE p.namespace = ? AND {live('p')}", (namespace,)
         )
 
@@ -508,7 +509,7 @@ class SqlEntities(Repo):
         ]
 
     def count(self, namespace: str) -> int:
-        return self.scalar("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
+        return self.number("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))
 
     def aliases(self, canonical: str) -> list[str]:
         return self.aliases_of([self.require(canonical)]).get(canonical, [])
@@ -629,7 +630,7 @@ class SqlEntities(Repo):
         ]
 
     def live_passage_count(self, canonical: str) -> int:
-        return self.scalar(
+        return self.number(
             f"""SELECT COUNT(DISTINCT p.id)
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
@@ -665,8 +666,10 @@ class SqlEntities(Repo):
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
     ) -> list[tuple[str, int]]:
         restrict, params = restrict_to("e.canonical", only)
-        return self.all(
-            f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
+        return [
+            (canonical, n)
+            for canonical, n in self.all(
+                f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
                 WHERE e.namespace = ? AND {live("p")} {restrict}
@@ -675,8 +678,9 @@ class SqlEntities(Repo):
                     SELECT 1 FROM pages pg JOIN entities pe ON pe.id = pg.entity
                     WHERE pe.canonical = e.canonical AND {live("pg")})
                 ORDER BY MIN(e.rowid)""",
-            (namespace, *params, min_passages),
-        )
+                (namespace, *params, min_passages),
+            )
+        ]
 
     def orphans(self, namespace: str) -> list[str]:
         rows = self.all(
@@ -702,7 +706,7 @@ class SqlEntities(Repo):
     def same_name_pairs(
         self, namespace: str, only: Iterable[str] | None = None
     ) -> list[tuple[str, str]]:
-        params: tuple = ()
+        params: tuple[Any, ...] = ()
         restrict = ""
         if only is not None:
             ids = json.dumps(sorted(only))
@@ -711,8 +715,10 @@ class SqlEntities(Repo):
                 "OR b.id IN (SELECT value FROM json_each(?)))"
             )
             params = (ids, ids)
-        return self.all(
-            f"""SELECT a.id, b.id FROM entities a JOIN entities b
+        return [
+            (a, b)
+            for a, b in self.all(
+                f"""SELECT a.id, b.id FROM entities a JOIN entities b
                  ON b.namespace = a.namespace AND b.folded = a.folded AND b.rowid > a.rowid
                WHERE a.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
                  AND a.folded <> '' {restrict}
@@ -723,8 +729,9 @@ class SqlEntities(Repo):
                WHERE al.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
                  AND {live_alias("al")}
                  AND b.id <> a.id AND al.folded <> '' {restrict}""",
-            (namespace, *params, namespace, *params),
-        )
+                (namespace, *params, namespace, *params),
+            )
+        ]
 
 
 _FACT_COLS = (
@@ -858,15 +865,18 @@ class SqlFacts(Repo):
         self, namespace: str, only: Iterable[str] | None = None
     ) -> list[tuple[str, str]]:
         restrict, params = restrict_to("ea.canonical", only)
-        return self.all(
-            f"""SELECT a.id, b.id
+        return [
+            (a, b)
+            for a, b in self.all(
+                f"""SELECT a.id, b.id
                 FROM facts a JOIN entities ea ON ea.id = a.subject
                 JOIN entities eb ON eb.canonical = ea.canonical
                 JOIN facts b ON b.subject = eb.id AND b.predicate_folded = a.predicate_folded
                 WHERE a.namespace = ? AND a.rowid < b.rowid AND {_DISAGREE} {restrict}
                 ORDER BY a.rowid, b.rowid""",
-            (namespace, *params),
-        )
+                (namespace, *params),
+            )
+        ]
 
     def disagree(self, a: str, b: str) -> bool:
         return (
@@ -895,7 +905,7 @@ class SqlFacts(Repo):
         ]
 
     def bounded_copy(self, ident: str, at: str) -> str | None:
-        return self.scalar(
+        return self.text(
             "SELECT c.id FROM facts f JOIN facts c ON c.subject = f.subject "
             "AND c.predicate = f.predicate AND c.value = f.value "
             "WHERE f.id = ? AND c.id <> f.id AND c.recorded_at = ? ORDER BY c.rowid LIMIT 1",

@@ -8,6 +8,7 @@ from __future__ import annotations
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs more than Python's start
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Callable, Iterable
+    from typing import Any
 
     from memors_core.storage.sql.tx import SqlTx
 
@@ -17,15 +18,26 @@ class Repo:
 
     def __init__(self, tx: SqlTx) -> None:
         self.tx = tx
-        self.db = tx.db
+        self.db: Any = tx.db
         # The connection's own query helpers (Store.one, .all, .scalar), bound once.
         self.one = self.db.one
         self.all = self.db.all
         self.scalar = self.db.scalar
 
-    def run(self, sql: str, params: tuple | dict = ()) -> int:
+    def run(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> int:
         """Execute a statement; returns how many rows it changed."""
-        return self.db.run(sql, params)
+        changed: int = self.db.run(sql, params)
+        return changed
+
+    def number(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> int:
+        """The whole number a query answers (a count, a clock): :meth:`scalar`, typed."""
+        value: int = self.scalar(sql, params)
+        return value
+
+    def text(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> str | None:
+        """The string a query answers, None for no row: :meth:`scalar`, typed."""
+        value: str | None = self.scalar(sql, params)
+        return value
 
 
 def entity_name(alias: str) -> str:
@@ -68,7 +80,9 @@ def json_list(values: Iterable[int | str]) -> str:
 
 
 def named_entities(
-    rows: Callable[[str, tuple], list[tuple]], namespace: str, folded: Iterable[str]
+    rows: Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]],
+    namespace: str,
+    folded: Iterable[str],
 ) -> dict[str, str]:
     """:meth:`memors_core.storage.api.Entities.named`, given a query runner
     (``rows(sql, params)``): folded names -> the canonical entity each names."""

@@ -132,7 +132,9 @@ class SqlSearch(Repo):
     ) -> rank.Ranked:
         raise NotImplementedError
 
-    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+    def _rows(
+        self, select: str, ranked: rank.Ranked, rowid: str = "rowid"
+    ) -> dict[int, tuple[Any, ...]]:
         raise NotImplementedError
 
     def _stems(self, words: Iterable[str]) -> set[str]:

@@ -36,7 +36,7 @@ class Session:
     def __init__(self, tx: Any) -> None:
         self.tx = tx
         self.depth = 0
-        self.after_commit: list[tuple] = []
+        self.after_commit: list[tuple[Any, ...]] = []
         self.in_write = False
         self.reading = False
 
@@ -107,7 +107,7 @@ class Transactions:
         for fn, args, kwargs in pending:
             fn(*args, **kwargs)
 
-    def _end(self, session: Session) -> list[tuple]:
+    def _end(self, session: Session) -> list[tuple[Any, ...]]:
         """The session's state back to no transaction; the callbacks it held."""
         session.depth = 0
         session.in_write = False

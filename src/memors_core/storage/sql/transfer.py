@@ -141,7 +141,7 @@ JSON_COLUMNS: dict[tuple[str, str], type | None] = {
 NOT_NEGATIVE = frozenset({("counters", "value"), ("clock", "value")})
 #: The values a row holds (JSON's scalars, and bytes for BLOB columns).
 VALUE_TYPES = (type(None), bool, int, float, str, bytes)
-_JSON_NAMES = {dict: "an object", list: "an array"}
+_JSON_NAMES: dict[type, str] = {dict: "an object", list: "an array"}
 #: The column names some table checks beyond the value's type.
 _CHECKED_COLUMNS = frozenset(
     {"namespace", "name"} | {c for _t, c in JSON_COLUMNS} | {c for _t, c in NOT_NEGATIVE}

@@ -15,6 +15,7 @@ counts as missing one, and its new vector replaces the old in place
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from memors_core.errors import MemorsError
 from memors_core.semantic import DIMENSIONS, KIND
@@ -38,11 +39,11 @@ class SqlVectors(Repo):
     """:class:`memors_core.storage.api.Vectors`, given how an engine stores one vector."""
 
     #: The columns after ``(passage, namespace)`` that hold a vector.
-    COLUMNS = ("vector",)
+    COLUMNS: tuple[str, ...] = ("vector",)
     #: Their values' placeholders (default: one ``?`` each).
     MARKS = ""
 
-    def _values(self, vector: bytes) -> tuple:
+    def _values(self, vector: bytes) -> tuple[Any, ...]:
         """The values of :attr:`COLUMNS` for one vector."""
         return (vector,)
 
@@ -68,7 +69,7 @@ class SqlVectors(Repo):
         self._replace(rows)
         return self._of_kind(idents, kind) - before
 
-    def _replace(self, rows: list[tuple]) -> None:
+    def _replace(self, rows: list[tuple[Any, ...]]) -> None:
         """Give the passages of ``rows`` (``(*values, kind, passage id,
         namespace)``, as :meth:`add` binds them) that have a vector of
         another kind the new one, in place."""
@@ -82,7 +83,7 @@ class SqlVectors(Repo):
 
     def _of_kind(self, idents: str, kind: str) -> int:
         """How many of the passages ``idents`` (a JSON list) have a vector of ``kind``."""
-        return self.scalar(
+        return self.number(
             "SELECT count(*) FROM passage_vectors v JOIN passages p ON p.rowid = v.passage "
             "WHERE p.id IN (SELECT value FROM json_each(?)) AND v.kind = ?",
             (idents, kind),
@@ -100,7 +101,7 @@ class SqlVectors(Repo):
         ]
 
     def missing_count(self, namespace: str, kind: str = KIND) -> int:
-        return self.scalar(f"SELECT count(*) {_MISSING}", (namespace, kind))
+        return self.number(f"SELECT count(*) {_MISSING}", (namespace, kind))
 
     def any_waiting(self, namespace: str) -> bool:
         newest = self.scalar(

@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -58,7 +58,7 @@ class SqliteStore(Transactions):
         self.purge_held: str | None = None
         #: Each namespace's vector codes, kept between searches
         #: (:class:`memors_core.storage.sqlite.vectors.CodeCache`).
-        self.vector_codes: dict = {}
+        self.vector_codes: dict[str, Any] = {}
 
     @property
     def capabilities(self) -> Capabilities:
@@ -105,21 +105,21 @@ class SqliteStore(Transactions):
         c.execute("PRAGMA foreign_keys = ON")
         if self.readonly:
             c.execute("PRAGMA query_only = ON")
-            version = c.execute("PRAGMA user_version").fetchone()[0]
+            version = self.scalar("PRAGMA user_version")
             if version > SCHEMA_VERSION:
                 raise MemorsError(
                     f"{self.path} was written by a newer memors (schema {version}, "
                     f"this one knows {SCHEMA_VERSION})"
                 )
             return
-        mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = self.scalar("PRAGMA journal_mode = WAL")
         if mode.lower() != "wal":  # pragma: no cover - only on odd file systems
             raise MemorsError(f"cannot switch {self.path} to WAL mode (got {mode})")
         c.execute("PRAGMA synchronous = NORMAL")
         self._migrate()
 
     def _migrate(self) -> None:
-        version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+        version = self.scalar("PRAGMA user_version")
         if version > SCHEMA_VERSION:
             raise MemorsError(
                 f"{self.path} was written by a newer memors (schema {version}, "
@@ -129,7 +129,7 @@ class SqliteStore(Transactions):
             return
         with self.write():
             # Another process may have migrated while we waited for the lock.
-            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            version = self.scalar("PRAGMA user_version")
             for step in range(version, SCHEMA_VERSION):
                 self.conn.execute(MIGRATIONS[step])
                 self.conn.execute(f"PRAGMA user_version = {step + 1}")
@@ -271,30 +271,32 @@ class SqliteStore(Transactions):
 
         return hold(self, target)
 
-    def backup(self, path: str) -> dict:
+    def backup(self, path: str) -> dict[str, Any]:
         from memors_core.storage.sqlite.transfer import backup
 
         return backup(self, path)
 
     # --- helpers -------------------------------------------------------------
 
-    def execute(self, sql: str, params: tuple | dict = ()) -> apsw.Cursor:
+    def execute(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> apsw.Cursor:
         return self.conn.execute(sql, params)
 
-    def executemany(self, sql: str, rows: Iterable[tuple]) -> None:
+    def executemany(self, sql: str, rows: Iterable[tuple[Any, ...]]) -> None:
         self.conn.executemany(sql, rows)
 
-    def run(self, sql: str, params: tuple | dict = ()) -> int:
+    def run(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> int:
         """Execute one statement; how many rows it changed."""
         self.conn.execute(sql, params)
         return self.conn.changes()
 
-    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+    def one(
+        self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, params).fetchone()
 
-    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+    def all(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
 
-    def scalar(self, sql: str, params: tuple | dict = ()):
+    def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]

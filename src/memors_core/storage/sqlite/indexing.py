@@ -13,6 +13,10 @@ import apsw
 
 from memors_core.storage.sql.repo import entity_name, json_list, live_alias
 
+TYPE_CHECKING = False  # (not typing's: this module is on ``memors-mcp search``'s lean path)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
 # SQL: the row ``alias`` has no tombstone (as memors_core.storage.sql.records.live).
 _LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {}.id)"
 
@@ -120,7 +124,7 @@ def flush(conn: apsw.Connection) -> None:
     conn.execute("DELETE FROM search_queue")
 
 
-def term_counts(api: apsw.FTS5ExtensionApi, *args) -> str:
+def term_counts(api: apsw.FTS5ExtensionApi, *args: Any) -> str:
     """``memors_terms(index)``: the row's length, then each phrase's count
     in it, space-separated."""
     counts = [len(api.phrase_locations(i)[0]) for i in range(api.phrase_count)]

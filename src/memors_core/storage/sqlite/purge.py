@@ -135,10 +135,10 @@ def checkpoint(store: SqliteStore, *, wait: bool) -> bool:
     """Empty the WAL into the file and truncate it, waiting (within the busy
     timeout, when ``wait``) for readers whose snapshots still need the old
     pages; False if one still did."""
-    timeout = store.conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000 if wait else 0
+    timeout = store.scalar("PRAGMA busy_timeout") / 1000 if wait else 0
     deadline = time.monotonic() + timeout
     while True:
-        busy, _log, _done = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        busy, _log, _done = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()[0]
         if not busy:
             return True
         if time.monotonic() >= deadline:

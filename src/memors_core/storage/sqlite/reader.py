@@ -17,6 +17,11 @@ from memors_core.settings import busy_timeout_ms
 from memors_core.storage.sql.repo import named_entities
 from memors_core.storage.sqlite.search import SqliteSearch
 
+TYPE_CHECKING = False  # (not typing's: this module is ``memors-mcp search``'s lean path)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
+
 #: The schema a lean reader reads (``len(schema.MIGRATIONS)``, written out so
 #: that ``search`` need not build the schema's text; a test keeps them equal).
 SCHEMA_VERSION = 12
@@ -33,17 +38,21 @@ class _Db:
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
 
-    def one(self, sql: str, params: tuple | dict = ()) -> tuple | None:
+    def one(
+        self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> tuple[Any, ...] | None:
         return self.conn.execute(sql, params).fetchone()
 
-    def all(self, sql: str, params: tuple | dict = ()) -> list[tuple]:
+    def all(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
 
-    def scalar(self, sql: str, params: tuple | dict = ()):
+    def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]
 
-    def run(self, sql: str, params: tuple | dict = ()) -> int:  # pragma: no cover - never called
+    def run(
+        self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> int:  # pragma: no cover - never called
         raise apsw.ReadOnlyError("a lean reader does not write")
 
 
@@ -53,7 +62,8 @@ class Reader:
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
         self.db = _Db(conn)
-        self.search = SqliteSearch(self)
+        # (a Reader holds what a search asks of its transaction: ``db``)
+        self.search = SqliteSearch(self)  # type: ignore[arg-type]
 
     def named(self, namespace: str, folded: list[str]) -> dict[str, str]:
         return named_entities(self.db.all, namespace, folded)
@@ -87,7 +97,7 @@ def open_reader(path: str) -> Reader | None:
         return None
     try:
         conn.setbusytimeout(busy_timeout_ms())
-        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        if _Db(conn).scalar("PRAGMA user_version") != SCHEMA_VERSION:
             conn.close()
             return None
         if dict(conn.execute("SELECT kind, version FROM kind_schema")) != BUILT_IN_KIND_STATE:

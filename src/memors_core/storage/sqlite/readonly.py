@@ -160,7 +160,7 @@ def _connect(path: Path, immutable: bool, release: Callable[[], None]) -> Sqlite
 def _checked(store: SqliteStore) -> bool:
     """Whether ``store`` holds a memors store of this schema (False: an
     empty file, a store that does not exist yet)."""
-    version = store.conn.execute("PRAGMA user_version").fetchone()[0]
+    version = store.scalar("PRAGMA user_version")
     if version == SCHEMA_VERSION:
         return True
     tables = store.scalar("SELECT COUNT(*) FROM sqlite_schema")

@@ -35,6 +35,10 @@ from memors_core.storage.sql.repo import json_list, live_alias
 from memors_core.storage.sql.search import PASSAGE, SqlSearch
 from memors_core.storage.sqlite.indexing import index_table, register
 
+TYPE_CHECKING = False  # (not typing's: this module is on ``memors-mcp search``'s lean path)
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
 
 def _varints(blob: bytes) -> list[int]:
     """FTS5's (SQLite's) big-endian varints."""
@@ -77,7 +81,7 @@ def _quoted(term: str) -> str:
 class SqliteSearch(SqlSearch):
     """:class:`memors_core.storage.api.Search` on SQLite."""
 
-    _tokenizer: Callable | None = None
+    _tokenizer: Callable[..., Any] | None = None
     _registered = False
 
     ALIASES = (
@@ -85,7 +89,7 @@ class SqliteSearch(SqlSearch):
         f"AND {live_alias('a')})"
     )
 
-    def _valid_at(self, as_of: str) -> tuple[str, tuple]:
+    def _valid_at(self, as_of: str) -> tuple[str, tuple[Any, ...]]:
         return (
             "(SELECT rowid FROM facts WHERE (from_ts IS NULL OR from_ts <= ?) "
             "AND (to_ts IS NULL OR ? < to_ts))",
@@ -100,7 +104,7 @@ class SqliteSearch(SqlSearch):
         namespace: str,
         query: rank.SearchQuery,
         limit: int,
-        keep: tuple[str, tuple] | None = None,
+        keep: tuple[str, tuple[Any, ...]] | None = None,
     ) -> rank.Ranked:
         """The best ``limit`` rows of one index for ``query`` (``keep``: an
         SQL subquery of the rowids allowed, with its parameters)."""
@@ -129,7 +133,7 @@ class SqliteSearch(SqlSearch):
         branches = " UNION ALL ".join(
             f"SELECT rowid, ? * bm25({table}) AS s FROM {table} WHERE {table} MATCH ?" for _ in rare
         )
-        params: list = []
+        params: list[Any] = []
         for t in rare:
             params += [rank.idf(rows, holding[t]) / fts_idf(rows, holding[t]), _quoted(terms[t])]
         where = ""
@@ -221,7 +225,9 @@ class SqliteSearch(SqlSearch):
             tokenize = self._tokenizer = self.db.conn.fts5_tokenizer("porter", ["unicode61"])
         return [t[2] for t in tokenize(word.encode(), apsw.FTS5_TOKENIZE_QUERY, None) if len(t) > 2]
 
-    def _rows(self, select: str, ranked: rank.Ranked, rowid: str = "rowid") -> dict[int, tuple]:
+    def _rows(
+        self, select: str, ranked: rank.Ranked, rowid: str = "rowid"
+    ) -> dict[int, tuple[Any, ...]]:
         """The ranked rows' columns (after the rowid), by rowid."""
         if not ranked.rows:
             return {}

@@ -19,7 +19,7 @@ import apsw
 
 from memors_core.errors import BadInput
 from memors_core.log import get_logger
-from memors_core.storage.sql.records import Repo
+from memors_core.storage.sql.repo import Repo
 from memors_core.storage.sql.transfer import (
     IS_EMPTY,
     RECONCILE,

@@ -48,7 +48,7 @@ class SqliteVectors(SqlVectors):
 
     COLUMNS = ("code", "vector")
 
-    def _values(self, vector: bytes) -> tuple:
+    def _values(self, vector: bytes) -> tuple[Any, ...]:
         return (code(vector), vector)
 
 
@@ -86,7 +86,7 @@ class CodeCache:
         self._append(db.all(select + "ORDER BY passage", (namespace, 0)))
         self.changes = changes
 
-    def _append(self, rows: list[tuple]) -> None:
+    def _append(self, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
         import numpy as np
