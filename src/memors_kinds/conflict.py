@@ -127,7 +127,7 @@ class ConflictKind(Kind):
                 if any(f.canonical in only for f in ctx.store.facts.by_ids(key.split("|")))
             }
         pairs = ctx.store.facts.conflicting(ctx.namespace, only)
-        return Scan((self._candidate(ctx, a, b) for a, b in pairs), scope)
+        return Scan((self._candidate(ctx, p.first, p.second) for p in pairs), scope)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         a, b = item.key.split("|")

@@ -64,8 +64,8 @@ def clean_name(name: str) -> str:
 def discover(ctx: KindContext, only: set[str] | None = None) -> None:
     """Open candidates for entities whose names fold equal or match an alias
     (involving the canonical entities ``only``, if given)."""
-    for first, second in ctx.store.entities.same_name_pairs(ctx.namespace, only):
-        ctx.store.merges.open(ctx.namespace, first, second, "scanner")
+    for pair in ctx.store.entities.same_name_pairs(ctx.namespace, only):
+        ctx.store.merges.open(ctx.namespace, pair.first, pair.second, "scanner")
 
 
 class MergeKind(Kind):

@@ -65,7 +65,7 @@ class PageKind(Kind):
         if ctx.changes is not None:  # incremental: only the entities something touched
             only = set(ctx.changes.entities)
         needing = ctx.store.entities.needing_page(ctx.namespace, PAGE_MIN_PASSAGES, only)
-        return Scan((self._candidate(ctx, canonical) for canonical, _count in needing), only)
+        return Scan((self._candidate(ctx, need.entity) for need in needing), only)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         canonical = ctx.store.entities.require(item.key).canonical

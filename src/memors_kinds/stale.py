@@ -80,7 +80,7 @@ class StaleKind(Kind):
         if ctx.changes is not None:  # incremental: only the entities something touched
             only = set(ctx.changes.entities)
         stale = ctx.store.pages.stale(ctx.namespace, only)
-        return Scan((self._candidate(ctx, page, changes) for page, changes in stale), only)
+        return Scan((self._candidate(ctx, s.page, s.changes) for s in stale), only)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         canonical = ctx.store.entities.require(item.key).canonical

@@ -242,3 +242,46 @@ class BadPendingPurge:
     target: str | None
     #: Why it is not a purge's state, one phrase.
     reason: str
+
+
+# --- what some queries answer: a row with what was found or counted beside it ---
+
+
+@attrs.frozen
+class Ensured:
+    """The canonical id for a name (:meth:`~memors_core.storage.api.Entities.ensure`),
+    and whether the entity was created for it."""
+
+    id: str
+    created: bool
+
+
+@attrs.frozen
+class NeedsPage:
+    """An entity that needs a page
+    (:meth:`~memors_core.storage.api.Entities.needing_page`): its canonical
+    id and how many live passages it has."""
+
+    entity: str
+    passages: int
+
+
+@attrs.frozen
+class IdPair:
+    """Two rows found together, by id, in the order found: canonical
+    entities that look like one
+    (:meth:`~memors_core.storage.api.Entities.same_name_pairs`), live facts
+    that disagree (:meth:`~memors_core.storage.api.Facts.conflicting`)."""
+
+    first: str
+    second: str
+
+
+@attrs.frozen
+class StalePage:
+    """A live stale page and what changed since it was built, each
+    ``{"address", "change", "text"}``
+    (:meth:`~memors_core.storage.api.Pages.changes`)."""
+
+    page: Page
+    changes: list[dict[str, str]]

@@ -311,12 +311,12 @@ class Ingest:
         ensure = tx.entities.ensure
         # No plugin extracts entities (the usual case): no hook call per passage.
         extract = self.plugins.has_entity_extractors
-        doc_entities = [ensure(n, namespace)[0] for n in names]
+        doc_entities = [ensure(n, namespace).id for n in names]
         known: dict[str, str] = {}
 
         def entity(name: str) -> str:
             if name not in known:
-                known[name] = ensure(name, namespace)[0]
+                known[name] = ensure(name, namespace).id
             return known[name]
 
         pieces, blobs, hashes, links, ready = prepared
@@ -399,7 +399,7 @@ def _unchanged(
     if names:
         passages = tx.documents.version_passages(doc_id, last)
         for name in names:
-            entity = tx.entities.ensure(name, namespace)[0]
+            entity = tx.entities.ensure(name, namespace).id
             for passage in passages:
                 tx.passages.mention(passage, (entity,))
     return True

@@ -61,7 +61,7 @@ def _fact_line(tx: Tx, fact_id: str) -> str:
 def memors_lint_rules(context: LintContext) -> list[Finding]:
     tx, ns = cast("Tx", context.store), context.namespace  # core's rules read purges too
     findings: list[Finding] = []
-    for a, b in tx.facts.conflicting(ns):
+    for a, b in ((p.first, p.second) for p in tx.facts.conflicting(ns)):
         findings.append(
             Finding(
                 "contradiction",
@@ -79,16 +79,16 @@ def memors_lint_rules(context: LintContext) -> list[Finding]:
                 f"entity {name!r} has no live passages and no live facts",
             )
         )
-    for entity, count in tx.entities.needing_page(ns, PAGE_MIN_PASSAGES):
-        name = tx.entities.require(entity).name
+    for need in tx.entities.needing_page(ns, PAGE_MIN_PASSAGES):
+        name = tx.entities.require(need.entity).name
         findings.append(
             Finding(
                 "missing-page",
-                address("entity", entity),
-                f"entity {name!r} has {count} live passages and no page",
+                address("entity", need.entity),
+                f"entity {name!r} has {need.passages} live passages and no page",
             )
         )
-    for page, changes in tx.pages.stale(ns):
+    for page, changes in ((s.page, s.changes) for s in tx.pages.stale(ns)):
         findings.append(
             Finding(
                 "stale-page",

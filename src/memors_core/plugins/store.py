@@ -22,12 +22,15 @@ from memors_core.domain.rows import (
     DocumentVersion,
     Entity,
     Fact,
+    IdPair,
     Item,
     MergeCandidate,
+    NeedsPage,
     Page,
     PageSentence,
     Passage,
     PassageShingles,
+    StalePage,
     Tombstone,
 )
 from memors_core.storage import api
@@ -80,7 +83,7 @@ class PluginEntities(Protocol):
 
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
-    ) -> list[tuple[str, int]]: ...
+    ) -> list[NeedsPage]: ...
 
     def orphans(self, namespace: str) -> list[str]: ...
 
@@ -88,7 +91,7 @@ class PluginEntities(Protocol):
 
     def same_name_pairs(
         self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]: ...
+    ) -> list[IdPair]: ...
 
 
 class PluginFacts(Protocol):
@@ -115,9 +118,7 @@ class PluginFacts(Protocol):
 
     def live(self, namespace: str) -> list[Fact]: ...
 
-    def conflicting(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]: ...
+    def conflicting(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]: ...
 
     def disagree(self, a: str, b: str) -> bool: ...
 
@@ -160,9 +161,7 @@ class PluginPages(Protocol):
 
     def changes(self, page: Page) -> list[dict[str, str]]: ...
 
-    def stale(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[Page, list[dict[str, str]]]]: ...
+    def stale(self, namespace: str, only: Iterable[str] | None = None) -> list[StalePage]: ...
 
 
 class PluginTombstones(Protocol):

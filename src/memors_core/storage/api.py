@@ -31,10 +31,13 @@ from memors_core.domain.rows import (
     Correction,
     Document,
     DocumentVersion,
+    Ensured,
     Entity,
     Fact,
+    IdPair,
     Item,
     MergeCandidate,
+    NeedsPage,
     NewPassage,
     Page,
     PageSentence,
@@ -44,6 +47,7 @@ from memors_core.domain.rows import (
     PendingPurge,
     PurgeRecord,
     ScanMark,
+    StalePage,
     Tombstone,
 )
 from memors_core.domain.search import Hit, Ranked, SearchQuery
@@ -237,9 +241,10 @@ class Entities(Protocol):
         entity's name or alias in ``namespace``: folded name -> canonical id (the oldest
         entity's when several fold equal)."""
 
-    def ensure(self, name: str, namespace: str) -> tuple[str, bool]:
-        """The canonical id for ``name``, creating the entity if needed (write),
-        and whether it was created; BadInput for an empty or too long name."""
+    def ensure(self, name: str, namespace: str) -> Ensured:
+        """``Ensured(id, created)``: the canonical id for ``name``, creating the
+        entity if needed (write), and whether it was created; BadInput for an
+        empty or too long name."""
 
     def get(self, ident: str, namespace: str | None = None) -> Entity | None:
         """The entity ``ident`` as stored, merged ones too (see its ``canonical``), only in
@@ -300,10 +305,11 @@ class Entities(Protocol):
 
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
-    ) -> list[tuple[str, int]]:
-        """(canonical entity, live passages) for entities with at least
-        ``min_passages`` live passages and no live page, first created
-        first; ``only`` limits it to those canonical entities."""
+    ) -> list[NeedsPage]:
+        """The entities with at least ``min_passages`` live passages and no
+        live page, first created first, each ``NeedsPage(entity, passages)``:
+        its canonical id and live passages; ``only`` limits it to those
+        canonical entities."""
 
     def orphans(self, namespace: str) -> list[str]:
         """Canonical entities with no live passage and no live fact."""
@@ -311,13 +317,12 @@ class Entities(Protocol):
     def merge(self, survivor: str, absorbed: str, namespace: str) -> None:
         """Make ``absorbed`` (and what was merged into it) point at ``survivor`` (write)."""
 
-    def same_name_pairs(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]:
-        """Pairs of canonical entities that look like one: their folded names
-        are equal (``quorum-replication`` ~ ``Quorum Replication``), or the
-        second's folds equal to an alias of the first; ``only`` limits it to
-        pairs with one of those canonical entities."""
+    def same_name_pairs(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]:
+        """Pairs (``IdPair(first, second)``) of canonical entities that look
+        like one: their folded names are equal (``quorum-replication`` ~
+        ``Quorum Replication``), or the second's folds equal to an alias of
+        the first; ``only`` limits it to pairs with one of those canonical
+        entities."""
 
 
 class Facts(Protocol):
@@ -361,12 +366,11 @@ class Facts(Protocol):
     def live(self, namespace: str) -> list[Fact]:
         """The live facts of ``namespace``, oldest first."""
 
-    def conflicting(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]:
-        """Pairs of live facts that disagree: one subject (after merges),
-        predicates that fold equal, values that do not, overlapping
-        half-open validity; ``only`` limits it to those canonical subjects."""
+    def conflicting(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]:
+        """Pairs (``IdPair(first, second)``) of live facts that disagree: one
+        subject (after merges), predicates that fold equal, values that do
+        not, overlapping half-open validity; ``only`` limits it to those
+        canonical subjects."""
 
     def disagree(self, a: str, b: str) -> bool:
         """Whether the live facts ``a`` and ``b`` are such a pair."""
@@ -474,11 +478,10 @@ class Pages(Protocol):
         ``new`` passage of the entity (after a merge, every live passage of
         the entity the page does not cite). Never empty for a stale page."""
 
-    def stale(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[Page, list[dict[str, str]]]]:
-        """Live stale pages (:meth:`is_stale`) with what changed (:meth:`changes`),
-        oldest first; ``only`` limits them to those canonical entities."""
+    def stale(self, namespace: str, only: Iterable[str] | None = None) -> list[StalePage]:
+        """Live stale pages (:meth:`is_stale`), oldest first, each
+        ``StalePage(page, changes)``: with what changed (:meth:`changes`);
+        ``only`` limits them to those canonical entities."""
 
     def live_counts(self, namespace: str | None = None) -> dict[str, int]:
         """Live pages per namespace (one with none left out; only ``namespace``'s if given)."""

@@ -10,7 +10,7 @@ from typing import Any
 from memors_core.domain.counters import PAGES_MARKED_STALE
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
-from memors_core.domain.rows import Fact, Page, PageSentence, PageSource
+from memors_core.domain.rows import Fact, Page, PageSentence, PageSource, StalePage
 from memors_core.domain.rules import STALE_NEW_PASSAGES
 from memors_core.errors import NotFound
 from memors_core.log import get_logger
@@ -380,9 +380,7 @@ class SqlPages(Repo):
                 )
         return changes
 
-    def stale(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[Page, list[dict[str, str]]]]:
+    def stale(self, namespace: str, only: Iterable[str] | None = None) -> list[StalePage]:
         restrict, params = restrict_to("e.canonical", only)
         pages = [
             _page(r)
@@ -393,7 +391,7 @@ class SqlPages(Repo):
                 (namespace, *params),
             )
         ]
-        return [(page, self.changes(page)) for page in pages]
+        return [StalePage(page, self.changes(page)) for page in pages]
 
     def live_counts(self, namespace: str | None = None) -> dict[str, int]:
         return dict(

@@ -13,8 +13,11 @@ from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.rows import (
     Document,
     DocumentVersion,
+    Ensured,
     Entity,
     Fact,
+    IdPair,
+    NeedsPage,
     NewPassage,
     Passage,
     PassageShingles,
@@ -454,7 +457,7 @@ class SqlEntities(Repo):
             raise NotFound(f"no entity named {name_or_address!r} in namespace {namespace!r}")
         return found
 
-    def ensure(self, name: str, namespace: str) -> tuple[str, bool]:
+    def ensure(self, name: str, namespace: str) -> Ensured:
         clean = " ".join(name.split())
         if not clean:
             raise BadInput("an entity name must not be empty")
@@ -462,7 +465,7 @@ class SqlEntities(Repo):
             raise BadInput(f"entity name too long ({len(clean)} characters; at most 200)")
         found = self.find(clean, namespace)
         if found is not None:
-            return found, False
+            return Ensured(found, False)
         ident = uuid7()
         self.run(
             "INSERT INTO entities(id, namespace, name, key, folded, canonical, created_at) "
@@ -472,7 +475,7 @@ class SqlEntities(Repo):
         self.tx.after_commit(
             log.info, "entity_created", namespace=namespace, entity=address("entity", ident)
         )
-        return ident, True
+        return Ensured(ident, True)
 
     def get(self, ident: str, namespace: str | None = None) -> Entity | None:
         row = self.one(
@@ -664,10 +667,10 @@ class SqlEntities(Repo):
 
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
-    ) -> list[tuple[str, int]]:
+    ) -> list[NeedsPage]:
         restrict, params = restrict_to("e.canonical", only)
         return [
-            (canonical, n)
+            NeedsPage(canonical, n)
             for canonical, n in self.all(
                 f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
                 FROM entities e JOIN mentions m ON m.entity = e.id
@@ -703,9 +706,7 @@ class SqlEntities(Repo):
             (survivor, absorbed, namespace),
         )
 
-    def same_name_pairs(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]:
+    def same_name_pairs(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]:
         params: tuple[Any, ...] = ()
         restrict = ""
         if only is not None:
@@ -716,7 +717,7 @@ class SqlEntities(Repo):
             )
             params = (ids, ids)
         return [
-            (a, b)
+            IdPair(a, b)
             for a, b in self.all(
                 f"""SELECT a.id, b.id FROM entities a JOIN entities b
                  ON b.namespace = a.namespace AND b.folded = a.folded AND b.rowid > a.rowid
@@ -770,7 +771,7 @@ class SqlFacts(Repo):
             _, source_id = parse_address(source, expect=("passage",))
             if self.tx.passages.get(source_id, namespace) is None:
                 raise NotFound(f"no passage {source} in namespace {namespace!r}")
-        entity, _ = self.tx.entities.ensure(subject, namespace)
+        entity = self.tx.entities.ensure(subject, namespace).id
         ident = uuid7()
         self.run(
             "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
@@ -861,12 +862,10 @@ class SqlFacts(Repo):
             )
         ]
 
-    def conflicting(
-        self, namespace: str, only: Iterable[str] | None = None
-    ) -> list[tuple[str, str]]:
+    def conflicting(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]:
         restrict, params = restrict_to("ea.canonical", only)
         return [
-            (a, b)
+            IdPair(a, b)
             for a, b in self.all(
                 f"""SELECT a.id, b.id
                 FROM facts a JOIN entities ea ON ea.id = a.subject

@@ -18,8 +18,8 @@ class ChangeContract(StorageFixtures):
 
     def test_a_merge_candidate_is_opened_once_per_pair(self, storage: Storage) -> None:
         with storage.write() as tx:
-            a, _ = tx.entities.ensure("Raft", NS)
-            b, _ = tx.entities.ensure("Raft protocol", NS)
+            a = tx.entities.ensure("Raft", NS).id
+            b = tx.entities.ensure("Raft protocol", NS).id
             ident, status = tx.merges.open(NS, a, b, "names")
             assert status == "open"
             assert tx.merges.open(NS, b, a, "agent") == (ident, "open")
@@ -56,7 +56,7 @@ class ChangeContract(StorageFixtures):
         with storage.write() as tx:
             tx.namespaces.touch(NS)
             document, [single] = add_document(tx, ["Stored alone first."])
-            raft = tx.entities.ensure("Raft", NS)[0]
+            raft = tx.entities.ensure("Raft", NS).id
             batch = [
                 NewPassage(
                     uuid7(), document, 1, i + 1, body, text.content_hash(body),
@@ -137,8 +137,8 @@ class ChangeContract(StorageFixtures):
 
     def test_merging_shows_the_absorbed_entity_under_its_survivor(self, storage: Storage) -> None:
         with storage.write() as tx:
-            survivor, _ = tx.entities.ensure("Raft", NS)
-            absorbed, _ = tx.entities.ensure("Raft protocol", NS)
+            survivor = tx.entities.ensure("Raft", NS).id
+            absorbed = tx.entities.ensure("Raft protocol", NS).id
             mark = tx.changes.head()
             tx.entities.merge(survivor, absorbed, NS)
             assert survivor in tx.changes.entities_since(NS, mark)

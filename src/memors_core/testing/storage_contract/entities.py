@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memors_core.domain.ids import address
+from memors_core.domain.rows import Ensured, IdPair
 from memors_core.errors import BadInput, NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
@@ -16,14 +17,15 @@ class EntityContract(StorageFixtures):
 
     def test_ensure_is_idempotent_and_folds_case_and_space(self, storage: Storage) -> None:
         with storage.write() as tx:
-            ident, created = tx.entities.ensure("Quorum Replication", NS)
-            assert created
-            assert tx.entities.ensure("Quorum Replication", NS) == (ident, False)
-            assert tx.entities.ensure("  quorum   REPLICATION ", NS) == (ident, False)
-            other, created = tx.entities.ensure("quorum-replication", NS)
-            assert created and other != ident
-            elsewhere, created = tx.entities.ensure("Quorum Replication", OTHER_NS)
-            assert created and elsewhere != ident
+            first = tx.entities.ensure("Quorum Replication", NS)
+            ident = first.id
+            assert first.created
+            assert tx.entities.ensure("Quorum Replication", NS) == Ensured(ident, False)
+            assert tx.entities.ensure("  quorum   REPLICATION ", NS) == Ensured(ident, False)
+            other = tx.entities.ensure("quorum-replication", NS)
+            assert other.created and other.id != ident
+            elsewhere = tx.entities.ensure("Quorum Replication", OTHER_NS)
+            assert elsewhere.created and elsewhere.id != ident
         with storage.read() as tx:
             entity = tx.entities.get(ident)
             assert entity is not None
@@ -45,7 +47,7 @@ class EntityContract(StorageFixtures):
 
     def test_an_alias_finds_the_entity(self, storage: Storage) -> None:
         with storage.write() as tx:
-            ident, _ = tx.entities.ensure("PostgreSQL", NS)
+            ident = tx.entities.ensure("PostgreSQL", NS).id
             tx.entities.add_alias(ident, NS, "Postgres")
             tx.entities.add_alias(ident, NS, "Postgres")
             tx.entities.add_alias(ident, NS, "postgresql")  # the name itself, folded
@@ -88,8 +90,8 @@ class EntityContract(StorageFixtures):
         remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
         with storage.write() as tx:
             named = tx.entities.resolve("Quorum Replication", NS)
-            folded, _ = tx.entities.ensure("quorum-replication", NS)
-            lonely, _ = tx.entities.ensure("Lonely", NS)
+            folded = tx.entities.ensure("quorum-replication", NS).id
+            lonely = tx.entities.ensure("Lonely", NS).id
         with storage.read() as tx:
-            assert tx.entities.same_name_pairs(NS) == [(named, folded)]
+            assert tx.entities.same_name_pairs(NS) == [IdPair(named, folded)]
             assert set(tx.entities.orphans(NS)) == {folded, lonely}

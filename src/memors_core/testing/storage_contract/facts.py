@@ -6,6 +6,7 @@ import pytest
 
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, uuid7
+from memors_core.domain.rows import IdPair
 from memors_core.errors import BadInput, NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
@@ -25,12 +26,15 @@ class FactContract(StorageFixtures):
             before = tx.facts.record(NS, "Zab", "leader", "x", None, "2020-01-01")
             after = tx.facts.record(NS, "Zab", "leader", "y", "2020-01-01", None)
         with storage.read() as tx:
-            assert tx.facts.conflicting(NS) == [(alpha, beta), (beta, upper)]
+            assert tx.facts.conflicting(NS) == [IdPair(alpha, beta), IdPair(beta, upper)]
             assert tx.facts.disagree(alpha, beta)
             assert not tx.facts.disagree(alpha, upper)
             assert not tx.facts.disagree(before, after)  # half-open: they only touch
             raft = tx.entities.resolve("Raft", NS)
-            assert tx.facts.conflicting(NS, only=[raft]) == [(alpha, beta), (beta, upper)]
+            assert tx.facts.conflicting(NS, only=[raft]) == [
+                IdPair(alpha, beta),
+                IdPair(beta, upper),
+            ]
             assert tx.facts.conflicting(NS, only=[tx.entities.resolve("Paxos", NS)]) == []
         forget(storage, "fact", beta)
         with storage.read() as tx:
@@ -47,7 +51,7 @@ class FactContract(StorageFixtures):
             survivor = tx.entities.resolve("Raft", NS)
             tx.entities.merge(survivor, tx.entities.resolve("Raft protocol", NS), NS)
         with storage.read() as tx:
-            assert tx.facts.conflicting(NS) == [(a, b)]
+            assert tx.facts.conflicting(NS) == [IdPair(a, b)]
             fact = tx.facts.get(b)
             assert fact is not None
             assert (fact.canonical, fact.subject_name) == (survivor, "Raft")

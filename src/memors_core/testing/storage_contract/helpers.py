@@ -46,7 +46,7 @@ def remember(storage: Storage, body: str, *, about: str | None = None, namespace
     with storage.write() as tx:
         _, [passage] = add_document(tx, [body], namespace)
         if about is not None:
-            tx.passages.mention(passage, [tx.entities.ensure(about, namespace)[0]])
+            tx.passages.mention(passage, [tx.entities.ensure(about, namespace).id])
     return passage
 
 
@@ -76,7 +76,7 @@ def write_page(
     the work item ``item``), with its checked ``sentences`` (each with the
     addresses it cites) and built with the ``facts`` (ids); its id."""
     with storage.write() as tx:
-        canonical = tx.entities.ensure(entity, namespace)[0]
+        canonical = tx.entities.ensure(entity, namespace).id
         previous = tx.pages.current(canonical)
         written = tx.pages.write(
             namespace,

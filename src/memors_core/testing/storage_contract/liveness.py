@@ -110,7 +110,7 @@ class LivenessContract(StorageFixtures):
                     "text": "[[Raft]] elects a leader.",
                 }
             ]
-            assert [p.id for p, _ in tx.pages.stale(NS)] == [raft_page]
+            assert [s.page.id for s in tx.pages.stale(NS)] == [raft_page]
 
     def test_pages_are_listed_sorted_paged_and_the_stale_ones_alone(self, storage: Storage) -> None:
         made = {}
@@ -180,7 +180,7 @@ class LivenessContract(StorageFixtures):
                     "text": "Raft leader n1 (from 2024-01-01 to 2024-06-01)",
                 }
             ]
-            assert [p.id for p, _ in tx.pages.stale(NS)] == [built]
+            assert [s.page.id for s in tx.pages.stale(NS)] == [built]
         # The next version, built without the old fact, is not stale.
         again = write_page(storage, "Raft", "Raft elects.", [passage], facts=[kept])
         with storage.read() as tx:
@@ -273,7 +273,7 @@ class LivenessContract(StorageFixtures):
                     "text": "[[Raft protocol]] replicates a log.",
                 },
             ]
-            [(stale, changes)] = tx.pages.stale(NS)
+            [(stale, changes)] = [(s.page, s.changes) for s in tx.pages.stale(NS)]
             assert stale.id == page and changes == tx.pages.changes(row)
 
     def test_mark_stale_is_true_the_first_time_only(self, storage: Storage) -> None:

@@ -130,7 +130,7 @@ class PageContract(StorageFixtures):
         passage = remember(storage, "[[Raft protocol]] elects.", about="Raft protocol")
         page = write_page(storage, "Raft protocol", "Raft elects.", [passage])
         with storage.write() as tx:
-            survivor, _ = tx.entities.ensure("Raft", NS)
+            survivor = tx.entities.ensure("Raft", NS).id
             tx.entities.merge(survivor, tx.entities.resolve("Raft protocol", NS), NS)
         with storage.read() as tx:
             current = tx.pages.current(survivor)

@@ -47,7 +47,7 @@ class PurgeContract(StorageFixtures):
     def test_a_document_is_erased_with_everything_that_names_it(self, storage: Storage) -> None:
         with storage.write() as tx:
             document, [secret] = add_document(tx, ["[[Vault]] opens with the word swordfish."])
-            vault, _ = tx.entities.ensure("Vault", NS)
+            vault = tx.entities.ensure("Vault", NS).id
             tx.passages.mention(secret, [vault])
         kept = remember(storage, "[[Keeper]] stays.", about="Keeper")
         with storage.write() as tx:

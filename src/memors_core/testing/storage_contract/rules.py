@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memors_core.domain import text
 from memors_core.domain.ids import address
+from memors_core.domain.rows import NeedsPage
 from memors_core.domain.rules import PAGE_MIN_PASSAGES, STALE_NEW_PASSAGES
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
@@ -21,7 +22,9 @@ class RuleContract(StorageFixtures):
         remember(storage, "[[Paxos]] only once.", about="Paxos")
         with storage.read() as tx:
             raft = tx.entities.resolve("Raft", NS)
-            assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES) == [(raft, PAGE_MIN_PASSAGES)]
+            assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES) == [
+                NeedsPage(raft, PAGE_MIN_PASSAGES)
+            ]
             assert tx.entities.needing_page(NS, PAGE_MIN_PASSAGES, only=[]) == []
         forget(storage, "passage", passages[0])
         with storage.read() as tx:
@@ -29,7 +32,9 @@ class RuleContract(StorageFixtures):
             assert tx.passages.live_count(NS) == PAGE_MIN_PASSAGES
         write_page(storage, "Raft", "Raft.", passages[1:])
         with storage.read() as tx:
-            assert tx.entities.needing_page(NS, 1) == [(tx.entities.resolve("Paxos", NS), 1)]
+            assert tx.entities.needing_page(NS, 1) == [
+                NeedsPage(tx.entities.resolve("Paxos", NS), 1)
+            ]
 
     def test_enough_new_passages_make_a_page_stale(self, storage: Storage) -> None:
         first = remember(storage, "[[Raft]] elects a leader.", about="Raft")

@@ -80,8 +80,8 @@ class SearchContract(StorageFixtures):
 
     def test_search_finds_an_entity_by_name_not_a_merged_one(self, storage: Storage) -> None:
         with storage.write() as tx:
-            survivor, _ = tx.entities.ensure("Raft consensus", NS)
-            absorbed, _ = tx.entities.ensure("Raft protocol", NS)
+            survivor = tx.entities.ensure("Raft consensus", NS).id
+            absorbed = tx.entities.ensure("Raft protocol", NS).id
             tx.entities.merge(survivor, absorbed, NS)
         with storage.read() as tx:
             hits = tx.search.entities(NS, words("raft"), 10).rows
@@ -137,7 +137,7 @@ class SearchContract(StorageFixtures):
     def test_a_merge_moves_the_entity_term_to_the_survivor(self, storage: Storage) -> None:
         passage = remember(storage, "The protocol elects a leader.", about="Raft protocol")
         with storage.write() as tx:
-            survivor, _ = tx.entities.ensure("Raft", NS)
+            survivor = tx.entities.ensure("Raft", NS).id
             absorbed = tx.entities.find("Raft protocol", NS)
             assert absorbed is not None
             tx.entities.merge(survivor, absorbed, NS)
@@ -148,9 +148,9 @@ class SearchContract(StorageFixtures):
 
     def test_named_finds_entities_by_folded_name_and_alias(self, storage: Storage) -> None:
         with storage.write() as tx:
-            raft, _ = tx.entities.ensure("Raft-Protocol", NS)
+            raft = tx.entities.ensure("Raft-Protocol", NS).id
             tx.entities.add_alias(raft, NS, "The Raft")
-            other, _ = tx.entities.ensure("Raft protocol", OTHER_NS)
+            other = tx.entities.ensure("Raft protocol", OTHER_NS).id
         with storage.read() as tx:
             assert tx.entities.named(NS, ["raft protocol", "the raft", "paxos"]) == {
                 "raft protocol": raft,
