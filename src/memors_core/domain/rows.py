@@ -285,3 +285,72 @@ class StalePage:
 
     page: Page
     changes: list[dict[str, str]]
+
+
+@attrs.frozen
+class LatestDocument:
+    """A live document with the number of its latest version
+    (:meth:`~memors_core.storage.api.Documents.latest_by_uri`)."""
+
+    document: Document
+    version: int
+
+
+@attrs.frozen
+class VersionSize:
+    """One version of a document and how many passages it has
+    (:meth:`~memors_core.storage.api.Documents.versions`)."""
+
+    version: DocumentVersion
+    passages: int
+
+
+@attrs.frozen
+class Dropped:
+    """The document version that no longer holds a passage: the document
+    and the first version without it
+    (:meth:`~memors_core.storage.api.Documents.version_dropping`)."""
+
+    document: str
+    version: int
+
+
+@attrs.frozen
+class DocumentListed:
+    """A live document as a listing shows it: with its latest version and
+    how many live passages it has
+    (:meth:`~memors_core.storage.api.Documents.listing`)."""
+
+    document: Document
+    latest: DocumentVersion
+    passages: int
+
+
+@attrs.frozen
+class PageListed:
+    """A live page as a listing shows it: with its canonical entity's id
+    and name and whether it is stale
+    (:meth:`~memors_core.storage.api.Pages.listing`)."""
+
+    page: Page
+    entity: str
+    name: str
+    stale: bool
+
+
+@attrs.frozen
+class Opened:
+    """A merge candidate as :meth:`~memors_core.storage.api.MergeCandidates.open`
+    left it: its id and status (a pair proposed before keeps both)."""
+
+    id: int
+    status: str
+
+
+@attrs.frozen
+class OpenKey:
+    """An open work item of a kind, by its key
+    (:meth:`~memors_core.storage.api.Items.open_keys`): its id and fingerprint."""
+
+    id: int
+    fingerprint: str

@@ -22,7 +22,7 @@ from memors_core.domain.model import (
     SkipResolution,
     SubmitReport,
 )
-from memors_core.domain.rows import ScanMark
+from memors_core.domain.rows import OpenKey, ScanMark
 from memors_core.engine.progress import Progress, Reporter
 from memors_core.errors import (
     BadInput,
@@ -154,8 +154,8 @@ def _scan_kind(
     # What the scan re-examined (read once it has run: a kind may fill it as it goes).
     scope = found.scope if incremental and isinstance(found, Scan) else None
     obsolete = [
-        ident
-        for key, (ident, _fp) in open_items.items()
+        open_item.id
+        for key, open_item in open_items.items()
         if key not in seen and (scope is None or key in scope)
     ]
     for ident in obsolete:
@@ -197,19 +197,19 @@ def _item_of(
     namespace: str,
     kind: str,
     cand: Candidate,
-    existing: tuple[int, str] | None,
+    existing: OpenKey | None,
     stamp: str,
 ) -> str | None:
     """The work item of one candidate the scan found: its open item
-    (``existing``: id, fingerprint) refreshed when the candidate changed, or
+    (``existing``) refreshed when the candidate changed, or
     a new one created unless the last for its key was skipped or done with
     this fingerprint. ``"created"``, ``"refreshed"`` or None (left as it was)."""
     if existing is not None:
-        if existing[1] == cand.fingerprint:
+        if existing.fingerprint == cand.fingerprint:
             return None
-        tx.items.refresh(existing[0], cand.fingerprint, cand.payload(), stamp)
+        tx.items.refresh(existing.id, cand.fingerprint, cand.payload(), stamp)
         tx.after_commit(
-            log.info, "item_refreshed", namespace=namespace, kind=kind, item=existing[0]
+            log.info, "item_refreshed", namespace=namespace, kind=kind, item=existing.id
         )
         return "refreshed"
     last = tx.items.last_for_key(namespace, kind, cand.key)
@@ -326,12 +326,12 @@ def merge_resolution(resolution: Any, fields: dict[str, Any]) -> dict[str, Any]:
 def rescan(services: Services, tx: Tx, namespace: str, kind: Kind, item: Item) -> int | None:
     """Scan ``kind`` now (after a correction undid what ``item`` did); the open item
     for ``item``'s key, else the newest open item the scan created, else None."""
-    before = {i for i, _ in tx.items.open_keys(namespace, kind.name).values()}
+    before = {o.id for o in tx.items.open_keys(namespace, kind.name).values()}
     _scan_kind(services, tx, namespace, kind, full=False)
     now_open = tx.items.open_keys(namespace, kind.name)
     if item.key in now_open:
-        return now_open[item.key][0]
-    created = sorted({i for i, _ in now_open.values()} - before)
+        return now_open[item.key].id
+    created = sorted({o.id for o in now_open.values()} - before)
     return created[-1] if created else None
 
 

@@ -298,7 +298,7 @@ def _open_for_key(services: Services, tx: Tx, namespace: str, kind, item: Item) 
         return None
     existing = tx.items.open_keys(namespace, kind.name).get(item.key)
     if existing is not None:
-        return existing[0]
+        return existing.id
     return tx.items.create(
         namespace, kind.name, item.key, current.fingerprint, current.payload(), now()
     )

@@ -73,7 +73,8 @@ def propose_merge(
     second = tx.entities.resolve(second_name, namespace)
     if first == second:
         raise BadInput(f"{first_name!r} and {second_name!r} are already one entity")
-    candidate, status = tx.merges.open(namespace, first, second, "proposed")
+    opened = tx.merges.open(namespace, first, second, "proposed")
+    candidate, status = opened.id, opened.status
     if status == "rejected":
         if again:
             from memors_core.engine.corrections import propose_again

@@ -20,7 +20,7 @@ from memors_core.domain.dates import now
 from memors_core.domain.ids import address, uuid7
 from memors_core.domain.inputs import check_document
 from memors_core.domain.model import Remembered, RememberedMany
-from memors_core.domain.rows import Document, DocumentVersion, NewPassage
+from memors_core.domain.rows import Document, DocumentVersion, LatestDocument, NewPassage
 from memors_core.engine import vectors
 from memors_core.engine.prepare import Prepared, prepare_passages
 from memors_core.engine.progress import Progress, Reporter
@@ -219,7 +219,7 @@ class Ingest:
         documents: int = 0,
         created: list[tuple[str, str]] | None = None,
         stamp: str | None = None,
-        latest: dict[str, tuple[Document, int]] | None = None,
+        latest: dict[str, LatestDocument] | None = None,
         rows: _Rows | None = None,
     ) -> Remembered | tuple[int, str]:
         """Store one document; with ``counts_only`` return just how many
@@ -244,7 +244,7 @@ class Ingest:
             if rows is not None:
                 rows.store()  # what this document reads sees the batch before it
             rows = None
-            doc_id, last = previous[0].id, previous[1]
+            doc_id, last = previous.document.id, previous.version
             if _unchanged(tx, namespace, doc_id, last, (doc_hash, title, metadata), names):
                 if counts_only:
                     return len(pieces), "unchanged"
@@ -264,8 +264,8 @@ class Ingest:
             rows.documents.append(Document(doc_id, namespace, uri, stamp))
             rows.versions.append(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
         if latest is not None and uri is not None:
-            latest[uri] = (
-                previous[0] if previous else Document(doc_id, namespace, uri, stamp),
+            latest[uri] = LatestDocument(
+                previous.document if previous else Document(doc_id, namespace, uri, stamp),
                 version,
             )
         where = _Where(namespace, doc_id, version, specifics.document_stamps(metadata))
@@ -366,8 +366,8 @@ class _Where:
 
 
 def _previous(
-    tx: Tx, namespace: str, uri: str | None, latest: dict[str, tuple[Document, int]] | None
-) -> tuple[Document, int] | None:
+    tx: Tx, namespace: str, uri: str | None, latest: dict[str, LatestDocument] | None
+) -> LatestDocument | None:
     """The document ``uri`` names and its latest version, if any (from the
     bulk load's ``latest`` when it has one)."""
     if uri is None:

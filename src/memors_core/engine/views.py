@@ -80,7 +80,7 @@ def _superseded_by(tx: Tx, stone: Tombstone) -> dict[str, Any]:
         dropped = tx.documents.version_dropping(stone.target)
         if dropped is None:
             return {}
-        return {"by": address("document", dropped[0]), "version": dropped[1]}
+        return {"by": address("document", dropped.document), "version": dropped.version}
     if stone.type == "fact":
         # A bounded copy is recorded in the same instant as the tombstone.
         copy = tx.facts.bounded_copy(stone.target, stone.created_at)
@@ -106,8 +106,13 @@ def document(tx: Tx, ident: str, namespace: str) -> DocumentView | None:
     latest = tx.documents.latest_version(ident)
     passages = tx.documents.version_passages(ident, latest.version)
     versions = [
-        {"version": v.version, "created_at": v.created_at, "title": v.title, "passages": n}
-        for v, n in tx.documents.versions(ident)
+        {
+            "version": s.version.version,
+            "created_at": s.version.created_at,
+            "title": s.version.title,
+            "passages": s.passages,
+        }
+        for s in tx.documents.versions(ident)
     ]
     state, record = record_of_change(tx, ident)
     return DocumentView(
@@ -349,16 +354,16 @@ def pages(
     rows = tx.pages.listing(namespace, sort, offset, limit, stale=stale)
     out = [
         PageSummary(
-            address=address("page", page.id),
-            title=page.title,
-            entity=address("entity", canonical),
-            entity_name=name,
-            version=page.version,
-            created_at=page.created_at,
-            stale=is_stale,
-            unverified=bool(page.flags),
+            address=address("page", row.page.id),
+            title=row.page.title,
+            entity=address("entity", row.entity),
+            entity_name=row.name,
+            version=row.page.version,
+            created_at=row.page.created_at,
+            stale=row.stale,
+            unverified=bool(row.page.flags),
         )
-        for page, canonical, name, is_stale in rows
+        for row in rows
     ]
     return PageList(namespace, tx.pages.live_count(namespace, stale=stale), out)
 
@@ -367,14 +372,14 @@ def documents(tx: Tx, namespace: str, sort: str, offset: int, limit: int) -> Doc
     """One page of the namespace's live documents, each with its latest version."""
     out = [
         DocumentSummary(
-            address=address("document", doc.id),
-            title=version.title,
-            uri=doc.uri,
-            version=version.version,
-            passages=n,
-            created_at=doc.created_at,
+            address=address("document", row.document.id),
+            title=row.latest.title,
+            uri=row.document.uri,
+            version=row.latest.version,
+            passages=row.passages,
+            created_at=row.document.created_at,
         )
-        for doc, version, n in tx.documents.listing(namespace, sort, offset, limit)
+        for row in tx.documents.listing(namespace, sort, offset, limit)
     ]
     return DocumentList(namespace, tx.documents.live_count(namespace), out)
 

@@ -26,6 +26,8 @@ from memors_core.domain.rows import (
     Item,
     MergeCandidate,
     NeedsPage,
+    Opened,
+    OpenKey,
     Page,
     PageSentence,
     Passage,
@@ -188,7 +190,7 @@ class PluginTombstones(Protocol):
 class PluginMergeCandidates(Protocol):
     """What a plugin may call of ``ctx.store.merges`` (:class:`~memors_core.storage.api.MergeCandidates`)."""
 
-    def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]: ...
+    def open(self, namespace: str, first: str, second: str, origin: str) -> Opened: ...
 
     def get(self, ident: int) -> MergeCandidate | None: ...
 
@@ -211,7 +213,7 @@ class PluginItems(Protocol):
         limit: int | None = None,
     ) -> list[Item]: ...
 
-    def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]: ...
+    def open_keys(self, namespace: str, kind: str) -> dict[str, OpenKey]: ...
 
     def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None: ...
 

@@ -30,16 +30,22 @@ from memors_core.domain.rows import (
     BadPendingPurge,
     Correction,
     Document,
+    DocumentListed,
     DocumentVersion,
+    Dropped,
     Ensured,
     Entity,
     Fact,
     IdPair,
     Item,
+    LatestDocument,
     MergeCandidate,
     NeedsPage,
     NewPassage,
+    Opened,
+    OpenKey,
     Page,
+    PageListed,
     PageSentence,
     PageSource,
     Passage,
@@ -49,6 +55,7 @@ from memors_core.domain.rows import (
     ScanMark,
     StalePage,
     Tombstone,
+    VersionSize,
 )
 from memors_core.domain.search import Hit, Ranked, SearchQuery
 from memors_core.semantic import KIND
@@ -97,12 +104,11 @@ class Documents(Protocol):
         """id -> (the latest version's title, the uri) of the documents of
         ``namespace`` among ``idents``, forgotten or not, in one look-up."""
 
-    def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
-        """The newest live document with ``uri``, and its latest version number."""
+    def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
+        """The newest live document with ``uri``, and its latest version number
+        (``LatestDocument(document, version)``)."""
 
-    def latest_by_uris(
-        self, namespace: str, uris: Iterable[str]
-    ) -> dict[str, tuple[Document, int]]:
+    def latest_by_uris(self, namespace: str, uris: Iterable[str]) -> dict[str, LatestDocument]:
         """:meth:`latest_by_uri` of many uris in one look-up: each uri that
         names a live document, with that document and its latest version number."""
 
@@ -124,8 +130,9 @@ class Documents(Protocol):
     def add_versions(self, versions: Sequence[DocumentVersion]) -> None:
         """Store versions (write), in one statement on a server engine: :meth:`add_version` each."""
 
-    def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
-        """Every version, oldest first, with how many passages it has."""
+    def versions(self, document: str) -> list[VersionSize]:
+        """Every version, oldest first, with how many passages it has
+        (``VersionSize(version, passages)``)."""
 
     def version_passages(self, document: str, version: int) -> list[str]:
         """The passage ids of one version of a document, in order."""
@@ -134,15 +141,14 @@ class Documents(Protocol):
         """Place ``passage`` at ``position`` of a later version (version 1's
         order is its passages' own)."""
 
-    def version_dropping(self, passage: str) -> tuple[str, int] | None:
-        """(document, first version) of the document version that no longer
-        holds ``passage``, if one does not."""
+    def version_dropping(self, passage: str) -> Dropped | None:
+        """The document version that no longer holds ``passage``, if one does
+        not: ``Dropped(document, version)``, the first such version."""
 
-    def listing(
-        self, namespace: str, sort: str, offset: int, limit: int
-    ) -> list[tuple[Document, DocumentVersion, int]]:
+    def listing(self, namespace: str, sort: str, offset: int, limit: int) -> list[DocumentListed]:
         """One page of the namespace's live documents, each with its latest
-        version and how many live passages it has; ``sort`` is one of
+        version and how many live passages it has (``DocumentListed(document,
+        latest, passages)``); ``sort`` is one of
         :data:`~memors_core.domain.rows.DOCUMENT_SORTS`."""
 
     def live_count(self, namespace: str) -> int:
@@ -492,10 +498,10 @@ class Pages(Protocol):
 
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
-    ) -> list[tuple[Page, str, str, bool]]:
+    ) -> list[PageListed]:
         """One page of the namespace's live pages (only the stale ones if
         ``stale``), each with its canonical entity's id and name and whether
-        it is stale (:meth:`is_stale`);
+        it is stale (:meth:`is_stale`): ``PageListed(page, entity, name, stale)``;
         ``sort`` is one of :data:`~memors_core.domain.rows.PAGE_SORTS`."""
 
     def of_item(self, item: int, namespace: str) -> str | None:
@@ -559,8 +565,9 @@ class Tombstones(Protocol):
 class MergeCandidates(Protocol):
     """Proposed merges of two entities: one per pair, whatever the order."""
 
-    def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]:
-        """Open the candidate for a pair, in either order (write); returns (id, status).
+    def open(self, namespace: str, first: str, second: str, origin: str) -> Opened:
+        """Open the candidate for a pair, in either order (write); returns
+        ``Opened(id, status)``.
         A pair already proposed keeps its id, origin and status."""
 
     def get(self, ident: int) -> MergeCandidate | None:
@@ -595,8 +602,8 @@ class Items(Protocol):
     def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
         """How many items :meth:`list` would return without ``after`` and ``limit``."""
 
-    def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
-        """key -> (id, fingerprint) of the kind's open items."""
+    def open_keys(self, namespace: str, kind: str) -> dict[str, OpenKey]:
+        """key -> ``OpenKey(id, fingerprint)`` of the kind's open items."""
 
     def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None:
         """The newest item of the kind for ``key``, whatever its status; None if there is none."""

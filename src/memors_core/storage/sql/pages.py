@@ -10,7 +10,7 @@ from typing import Any
 from memors_core.domain.counters import PAGES_MARKED_STALE
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
-from memors_core.domain.rows import Fact, Page, PageSentence, PageSource, StalePage
+from memors_core.domain.rows import Fact, Page, PageListed, PageSentence, PageSource, StalePage
 from memors_core.domain.rules import STALE_NEW_PASSAGES
 from memors_core.errors import NotFound
 from memors_core.log import get_logger
@@ -404,7 +404,7 @@ class SqlPages(Repo):
 
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
-    ) -> list[tuple[Page, str, str, bool]]:
+    ) -> list[PageListed]:
         only = f"AND {STALE_PAGE}" if stale else ""
         rows = self.all(
             f"""SELECT {_COLS}, c.id, c.name, {STALE_PAGE}
@@ -413,7 +413,7 @@ class SqlPages(Repo):
                 ORDER BY {_PAGE_ORDER[sort]} LIMIT ? OFFSET ?""",
             (namespace, limit, offset),
         )
-        return [(_page(r[:12]), r[12], r[13], bool(r[14])) for r in rows]
+        return [PageListed(_page(r[:12]), r[12], r[13], bool(r[14])) for r in rows]
 
     def of_item(self, item: int, namespace: str) -> str | None:
         return self.text(OF_ITEM, (item, namespace))

@@ -8,7 +8,7 @@ from typing import Any
 
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address
-from memors_core.domain.rows import Item, MergeCandidate, ScanMark
+from memors_core.domain.rows import Item, MergeCandidate, Opened, OpenKey, ScanMark
 from memors_core.log import get_logger
 from memors_core.storage.sql.records import dumps
 from memors_core.storage.sql.repo import Repo
@@ -50,9 +50,9 @@ class SqlItems(Repo):
             (namespace, kind, status),
         )
 
-    def open_keys(self, namespace: str, kind: str) -> dict[str, tuple[int, str]]:
+    def open_keys(self, namespace: str, kind: str) -> dict[str, OpenKey]:
         return {
-            key: (ident, fp)
+            key: OpenKey(ident, fp)
             for ident, key, fp in self.all(
                 "SELECT id, key, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
                 "AND status = 'open'",
@@ -159,7 +159,7 @@ _CANDIDATE_COLS = "id, namespace, first, second, origin, status, created_at"
 
 
 class SqlMergeCandidates(Repo):
-    def open(self, namespace: str, first: str, second: str, origin: str) -> tuple[int, str]:
+    def open(self, namespace: str, first: str, second: str, origin: str) -> Opened:
         pair = "|".join(sorted((first, second)))
         opened = self.run(
             "INSERT OR IGNORE INTO merge_candidates(namespace, first, second, pair, origin, "
@@ -179,7 +179,7 @@ class SqlMergeCandidates(Repo):
                 entities=[address("entity", first), address("entity", second)],
                 origin=origin,
             )
-        return ident, status
+        return Opened(ident, status)
 
     def get(self, ident: int) -> MergeCandidate | None:
         row = self.one(f"SELECT {_CANDIDATE_COLS} FROM merge_candidates WHERE id = ?", (ident,))

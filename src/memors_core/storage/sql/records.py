@@ -12,16 +12,20 @@ from memors_core.domain.dates import now
 from memors_core.domain.ids import address, parse_address, uuid7
 from memors_core.domain.rows import (
     Document,
+    DocumentListed,
     DocumentVersion,
+    Dropped,
     Ensured,
     Entity,
     Fact,
     IdPair,
+    LatestDocument,
     NeedsPage,
     NewPassage,
     Passage,
     PassageShingles,
     Tombstone,
+    VersionSize,
 )
 from memors_core.errors import BadInput, NotFound
 from memors_core.log import get_logger
@@ -98,7 +102,7 @@ class SqlDocuments(Repo):
         )
         return {r[0]: (r[1], r[2]) for r in rows if r[3] == namespace}
 
-    def latest_by_uri(self, namespace: str, uri: str) -> tuple[Document, int] | None:
+    def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
         row = self.one(
             f"""SELECT d.id, d.namespace, d.uri, d.created_at,
                        (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
@@ -106,15 +110,13 @@ class SqlDocuments(Repo):
                 ORDER BY d.rowid DESC LIMIT 1""",
             (namespace, uri),
         )
-        return None if row is None else (Document(*row[:4]), row[4])
+        return None if row is None else LatestDocument(Document(*row[:4]), row[4])
 
-    def latest_by_uris(
-        self, namespace: str, uris: Iterable[str]
-    ) -> dict[str, tuple[Document, int]]:
+    def latest_by_uris(self, namespace: str, uris: Iterable[str]) -> dict[str, LatestDocument]:
         wanted = sorted(set(uris))
         if not wanted:
             return {}
-        found: dict[str, tuple[Document, int]] = {}
+        found: dict[str, LatestDocument] = {}
         for row in self.all(
             f"""SELECT d.id, d.namespace, d.uri, d.created_at,
                        (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
@@ -124,12 +126,10 @@ class SqlDocuments(Repo):
                 ORDER BY d.rowid""",
             (namespace, json.dumps(wanted)),
         ):
-            found[row[2]] = (Document(*row[:4]), row[4])  # the newest of a uri wins
+            found[row[2]] = LatestDocument(Document(*row[:4]), row[4])  # the newest of a uri wins
         return found
 
-    def listing(
-        self, namespace: str, sort: str, offset: int, limit: int
-    ) -> list[tuple[Document, DocumentVersion, int]]:
+    def listing(self, namespace: str, sort: str, offset: int, limit: int) -> list[DocumentListed]:
         cols = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
         rows = self.all(
             f"""SELECT d.id, d.namespace, d.uri, d.created_at, {cols}
@@ -150,7 +150,9 @@ class SqlDocuments(Repo):
                 (json.dumps([r[0] for r in rows]),),
             )
         )
-        return [(Document(*r[:4]), _version(r[4:10]), counts.get(r[0], 0)) for r in rows]
+        return [
+            DocumentListed(Document(*r[:4]), _version(r[4:10]), counts.get(r[0], 0)) for r in rows
+        ]
 
     def live_count(self, namespace: str) -> int:
         return self.number(
@@ -198,7 +200,7 @@ class SqlDocuments(Repo):
                 ],
             )
 
-    def versions(self, document: str) -> list[tuple[DocumentVersion, int]]:
+    def versions(self, document: str) -> list[VersionSize]:
         rows = self.all(
             f"""SELECT {_VERSION_COLS},
                       CASE WHEN v.version = 1
@@ -210,7 +212,7 @@ class SqlDocuments(Repo):
                FROM document_versions v WHERE v.document = ? ORDER BY v.version""",
             (document,),
         )
-        return [(_version(r[:6]), r[6]) for r in rows]
+        return [VersionSize(_version(r[:6]), r[6]) for r in rows]
 
     def version_passages(self, document: str, version: int) -> list[str]:
         # Version 1 is the passages' own order (no link rows are written for
@@ -231,7 +233,7 @@ class SqlDocuments(Repo):
             (document, version, position, passage),
         )
 
-    def version_dropping(self, passage: str) -> tuple[str, int] | None:
+    def version_dropping(self, passage: str) -> Dropped | None:
         row = self.one(
             """SELECT p.document, MIN(v.version) FROM passages p
                JOIN document_versions v ON v.document = p.document AND v.version > p.version
@@ -241,7 +243,7 @@ class SqlDocuments(Repo):
                GROUP BY p.document""",
             (passage,),
         )
-        return None if row is None or row[1] is None else (row[0], row[1])
+        return None if row is None or row[1] is None else Dropped(row[0], row[1])
 
 
 _PASSAGE_COLS = (

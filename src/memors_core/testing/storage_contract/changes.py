@@ -7,7 +7,7 @@ import threading
 from memors_core.domain import text
 from memors_core.domain.dates import now
 from memors_core.domain.ids import uuid7
-from memors_core.domain.rows import NewPassage, ScanMark
+from memors_core.domain.rows import NewPassage, Opened, ScanMark
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, Opener, StorageFixtures
 from memors_core.testing.storage_contract.helpers import add_document, forget, remember
@@ -20,11 +20,12 @@ class ChangeContract(StorageFixtures):
         with storage.write() as tx:
             a = tx.entities.ensure("Raft", NS).id
             b = tx.entities.ensure("Raft protocol", NS).id
-            ident, status = tx.merges.open(NS, a, b, "names")
-            assert status == "open"
-            assert tx.merges.open(NS, b, a, "agent") == (ident, "open")
+            opened = tx.merges.open(NS, a, b, "names")
+            ident = opened.id
+            assert opened.status == "open"
+            assert tx.merges.open(NS, b, a, "agent") == Opened(ident, "open")
             tx.merges.set_status(ident, "rejected")
-            assert tx.merges.open(NS, a, b, "names") == (ident, "rejected")
+            assert tx.merges.open(NS, a, b, "names") == Opened(ident, "rejected")
         with storage.read() as tx:
             candidate = tx.merges.get(ident)
             assert candidate is not None

@@ -6,7 +6,7 @@ import pytest
 
 from memors_core.domain.dates import now
 from memors_core.domain.ids import uuid7
-from memors_core.domain.rows import Document, DocumentVersion, NewPassage
+from memors_core.domain.rows import Document, DocumentVersion, Dropped, NewPassage
 from memors_core.errors import NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
@@ -27,13 +27,14 @@ class DocumentContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.documents.version_passages(document, 1) == [kept, dropped]
             assert tx.documents.version_passages(document, 2) == [kept, added]
-            assert [(v.version, n) for v, n in tx.documents.versions(document)] == [(1, 2), (2, 2)]
+            sizes = tx.documents.versions(document)
+            assert [(s.version.version, s.passages) for s in sizes] == [(1, 2), (2, 2)]
             latest = tx.documents.latest_version(document)
             assert (latest.version, latest.title, latest.metadata) == (2, "Notes", {"k": 1})
             found = tx.documents.latest_by_uri(NS, "file:///n.md")
-            assert found is not None and (found[0].id, found[1]) == (document, 2)
+            assert found is not None and (found.document.id, found.version) == (document, 2)
             assert tx.documents.latest_by_uri(OTHER_NS, "file:///n.md") is None
-            assert tx.documents.version_dropping(dropped) == (document, 2)
+            assert tx.documents.version_dropping(dropped) == Dropped(document, 2)
             assert tx.documents.version_dropping(kept) is None
             assert tx.passages.live_of_document(document) == [kept, added]
             assert tx.documents.get(document, OTHER_NS) is None
@@ -83,7 +84,7 @@ class DocumentContract(StorageFixtures):
         forget(storage, "document", gone)
         with storage.read() as tx:
             found = tx.documents.latest_by_uris(NS, ["file:///a.md", "file:///b.md", "file:///c"])
-            assert {u: (d.id, v) for u, (d, v) in found.items()} == {
+            assert {u: (f.document.id, f.version) for u, f in found.items()} == {
                 "file:///a.md": (ids[0], 1),
                 "file:///b.md": (ids[1], 1),
             }
@@ -91,7 +92,8 @@ class DocumentContract(StorageFixtures):
             assert tx.documents.latest_by_uris(NS, []) == {}
             version = tx.documents.latest_version(ids[1])
             assert (version.title, version.metadata) == ("T1", {"n": 1})
-            assert [d.id for d, _v, _n in tx.documents.listing(NS, "oldest", 0, 10)] == ids
-            assert [n for _d, _v, n in tx.documents.listing(NS, "oldest", 0, 10)] == [2, 2, 2]
+            listed = tx.documents.listing(NS, "oldest", 0, 10)
+            assert [row.document.id for row in listed] == ids
+            assert [row.passages for row in listed] == [2, 2, 2]
             hits = tx.search.passages(NS, words("doc part"), 10).rows
             assert len(hits) == 6

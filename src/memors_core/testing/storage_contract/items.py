@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from memors_core.domain.dates import now
+from memors_core.domain.rows import OpenKey
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, Opener, StorageFixtures
 
@@ -47,7 +48,7 @@ class WorkItemContract(StorageFixtures):
             tx.items.finish(b, "done", {}, now())
             tx.items.refresh(a, "fp-a2", {"n": 10}, now())
         with storage.read() as tx:
-            assert tx.items.open_keys(NS, "page") == {"raft": (a, "fp-a2")}
+            assert tx.items.open_keys(NS, "page") == {"raft": OpenKey(a, "fp-a2")}
             assert [i.id for i in tx.items.list(NS)] == [a, b, c]
             assert [i.id for i in tx.items.list(NS, kind="page", status="open")] == [a]
             assert [i.id for i in tx.items.list(NS, after=a, limit=1)] == [b]

@@ -121,14 +121,14 @@ class LivenessContract(StorageFixtures):
         forget(storage, "passage", made["etcd"][0])
         with storage.read() as tx:
             rows = tx.pages.listing(NS, "title", 0, 10)
-            assert [(p.title, name, stale) for p, _, name, stale in rows] == [
+            assert [(r.page.title, r.name, r.stale) for r in rows] == [
                 ("etcd", "etcd", True),
                 ("Paxos", "Paxos", False),
                 ("raft", "raft", False),
             ]
-            assert [p.id for p, *_ in tx.pages.listing(NS, "newest", 0, 1)] == [newer]
-            assert [p.title for p, *_ in tx.pages.listing(NS, "oldest", 1, 1)] == ["etcd"]
-            assert [p.title for p, *_ in tx.pages.listing(NS, "title", 0, 10, stale=True)] == [
+            assert [r.page.id for r in tx.pages.listing(NS, "newest", 0, 1)] == [newer]
+            assert [r.page.title for r in tx.pages.listing(NS, "oldest", 1, 1)] == ["etcd"]
+            assert [r.page.title for r in tx.pages.listing(NS, "title", 0, 10, stale=True)] == [
                 "etcd"
             ]
             assert tx.pages.live_count(NS) == 3
@@ -146,12 +146,14 @@ class LivenessContract(StorageFixtures):
         forget(storage, "document", gone)
         with storage.read() as tx:
             rows = tx.documents.listing(NS, "title", 0, 10)
-            assert [(d.id, d.uri, v.version, n) for d, v, n in rows] == [
+            assert [
+                (r.document.id, r.document.uri, r.latest.version, r.passages) for r in rows
+            ] == [
                 (second, "a.txt", 1, 1),
                 (first, "b.txt", 1, 1),
             ]
-            assert [d.id for d, _, _ in tx.documents.listing(NS, "newest", 0, 1)] == [second]
-            assert [d.id for d, _, _ in tx.documents.listing(NS, "oldest", 1, 5)] == [second]
+            assert [r.document.id for r in tx.documents.listing(NS, "newest", 0, 1)] == [second]
+            assert [r.document.id for r in tx.documents.listing(NS, "oldest", 1, 5)] == [second]
             assert tx.documents.live_count(NS) == 2
 
     def test_superseding_a_fact_makes_the_pages_built_with_it_stale(self, storage: Storage) -> None:

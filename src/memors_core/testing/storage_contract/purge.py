@@ -115,7 +115,7 @@ class PurgeContract(StorageFixtures):
             # neither still counts as done or as scanned for its inputs
             done = tx.items.get(page_item, NS)
             assert done is not None and done.fingerprint != "fp-page"
-            assert tx.items.open_keys(NS, "stale")["vault"][1] != "fp-open"
+            assert tx.items.open_keys(NS, "stale")["vault"].fingerprint != "fp-open"
             assert tx.passages.get(kept) is not None
             assert tx.entities.find("Keeper", NS) is not None
 
