@@ -132,16 +132,20 @@ def _lines(lines: Iterable[str | bytes | bytearray]) -> Iterator[tuple[int, Any,
 def _parse_line(line: str | bytes | bytearray, n: int, source: str, last: bool) -> Any:
     """One line of an export as JSON (None for a blank one); anything else
     is bad input naming the line."""
-    if isinstance(line, bytes | bytearray):
-        if b"\x00" in line:
-            raise BadInput(f"{source}:{n}: looks binary (it contains NUL bytes), not JSON lines")
-        line = decode_line(line, n, source)
-    if not line.strip():
-        return None
+    # (a file cut short may end inside a line, and inside a character)
+    cut = last and not (
+        line.endswith(b"\n") if isinstance(line, bytes | bytearray) else line.endswith("\n")
+    )
+    if isinstance(line, bytes | bytearray) and b"\x00" in line:
+        raise BadInput(f"{source}:{n}: looks binary (it contains NUL bytes), not JSON lines")
     try:
+        if isinstance(line, bytes | bytearray):
+            line = decode_line(line, n, source)
+        if not line.strip():
+            return None
         return parse_line(line, n, source)
     except BadInput as exc:
-        if last and not line.endswith("\n"):
+        if cut:
             raise BadInput(
                 f"{source}:{n}: the file ends inside this line: it is cut short "
                 "(an incomplete export); nothing was imported"

@@ -123,6 +123,16 @@ def test_an_export_cut_at_any_byte_or_line_is_refused_and_stores_nothing(source,
     assert export_of(target) == lines
 
 
+def test_an_export_cut_inside_a_character_is_cut_short_not_bad_text(source, fresh_store):
+    """A copy that stopped inside a multi-byte character ends in a byte that is
+    not UTF-8 on its own: it is a file cut short, and says so."""
+    _db, lines = source
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    inside = next(i for i, b in enumerate(data) if b >= 0xC0) + 1  # after a lead byte
+    message = refused(fresh_store("target.db"), data[:inside].splitlines(keepends=True))
+    assert "is cut short" in message, message
+
+
 def test_an_altered_export_is_refused_or_restores_the_very_same_rows(source, fresh_store):
     """A byte changed anywhere: refused, storing nothing, unless the change
     leaves every row the same (an escape spelled another way)."""
