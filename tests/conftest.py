@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
-import re
-from collections.abc import Callable
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from suite_marks import starts_a_process
 
 pytest_plugins = ["memors_core.testing"]
 
@@ -55,12 +52,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"runs once, in {run}: {reason}"))
 
 
-#: What starts a process: the CLI (`cli`, `memors_cli`, `run_cli`), a server
-#: (`ServerProcess`), a benchmark or script (`subprocess`, `sys.executable`),
-#: another interpreter (`multiprocessing`).
-SPAWNS = re.compile(r"\b(subprocess|Popen|run_cli|ServerProcess|sys\.executable|multiprocessing)\b")
-
-
 def _mark_the_slow_kinds(item: pytest.Item) -> None:
     # `browser`: the test drives Chromium. `subprocess`: the test, one of its
     # fixtures or a helper of their modules they call starts a process (by
@@ -73,34 +64,8 @@ def _mark_the_slow_kinds(item: pytest.Item) -> None:
     funcs = [getattr(item, "obj", None)]
     if info is not None:
         funcs += [d.func for defs in info.name2fixturedefs.values() for d in defs]
-    if any(_starts_a_process(f) for f in funcs if f is not None):
+    if any(starts_a_process(f) for f in funcs if f is not None):
         item.add_marker(pytest.mark.subprocess)
-
-
-@cache
-def _starts_a_process(func: Callable[..., Any], depth: int = 0) -> bool:
-    func = inspect.unwrap(func)
-    try:
-        source = inspect.getsource(func)
-    except (OSError, TypeError):
-        return False
-    if SPAWNS.search(source):
-        return True
-    if depth >= 3:
-        return False
-    module, names = getattr(func, "__module__", None), set()
-    codes = [getattr(func, "__code__", None)]
-    while codes:
-        code = codes.pop()
-        if code is not None:
-            names.update(code.co_names)
-            codes += [c for c in code.co_consts if inspect.iscode(c)]
-    found = getattr(func, "__globals__", {})
-    return any(
-        _starts_a_process(found[n], depth + 1)
-        for n in sorted(names)
-        if inspect.isfunction(found.get(n)) and found[n].__module__ == module
-    )
 
 
 @pytest.fixture(autouse=True)

@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from conftest import _starts_a_process
 from memors_core.testing import ENGINE_SETTING
 from paths import ROOT
+from suite_marks import starts_a_process
 
 pytestmark = pytest.mark.engine_independent("the suite's own markers, on a suite of its own")
 pytest_plugins = ["pytester"]
@@ -64,8 +64,8 @@ def test_a_test_no_engine_changes_runs_in_one_run_only(
 
 
 def test_a_process_started_by_a_helper_the_test_calls_marks_it():
-    assert _starts_a_process(_calls_the_helper)
-    assert not _starts_a_process(_starts_nothing)
+    assert starts_a_process(_calls_the_helper)
+    assert not starts_a_process(_starts_nothing)
 
 
 def test_quick_leaves_out_the_browser_and_the_processes():
