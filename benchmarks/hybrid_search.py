@@ -47,7 +47,7 @@ from benchmarks.retrieval import (
     report,
     uris_of,
 )
-from benchmarks.vector_index import vectors_of
+from benchmarks.vector_index import model_or_exit, vectors_of, write_vectors
 
 
 def load() -> str:
@@ -56,9 +56,6 @@ def load() -> str:
 
 def put_vectors(memory: Any, matrix: Any, index: dict[str, int], postgres: bool) -> None:
     """Give every passage the vector of its turn's text, straight into the table."""
-    from memors_core.storage.postgres.vectors import literal
-    from memors_core.storage.sqlite.vectors import code
-
     store = memory.store
     with store.read():
         rows = store.all(
@@ -66,30 +63,7 @@ def put_vectors(memory: Any, matrix: Any, index: dict[str, int], postgres: bool)
             "JOIN documents d ON d.id = p.document"
         )
     vectors = [(r, ns, matrix[index[uri]].astype("<f4").tobytes()) for r, ns, uri in rows]
-    if not postgres:
-        with store.write():
-            store.conn.executemany(
-                "INSERT INTO passage_vectors(passage, namespace, code, vector) VALUES (?, ?, ?, ?)",
-                ((r, ns, code(v), v) for r, ns, v in vectors),
-            )
-        return
-    with store.write():
-        store.conn.execute("DROP INDEX IF EXISTS passage_vectors_hnsw")
-        # (one count row updated per vector in one transaction is quadratic:
-        # the counts are written once after)
-        store.conn.execute("ALTER TABLE passage_vectors DISABLE TRIGGER passage_vectors_count")
-        with (
-            store.conn.cursor() as cur,
-            cur.copy("COPY passage_vectors(passage, namespace, vector) FROM STDIN") as cp,
-        ):
-            for r, ns, v in vectors:
-                cp.write_row((r, ns, literal(v)))
-        store.conn.execute("ALTER TABLE passage_vectors ENABLE TRIGGER passage_vectors_count")
-        store.conn.execute(
-            "INSERT INTO vector_stats(namespace, vectors, changes) "
-            "SELECT namespace, count(*), count(*) FROM passage_vectors GROUP BY namespace "
-            "ON CONFLICT (namespace) DO UPDATE SET vectors = excluded.vectors"
-        )
+    write_vectors(store, vectors, postgres)
 
 
 def build_graph(memory: Any) -> float:
@@ -218,12 +192,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["MEMORS_VECTORS"] = "on"  # (the package's harnesses default it off)
-    from memors_core import semantic
-
-    why = semantic.unavailable()
-    if why is not None:
-        raise SystemExit(f"hybrid_search: {why}")
+    model_or_exit("hybrid_search")
     corpus = generate(args.size, args.questions, seed=args.seed, one_namespace=True)
     mid = sum(1 for q in corpus.questions if 5 <= q.words <= 12)
     print(

@@ -130,12 +130,9 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    os.environ["MEMORS_VECTORS"] = "on"  # (the package's harnesses default it off)
+    model_or_exit("vector_index")
     from memors_core import semantic
 
-    why = semantic.unavailable()
-    if why is not None:
-        raise SystemExit(f"vector_index: {why}")
     corpus = generate(args.size, args.questions, seed=args.seed, one_namespace=True)
     texts = [d["text"] for d in corpus.documents]
     small = generate(1_000, 10, seed=args.seed + 1, one_namespace=True)
@@ -159,17 +156,53 @@ def main() -> None:
         postgres_rows(matrix, others, questions, exact, breadths, builds)
 
 
-def rows_of(matrix: Any, first: int, namespace: str, with_code: bool) -> list[tuple]:
+def rows_of(matrix: Any, first: int, namespace: str) -> list[tuple[int, str, bytes]]:
+    """(passage, namespace, vector) for each row of ``matrix``, numbered from ``first``."""
+    return [(n, namespace, row.astype("<f4").tobytes()) for n, row in enumerate(matrix, first)]
+
+
+def write_vectors(store: Any, rows: list[tuple[int, str, bytes]], postgres: bool) -> None:
+    """Write (passage, namespace, vector) rows straight into the store's vector
+    table, as the store would hold them: on PostgreSQL without its graph (built
+    after, as a store that predates it gets it) and with the namespaces' counts
+    written once at the end (one count row updated per vector in one
+    transaction is quadratic)."""
     from memors_core.storage.postgres.vectors import literal
     from memors_core.storage.sqlite.vectors import code
 
-    out = []
-    for n, row in enumerate(matrix, first):
-        vector = row.astype("<f4").tobytes()
-        out.append(
-            (n, namespace, code(vector), vector) if with_code else (n, namespace, literal(vector))
+    if not postgres:
+        with store.write():
+            store.conn.executemany(
+                "INSERT INTO passage_vectors(passage, namespace, code, vector) VALUES (?, ?, ?, ?)",
+                ((r, ns, code(v), v) for r, ns, v in rows),
+            )
+        return
+    with store.write():
+        store.conn.execute("DROP INDEX IF EXISTS passage_vectors_hnsw")
+        store.conn.execute("ALTER TABLE passage_vectors DISABLE TRIGGER passage_vectors_count")
+        with (
+            store.conn.cursor() as cur,
+            cur.copy("COPY passage_vectors(passage, namespace, vector) FROM STDIN") as cp,
+        ):
+            for r, ns, v in rows:
+                cp.write_row((r, ns, literal(v)))
+        store.conn.execute("ALTER TABLE passage_vectors ENABLE TRIGGER passage_vectors_count")
+        store.conn.execute(
+            "INSERT INTO vector_stats(namespace, vectors, changes) "
+            "SELECT namespace, count(*), count(*) FROM passage_vectors GROUP BY namespace "
+            "ON CONFLICT (namespace) DO UPDATE SET vectors = excluded.vectors"
         )
-    return out
+
+
+def model_or_exit(name: str) -> None:
+    """Vectors on (the package's harnesses default them off), or exit saying
+    why the model cannot run here."""
+    os.environ["MEMORS_VECTORS"] = "on"
+    from memors_core import semantic
+
+    why = semantic.unavailable()
+    if why is not None:
+        raise SystemExit(f"{name}: {why}")
 
 
 def sqlite_rows(matrix: Any, others: Any, questions: list[bytes], exact: list) -> None:
@@ -177,11 +210,11 @@ def sqlite_rows(matrix: Any, others: Any, questions: list[bytes], exact: list) -
 
     work = Path(tempfile.mkdtemp(prefix="memors-vector-index-"))
     with Memory.open(work / "store.db") as memory:
-        with memory.store.write():
-            memory.store.conn.executemany(
-                "INSERT INTO passage_vectors(passage, namespace, code, vector) VALUES (?, ?, ?, ?)",
-                rows_of(matrix, 1, BIG, True) + rows_of(others, len(matrix) + 1, SMALL, True),
-            )
+        write_vectors(
+            memory.store,
+            rows_of(matrix, 1, BIG) + rows_of(others, len(matrix) + 1, SMALL),
+            postgres=False,
+        )
         with memory.store.read() as tx:
             COSINES.clear()
             times, found = timed_runs(lambda q: tx.search._nearest(BIG, q, DEPTH, ()), questions)
@@ -233,28 +266,11 @@ def postgres_rows(
     try:
         with Memory.open(url) as memory:
             store = memory.store
-            with store.write():
-                store.conn.execute("DROP INDEX IF EXISTS passage_vectors_hnsw")
-                # (one count row updated per vector in one transaction is quadratic:
-                # the counts are written once after)
-                store.conn.execute(
-                    "ALTER TABLE passage_vectors DISABLE TRIGGER passage_vectors_count"
-                )
-                with (
-                    store.conn.cursor() as cur,
-                    cur.copy("COPY passage_vectors(passage, namespace, vector) FROM STDIN") as cp,
-                ):
-                    for row in rows_of(matrix, 1, BIG, False):
-                        cp.write_row(row)
-                    for row in rows_of(others, len(matrix) + 1, SMALL, False):
-                        cp.write_row(row)
-                store.conn.execute(
-                    "ALTER TABLE passage_vectors ENABLE TRIGGER passage_vectors_count"
-                )
-                store.conn.execute(
-                    "INSERT INTO vector_stats(namespace, vectors, changes) "
-                    "SELECT namespace, count(*), count(*) FROM passage_vectors GROUP BY namespace"
-                )
+            write_vectors(
+                store,
+                rows_of(matrix, 1, BIG) + rows_of(others, len(matrix) + 1, SMALL),
+                postgres=True,
+            )
             with store.write():
                 store.conn.execute("ANALYZE passage_vectors")
             with store.read():
