@@ -24,6 +24,20 @@ PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
 #: SQL: passage ``p`` has no tombstone (``records.live``, which this lean module does not import).
 LIVE = "NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = p.id)"
 
+#: The live passages just before and after each of a list of passages
+#: (``json_each`` of their ids) in their namespace: id, before, after. The
+#: passages read come first, each found by its id: ``s.id IN (…) AND
+#: s.namespace = ?`` let SQLite walk the whole namespace instead (38 ms for
+#: 50 passages of 20,000, against 0.2 ms).
+BESIDE = f"""SELECT s.id,
+       (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
+        AND p.rowid < s.rowid AND {LIVE} ORDER BY p.rowid DESC LIMIT 1),
+       (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
+        AND p.rowid > s.rowid AND {LIVE} ORDER BY p.rowid LIMIT 1)
+    FROM (SELECT DISTINCT value FROM json_each(?)) j
+    CROSS JOIN passages s ON s.id = j.value
+    WHERE s.namespace = ?"""
+
 
 class SqlSearch(Repo):
     """:class:`memors_core.storage.api.Search`, given an engine's ranking."""
@@ -85,13 +99,7 @@ class SqlSearch(Repo):
         if not ids:
             return {}
         pairs = self.all(
-            f"""SELECT s.id,
-                   (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
-                    AND p.rowid < s.rowid AND {LIVE} ORDER BY p.rowid DESC LIMIT 1),
-                   (SELECT p.id FROM passages p WHERE p.namespace = s.namespace
-                    AND p.rowid > s.rowid AND {LIVE} ORDER BY p.rowid LIMIT 1)
-                FROM passages s
-                WHERE s.id IN (SELECT value FROM json_each(?)) AND s.namespace = ?""",
+            BESIDE,
             (json_list(ids), namespace),
         )
         wanted = {n for _, *around in pairs for n in around if n is not None}
