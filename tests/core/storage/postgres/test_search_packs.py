@@ -165,3 +165,34 @@ def test_a_store_indexed_before_the_packs_keeps_its_results_after_the_upgrade(
         assert layout(roles.owner_url)[1] > 0
         assert ranked(roles.owner_url) == ranked(fresh)
         consistent(roles.owner_url)
+
+
+def indexed(url: str) -> list[tuple]:
+    """Each indexed passage's length and number of terms."""
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT rowid, length, cardinality(terms) FROM search_docs WHERE kind = 'p' "
+            "ORDER BY rowid"
+        ).fetchall()
+
+
+def test_a_bulk_load_indexes_what_a_rebuild_from_the_text_does(two_stores) -> None:
+    # The flush of a big batch stems its passages in a query of their own
+    # (which may run in parallel, migration 16); a batch whose passages are
+    # scattered (old ones named by a new entity, beside new ones) stems
+    # them in the flush itself. Both index what the text says.
+    url, _ = two_stores
+    docs = documents(200)
+    with Memory.open(url) as memory:
+        memory.remember_many(docs)  # dense: new passages only
+        again = [{**d, "entities": ["Consensus"]} for d in docs[:5]]
+        new = [{**d, "uri": f"new-{d['uri']}"} for d in documents(35, seed=12)]
+        memory.remember_many(again + new)  # scattered: the first passages and the last
+    queries = [*QUERIES, "Consensus raft"]
+    rows, found = indexed(url), ranked(url, queries)
+    assert len(rows) == 470 and all(found.values())
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT memors_search_rebuild()")
+    assert indexed(url) == rows
+    assert ranked(url, queries) == found
+    consistent(url)
