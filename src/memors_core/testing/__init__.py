@@ -190,12 +190,19 @@ def run_cli(
     timeout: float = 120,
 ) -> CLIResult:
     """Run ``memors-mcp ARGS…`` (as ``python -m memors_cli``) on the store at
-    ``db``, in a subprocess of this interpreter. ``MEMORS_DISABLE_PLUGINS``
+    ``db``, in a process of its own: forked from a zygote that has already
+    imported the CLI (:mod:`memors_core.testing.zygote`), or a fresh
+    interpreter when ``env`` changes how Python starts. ``MEMORS_DISABLE_PLUGINS``
     is cleared unless ``env`` sets it; ``env`` (e.g. from :func:`plugin_env`)
     is added to the environment."""
     full = {k: v for k, v in os.environ.items() if k != "MEMORS_DISABLE_PLUGINS"}
     full["MEMORS_DB"] = str(db)
     full.update(env or {})
+    from memors_core.testing.zygote import zygote_for
+
+    zygote = zygote_for(full)
+    if zygote is not None:
+        return CLIResult(zygote.run(args, env=full, input=input, cwd=cwd, timeout=timeout))
     proc = subprocess.run(
         [sys.executable, "-m", "memors_cli", *args],
         input=input,
