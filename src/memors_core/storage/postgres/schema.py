@@ -1858,7 +1858,215 @@ BEGIN
 END $$;
 """
 
-MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16]
+# Issue 32: more of a bulk load's flush on the parallel workers. After
+# migration 16 the stemming ran there, and the rest of a flush of 4,000
+# passages (~500 ms: each term's hash, each passage's length, its terms and
+# counts gathered back into arrays for ``search_docs``) still ran in the one
+# backend while the client waited. ``memors_search_terms`` now gives each
+# passage of a dense batch its terms already hashed, their counts and its
+# length, computed in the query that may run in parallel; the flush adds
+# the entity terms, writes ``search_docs`` from those arrays and packs the
+# terms, and so does in one statement what needed five passes over the
+# batch's terms. The terms are hashed with the namespace's index number
+# (``search_stats.id``), so the flush makes the index's statistics row
+# first when the namespace has none. Any other flush is migration 15's.
+V17 = r"""
+DROP FUNCTION memors_search_stemmed(bigint, bigint);
+
+-- A text's terms hashed with ``seed`` (its index's number), their counts
+-- (the aggregates of one query see its rows in the same order: the terms
+-- and counts stay aligned) and its length.
+CREATE TYPE memors_terms AS (terms bigint[], tfs smallint[], n integer);
+CREATE FUNCTION memors_search_terms_of(body text, seed bigint) RETURNS memors_terms
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT array_agg(hashtextextended(u.lexeme, seed)),
+                 array_agg(coalesce(array_length(u.positions, 1), 1)::smallint),
+                 coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer
+          FROM unnest(memors_search_vector(body)) u $$;
+
+-- Each passage numbered ``lo`` to ``hi`` with its terms: one read-only
+-- query, which the planner may give parallel workers (the terms computed
+-- in its select list, so on the workers).
+CREATE FUNCTION memors_search_terms(lo bigint, hi bigint)
+RETURNS TABLE(rowid bigint, t memors_terms)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN QUERY
+        SELECT p.rowid, memors_search_terms_of(p.text, s.id)
+        FROM passages p JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace
+        WHERE p.rowid BETWEEN lo AND hi;
+END $$;
+
+-- The flush of a dense batch of 64 passages or more (a bulk load's): its
+-- terms from memors_search_terms, packed; any other flush as migration 15's.
+CREATE FUNCTION memors_search_flush_dense(lo bigint, hi bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    packed bigint := nextval('search_packs_number');
+BEGIN
+    INSERT INTO search_stats(kind, namespace, docs, length)
+    SELECT DISTINCT 'p', p.namespace, 0, 0 FROM passages p
+    WHERE p.rowid BETWEEN lo AND hi
+    ON CONFLICT (kind, namespace) DO NOTHING;
+    WITH live AS MATERIALIZED (
+        SELECT p.rowid, p.id, p.namespace
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    stemmed AS MATERIALIZED (
+        SELECT * FROM memors_search_terms(lo, hi)
+    ),
+    entity_terms AS MATERIALIZED (
+        SELECT x.rowid, array_agg(hashtextextended(x.lexeme, s.id)) AS terms
+        FROM (SELECT DISTINCT l.rowid, l.namespace, chr(57344) || ce.rowid::text AS lexeme
+              FROM live l JOIN mentions m ON m.passage = l.id
+              JOIN entities e ON e.id = m.entity JOIN entities ce ON ce.id = e.canonical) x
+        JOIN search_stats s ON s.kind = 'p' AND s.namespace = x.namespace
+        GROUP BY x.rowid
+    ),
+    sized AS MATERIALIZED (
+        SELECT l.rowid, l.namespace,
+               coalesce((st.t).terms, '{}') || coalesce(et.terms, '{}') AS terms,
+               coalesce((st.t).tfs, '{}')
+                   || array_fill(1::smallint, ARRAY[coalesce(cardinality(et.terms), 0)]) AS tfs,
+               (st.t).n + coalesce(cardinality(et.terms), 0) AS n
+        FROM live l JOIN stemmed st ON st.rowid = l.rowid
+        LEFT JOIN entity_terms et ON et.rowid = l.rowid
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    packs AS (
+        INSERT INTO search_packs(term, pack, rowids, tfs, lengths)
+        SELECT x.term, packed, array_agg(sz.rowid), array_agg(x.tf), array_agg(sz.n)
+        FROM sized sz CROSS JOIN LATERAL unnest(sz.terms, sz.tfs) AS x(term, tf)
+        GROUP BY x.term
+        RETURNING term, cardinality(rowids) AS n
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT term, n FROM packs
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms, pack, tfs)
+    SELECT 'p', sz.rowid, st.id, sz.n, sz.terms, packed, sz.tfs
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    packed bigint;
+    rids bigint[];
+    lo bigint;
+    hi bigint;
+BEGIN
+    IF current_setting('memors.search_flushed', true) = 'yes' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('memors.search_flushed', 'yes', true);
+    rids := ARRAY(SELECT DISTINCT rowid FROM search_queue);
+    PERFORM memors_search_remove_many('p', rids);
+    IF cardinality(rids) >= 64 THEN
+        SELECT min(r), max(r) INTO lo, hi FROM unnest(rids) r WHERE r >= 0;
+        IF hi - lo < 2 * cardinality(rids) THEN
+            PERFORM memors_search_flush_dense(lo, hi);
+            DELETE FROM search_queue;
+            RETURN NULL;
+        END IF;
+        packed := nextval('search_packs_number');
+    END IF;
+    WITH live AS MATERIALIZED (
+        SELECT p.rowid, p.id, p.namespace, p.text
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    entity_terms AS MATERIALIZED (
+        SELECT l.rowid,
+               array_to_tsvector(array_agg(DISTINCT chr(57344) || ce.rowid::text)) AS v
+        FROM live l JOIN mentions m ON m.passage = l.id
+        JOIN entities e ON e.id = m.entity JOIN entities ce ON ce.id = e.canonical
+        GROUP BY l.rowid
+    ),
+    queued AS MATERIALIZED (
+        SELECT l.rowid, l.namespace,
+               memors_search_vector(l.text) || coalesce(et.v, ''::tsvector) AS v
+        FROM live l LEFT JOIN entity_terms et ON et.rowid = l.rowid
+    ),
+    sized AS MATERIALIZED (
+        SELECT q.rowid, q.namespace, q.v,
+               (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)
+                FROM unnest(q.v) u)::integer AS n
+        FROM queued q
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    terms AS MATERIALIZED (
+        SELECT hashtextextended(u.lexeme, st.id) AS term, sz.rowid,
+               coalesce(array_length(u.positions, 1), 1)::smallint AS tf, sz.n
+        FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+        CROSS JOIN LATERAL unnest(sz.v) u
+    ),
+    postings AS (
+        INSERT INTO search_postings(term, rowid, tf, length)
+        SELECT term, rowid, tf, n FROM terms WHERE packed IS NULL ORDER BY term, rowid
+    ),
+    packs AS (
+        INSERT INTO search_packs(term, pack, rowids, tfs, lengths)
+        SELECT term, packed, array_agg(rowid), array_agg(tf), array_agg(n)
+        FROM terms WHERE packed IS NOT NULL GROUP BY term
+        RETURNING term, cardinality(rowids) AS n
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT term, n FROM packs
+        UNION ALL
+        SELECT term, count(*) FROM terms WHERE packed IS NULL GROUP BY term
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms, pack, tfs)
+    SELECT 'p', sz.rowid, st.id, sz.n, coalesce(t.terms, '{}'), packed, coalesce(t.tfs, '{}')
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace
+    LEFT JOIN (SELECT rowid, array_agg(term) AS terms, array_agg(tf) AS tfs
+               FROM terms GROUP BY rowid) t
+        ON t.rowid = sz.rowid;
+    DELETE FROM search_queue;
+    RETURN NULL;
+END $$;
+
+DO $$
+BEGIN
+    -- (the replaced flush lost its owner's rights with its new body)
+    EXECUTE format('ALTER FUNCTION memors_search_flush() SECURITY DEFINER '
+                   'SET search_path = %I, pg_temp SET work_mem = %L', current_schema(), '32MB');
+    EXECUTE format('ALTER FUNCTION memors_search_flush_dense(bigint, bigint) '
+                   'SET search_path = %I, pg_temp', current_schema());
+    -- (a plan of a few thousand rows is worth a worker: the stemming
+    -- dominates it, which the planner cannot know)
+    EXECUTE format('ALTER FUNCTION memors_search_terms(bigint, bigint) '
+                   'SET search_path = %I, pg_temp SET parallel_setup_cost = 0 '
+                   'SET parallel_tuple_cost = 0 SET min_parallel_index_scan_size = 0 '
+                   'SET min_parallel_table_scan_size = 0', current_schema());
+    REVOKE EXECUTE ON FUNCTION memors_search_flush() FROM PUBLIC;
+    REVOKE EXECUTE ON FUNCTION memors_search_flush_dense(bigint, bigint) FROM PUBLIC;
+    REVOKE EXECUTE ON FUNCTION memors_search_terms(bigint, bigint) FROM PUBLIC;
+    -- (memors_search_terms_of resolves its names in its caller's path, this
+    -- one's: a SET clause would cost each of its thousands of calls)
+    REVOKE EXECUTE ON FUNCTION memors_search_terms_of(text, bigint) FROM PUBLIC;
+END $$;
+"""
+
+MIGRATIONS: list[str] = [V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.

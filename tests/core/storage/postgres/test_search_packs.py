@@ -177,18 +177,20 @@ def indexed(url: str) -> list[tuple]:
 
 
 def test_a_bulk_load_indexes_what_a_rebuild_from_the_text_does(two_stores) -> None:
-    # The flush of a big batch stems its passages in a query of their own
-    # (which may run in parallel, migration 16); a batch whose passages are
-    # scattered (old ones named by a new entity, beside new ones) stems
-    # them in the flush itself. Both index what the text says.
+    # The flush of a big, dense batch has its passages' terms hashed and
+    # counted in a query of their own (which may run in parallel, migrations
+    # 16 and 17), and adds their entities' terms; a batch whose passages
+    # are scattered (old ones named by a new entity, beside new ones) is
+    # indexed by the flush itself. Both index what the text says.
     url, _ = two_stores
     docs = documents(200)
+    named = [{**d, "entities": ["Raft"]} if n % 7 == 0 else d for n, d in enumerate(docs)]
     with Memory.open(url) as memory:
-        memory.remember_many(docs)  # dense: new passages only
+        memory.remember_many(named)  # dense: new passages only
         again = [{**d, "entities": ["Consensus"]} for d in docs[:5]]
         new = [{**d, "uri": f"new-{d['uri']}"} for d in documents(35, seed=12)]
         memory.remember_many(again + new)  # scattered: the first passages and the last
-    queries = [*QUERIES, "Consensus raft"]
+    queries = [*QUERIES, "Consensus raft", "Raft log"]
     rows, found = indexed(url), ranked(url, queries)
     assert len(rows) == 470 and all(found.values())
     with psycopg.connect(url) as conn:
