@@ -134,6 +134,22 @@ def test_any_user_text_is_a_valid_query_at_every_granularity():
         assert len(hits) == 1 and hits[0].text.startswith("Quotes")
 
 
+def test_words_beyond_ascii_are_found_with_or_without_their_accents(memory):
+    # Both engines split words at what is neither a letter nor a digit, in
+    # any script, and fold accents away (SQLite's unicode61; PostgreSQL's
+    # own rule since its migration 18: before it "café" was indexed "caf").
+    cafe = memory.remember("Le café de Zürich sert un résumé naïf.").passages[0]
+    tokyo = memory.remember("東京 is far from Zürich.").passages[0]
+    memory.remember("A plain passage about coffee and a summary.")
+    for question in ("café", "cafe", "CAFÉ", "résumé", "resume", "naïf", "naif"):
+        assert _addresses(memory.search(question)) == [cafe], question
+    assert set(_addresses(memory.search("zurich"))) == {cafe, tokyo}
+    assert _addresses(memory.search("東京")) == [tokyo]
+    fact = memory.record_fact("Zoë", "lives in", "Zürich").fact
+    assert _addresses(memory.search("zoe", granularity="fact")) == [fact]
+    assert [h.text for h in memory.search("Zoë", granularity="entity").results] == ["Zoë"]
+
+
 def test_every_granularity_and_all(memory):
     for body in passages_about("Raft", 3):
         memory.remember(body)

@@ -2,8 +2,9 @@
 
 What SQLite's FTS5 ``porter unicode61`` index gives the other engine is
 built here from plain tables, so no extension is needed. A row's text is
-cut into runs of letters and digits (the rule of
-:func:`memors_core.domain.text.words`), and each run is stemmed by
+cut into runs of letters and digits of any script, accents dropped (the
+rule of :func:`memors_core.domain.text.words` and of ``unicode61``; since
+migration 18), and each run is stemmed by
 PostgreSQL's English Snowball stemmer with no stop-word list
 (``memors_english``), so ``attended`` meets ``attend`` and a question made
 only of function words still finds them, as on SQLite.

@@ -198,3 +198,37 @@ class TestPostgresSearch(PostgresStorage):
             tx.native("postgres").execute("SELECT memors_search_rebuild()")
         rebuilt, counted = frequencies()  # (a rebuild numbers the indexes, and so the terms, anew)
         assert rebuilt == counted and len(rebuilt) == len(kept)
+
+
+def _written_at_schema_17(owner_url: str) -> None:
+    """A store written by memors before migration 18: words cut at every
+    letter beyond ASCII."""
+    from memors_core import Memory
+    from memors_core.storage.postgres import connection
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(connection, "SCHEMA_VERSION", 17)
+        with Memory.open(owner_url) as memory:
+            memory.remember("Le café de Zürich sert un résumé naïf.")
+            memory.remember("A plain passage about coffee.")
+            memory.record_fact("Zoë", "lives in", "Zürich")
+            assert memory.search("café").results == []  # indexed as "caf"
+            assert len(memory.search("coffee").results) == 1
+
+
+def test_a_store_indexed_before_migration_18_finds_its_accented_words_after_it():
+    import psycopg
+
+    from memors_core import Memory
+
+    from .conftest import roles_database
+
+    with roles_database(_written_at_schema_17) as roles:
+        with psycopg.connect(roles.owner_url) as conn:
+            assert conn.execute("SELECT max(version) FROM schema_migrations").fetchone() == (17,)
+        with Memory.open(roles.owner_url) as memory:  # the owner's open migrates it
+            for question in ("café", "cafe", "Zürich", "résumé"):
+                assert len(memory.search(question).results) == 1, question
+            assert len(memory.search("coffee").results) == 1  # ASCII words as before
+            assert len(memory.search("zoe", granularity="fact").results) == 1
+            assert [h.text for h in memory.search("Zoë", granularity="entity").results] == ["Zoë"]
