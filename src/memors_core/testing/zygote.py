@@ -72,12 +72,11 @@ class Zygote:
     def __init__(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="memors-zygote-")
         self._address = os.path.join(self._dir, "socket")
-        self._env = dict(os.environ)
+        self._python = _python_settings(os.environ)  # how the zygote's Python started
         self._proc = subprocess.Popen(
             [sys.executable, "-m", __name__, self._address],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=self._env,
         )
         assert self._proc.stdout is not None
         ready = self._proc.stdout.readline()
@@ -88,7 +87,7 @@ class Zygote:
 
     def serves(self, env: Mapping[str, str]) -> bool:
         """Whether a call with this environment can be forked from the zygote."""
-        return self._proc.poll() is None and _python_settings(env) == _python_settings(self._env)
+        return self._proc.poll() is None and _python_settings(env) == self._python
 
     def run(
         self,
@@ -175,10 +174,11 @@ _start_lock = threading.Lock()
 
 
 def zygote_for(env: Mapping[str, str]) -> Zygote | None:
-    """This process's zygote when a call with ``env`` can use it (started
-    on first use), else None: run that call in a fresh interpreter."""
+    """This process's zygote when a call with ``env`` (the call's whole
+    environment) can use it (started on first use), else None: run that call
+    in a fresh interpreter."""
     global _zygote, _zygote_pid
-    if os.environ.get(SETTING, "").strip().lower() == "spawn" or env.get(SETTING) == "spawn":
+    if env.get(SETTING, "").strip().lower() == "spawn":
         return None
     with _start_lock:
         if _zygote is None or _zygote_pid != os.getpid():
