@@ -8,6 +8,9 @@ ms. :func:`new_database` makes such a copy and returns its address;
 (its name carries a hash of every migration, the kinds' own included), by
 whichever test process gets there first.
 
+The template's name and the server's answer are looked up once per
+process: a test run asks for a database per test.
+
 The server is ``$MEMORS_TEST_POSTGRES`` (an address of a database to
 connect to for administration, default ``postgresql:///postgres``, the
 local socket); the role needs CREATEDB.
@@ -53,14 +56,24 @@ def _with_dbname(url: str, dbname: str) -> str:
     return f"postgresql://{who}{where}/{db}" + (f"?{query}" if query else "")
 
 
+#: The admin address the test server last answered on, in this process.
+_answered: str | None = None
+
+
 def available() -> str | None:
-    """None when the test server answers, else why not (one line)."""
+    """None when the test server answers, else why not (one line). Once it
+    has answered, this process takes its word for it (a server lost later
+    fails the test that meets it, in the server's words)."""
+    global _answered
+    if _answered == admin_url():
+        return None
     try:
         import psycopg
     except ImportError:
         return "psycopg is not installed (pip install 'memors[postgres]')"
     try:
         with psycopg.connect(admin_url(), connect_timeout=5):
+            _answered = admin_url()
             return None
     except psycopg.Error as exc:
         return f"cannot reach the test server {admin_url()!r}: {' '.join(str(exc).split())}"
@@ -99,8 +112,23 @@ def _connect_admin():
     return psycopg.connect(admin_url(), autocommit=True)
 
 
-def template() -> str:
-    """The name of the migrated template database (building it if it is missing)."""
+#: (admin address, template name) this process last found or built.
+_template: tuple[str, str] | None = None
+
+
+def template(*, fresh: bool = False) -> str:
+    """The name of the migrated template database (building it if it is
+    missing). The name found is kept for this process; ``fresh``: look again
+    (another run dropped it)."""
+    global _template
+    if not fresh and _template is not None and _template[0] == admin_url():
+        return _template[1]
+    name = _find_template()
+    _template = (admin_url(), name)
+    return name
+
+
+def _find_template() -> str:
     from psycopg import errors, sql
 
     name = f"memors_tpl_{_schema_hash()}"
@@ -155,7 +183,7 @@ def new_database() -> str:
             except errors.InvalidCatalogName:
                 # A run with another schema (another checkout sharing the
                 # server) dropped this template as an older one: build it again.
-                tpl = template()
+                tpl = template(fresh=True)
         else:  # pragma: no cover - a server far too busy
             raise RuntimeError(f"could not copy the template database {tpl}")
     return _with_dbname(admin_url(), name)
