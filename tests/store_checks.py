@@ -13,10 +13,16 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
+
+if TYPE_CHECKING:
+    import pytest
+
+    from memors_core import Memory
 
 WORK_ITEMS_TOTAL = "memors_store_work_items_total"
 PAGES_MARKED_STALE = "memors_store_pages_marked_stale_total"
@@ -327,3 +333,33 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
         for record in records:
             handle.write(json.dumps(record) + "\n")
     return path
+
+
+@contextmanager
+def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every statement the store's driver runs inside the block (SQLite's
+    trace hook; on PostgreSQL every psycopg cursor's ``execute``)."""
+    seen: list[str] = []
+    if memory.store.tx.engine == "sqlite":
+
+        def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+            seen.append(sql)
+            return True
+
+        memory.store.conn.exec_trace = trace
+        try:
+            yield seen
+        finally:
+            memory.store.conn.exec_trace = None
+        return
+    import psycopg
+
+    execute = psycopg.Cursor.execute
+
+    def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(psycopg.Cursor, "execute", counted)
+        yield seen

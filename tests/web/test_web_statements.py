@@ -12,8 +12,6 @@ whatever the number of entities listed or passages cited.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import anyio
@@ -22,38 +20,10 @@ import pytest
 from memors_core import Memory
 from memors_core.testing import open_items, passages_about
 from memors_mcp.web.app import build_web_app
+from store_checks import statements
 
 #: The most statements each view may issue (begin and commit included).
 BOUNDS = {"namespace home": 24, "page": 32}
-
-
-@contextmanager
-def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every statement the store's driver runs inside the block."""
-    seen: list[str] = []
-    if memory.store.tx.engine == "sqlite":
-
-        def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
-            seen.append(sql)
-            return True
-
-        memory.store.conn.exec_trace = trace
-        try:
-            yield seen
-        finally:
-            memory.store.conn.exec_trace = None
-        return
-    import psycopg
-
-    execute = psycopg.Cursor.execute
-
-    def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(str(query))
-        return execute(self, query, *args, **kwargs)
-
-    with monkeypatch.context() as patch:
-        patch.setattr(psycopg.Cursor, "execute", counted)
-        yield seen
 
 
 def get(app: Any, path: str) -> tuple[int, str]:

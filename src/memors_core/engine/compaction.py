@@ -120,7 +120,7 @@ def _scan_kind(
     A kind that supports it scans only what changed since its last scan
     (its scan mark); ``full`` forces a rescan of everything.
     """
-    heads = ScanMark(tx.changes.head(), tx.passages.head(), tx.tombstones.head())
+    heads = tx.changes.heads()
     mark = tx.changes.mark(namespace, kind.name)
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
     ctx = KindContext(tx, namespace, not incremental, services.limits)
@@ -250,13 +250,16 @@ def compact(
             for name, reason in sorted(services.plugin_errors.items())
         )
     report = Reporter(progress) if progress else None
+    touched = False  # the namespace is listed once one kind's scan committed
     for kind in chosen:
         if report is not None:
             report(True, task="compact", phase=kind.name, step="scanning", created=created)
         try:
             with store.write(namespace=namespace) as tx:
-                tx.namespaces.touch(namespace)
+                if not touched:
+                    tx.namespaces.touch(namespace)
                 created += _scan_kind(services, tx, namespace, kind, full, report, created)
+            touched = True
         except (StoreBusy, StoreUnavailable):
             raise  # the store's trouble, not the kind's: the next kind would meet it too
         except Exception as exc:  # a broken plugin never takes the others down

@@ -660,6 +660,11 @@ class ChangeLog(Protocol):
         """The change-log clock: the number of the newest entry ever logged (0 for none);
         pruning never lowers it."""
 
+    def heads(self) -> ScanMark:
+        """The three clocks a scan's mark records, read at once: the change
+        log's (:meth:`head`), the passages' and the tombstones'
+        (``passages.head()``, ``tombstones.head()``)."""
+
     def entities_since(self, namespace: str, after: int) -> set[str]:
         """Entities touched after ``after``, by their id then and their canonical id now."""
 

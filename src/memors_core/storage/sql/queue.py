@@ -207,6 +207,19 @@ class SqlChangeLog(Repo):
         # The engine's sequence: the log's numbers are never reused after pruning.
         return self.number(self.tx.change_head_sql)
 
+    def heads(self) -> ScanMark:
+        tx = self.tx
+        if tx.counted("passages") or tx.counted("tombstones"):
+            return ScanMark(self.head(), tx.passages.head(), tx.tombstones.head())
+        # One round trip for the three (a compaction reads them once per kind).
+        row = self.one(
+            f"SELECT ({tx.change_head_sql}), ({tx.clock_sql.format(table='passages')}), "
+            f"({tx.clock_sql.format(table='tombstones')})",
+            ("passages", "tombstones"),
+        )
+        assert row is not None
+        return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+
     def entities_since(self, namespace: str, after: int) -> set[str]:
         touched = {
             r[0]

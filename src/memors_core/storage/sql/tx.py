@@ -120,6 +120,11 @@ class SqlTx:
         value: int = self.db.scalar(self.clock_sql.format(table=name), (name,))
         return value
 
+    def counted(self, name: str) -> bool:
+        """Whether this transaction ticked ``name``'s clock (its value is then
+        counted here, not read: :meth:`clock`)."""
+        return name in self._ticks
+
     def tick(self, name: str) -> int:
         """The next number of ``name``'s clock (inside a write transaction)."""
         value = self.clock(name) + 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from memors_core.domain.rows import ScanMark
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, Opener, StorageFixtures
 from memors_core.testing.storage_contract.helpers import Boom, add_document, forget, remember
@@ -43,6 +44,27 @@ class ClockContract(StorageFixtures):
         with storage.read() as tx:
             row = tx.passages.get(later)
             assert row is not None and row.seq > before
+
+    def test_the_three_heads_read_at_once_are_the_clocks_read_one_by_one(
+        self, storage: Storage
+    ) -> None:
+        with storage.read() as tx:
+            assert tx.changes.heads() == ScanMark(0, 0, 0)
+        a = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        remember(storage, "[[Paxos]] agrees.", about="Paxos")
+        forget(storage, "passage", a)
+        with storage.read() as tx:
+            one_by_one = ScanMark(tx.changes.head(), tx.passages.head(), tx.tombstones.head())
+            assert one_by_one.passages > 0 and one_by_one.tombstones > 0
+            assert one_by_one.changes > 0
+            assert tx.changes.heads() == one_by_one
+        with storage.write() as tx:  # numbers ticked in this write are counted in
+            _, ids = add_document(tx, ["One more."])
+            (row,) = tx.passages.by_ids(ids)
+            heads = tx.changes.heads()
+            assert heads.passages == row.seq == tx.passages.head()
+            assert heads.tombstones == one_by_one.tombstones
+            assert heads.changes == tx.changes.head()
 
     def test_the_tombstone_clock_orders_tombstones(self, storage: Storage) -> None:
         a = remember(storage, "First to go.")

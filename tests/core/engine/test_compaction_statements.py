@@ -1,0 +1,47 @@
+"""A compaction's fixed cost per kind, in statements (issue 32).
+
+Each kind is scanned in a write transaction of its own, and on PostgreSQL
+every statement is a round trip: the clocks a scan's mark records (the
+change log's, the passages', the tombstones') are read in one statement,
+and the namespace is registered by the first kind's transaction only.
+Counted at the driver, on the run's engine.
+"""
+
+from __future__ import annotations
+
+from store_checks import statements
+
+
+def _compact_counted(memory, monkeypatch, **kwargs):
+    with statements(memory, monkeypatch) as seen:
+        memory.compact(**kwargs)
+    return seen
+
+
+def test_each_kind_reads_its_three_clocks_in_one_statement(memory, monkeypatch):
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
+    memory.record_fact("Raft", "leader", "n1")
+    memory.record_fact("Raft", "leader", "n2")
+    memory.compact()
+    memory.remember("[[Paxos]] agrees on one value.", uri="doc-p")
+    kinds = memory.kinds.names()
+    assert len(kinds) >= 5
+    for full in (False, True):
+        seen = _compact_counted(memory, monkeypatch, full=full)
+        # Every clock read names the clock table (the marks kept across
+        # purges): one per kind for its scan's mark, the three clocks in it,
+        # and one more, the duplicate kind's index reading the passages'.
+        clock_reads = [s for s in seen if "FROM clock WHERE name" in s]
+        marks = [s for s in clock_reads if "tombstones" in s and "changes" in s]
+        assert len(marks) == len(kinds), clock_reads
+        assert len(clock_reads) <= len(kinds) + 1, clock_reads
+
+
+def test_the_namespace_is_registered_once_per_compaction(memory, monkeypatch):
+    memory.remember("[[Raft]] elects a leader.", uri="doc", namespace="team")
+    for namespace in ("team", "fresh"):
+        seen = _compact_counted(memory, monkeypatch, namespace=namespace)
+        touches = [s for s in seen if "INTO namespaces" in s]
+        assert len(touches) == 1, touches
+    assert {"team", "fresh"} <= set(memory.namespaces())
