@@ -203,7 +203,7 @@ def query_words(query: str) -> list[str]:
     """The words of a user's text a search looks for: distinct, casefolded,
     stop words (and negations, quantifiers) dropped unless nothing else is
     left, at most :data:`MAX_WORDS`."""
-    return _searched(text.words(query))
+    return _searched(text.index_words(query))
 
 
 def _searched(words: list[str]) -> list[str]:
@@ -235,12 +235,13 @@ def name_spans(words: list[str]) -> list[tuple[int, int, str]]:
 def with_entities(
     all_words: list[str], named: Callable[[list[str]], dict[str, str]]
 ) -> SearchQuery:
-    """The search for a query of ``all_words`` (:func:`memors_core.domain.text.words`)
+    """The search for a query of ``all_words`` (:func:`memors_core.domain.text.index_words`)
     once its names are known: ``named`` maps folded names (every
-    :func:`name_spans` run, asked once) to the canonical ids of the entities
-    they name. Names are taken longest first, never overlapping; their words
-    leave the query unless no other content word is left."""
-    spans = name_spans(all_words)
+    :func:`name_spans` run of the words casefolded, as names are kept, asked
+    once) to the canonical ids of the entities they name. Names are taken
+    longest first, never overlapping; their words leave the query unless no
+    other content word is left."""
+    spans = name_spans([w.casefold() for w in all_words])
     found = named([name for _, _, name in spans])
     taken = [False] * len(all_words)
     entities: list[str] = []
@@ -389,7 +390,7 @@ def snippet(content: str, stems: set[str], width: int = SNIPPET_WORDS) -> str:
         return " ".join(tokens)
     at = 0
     for i, token in enumerate(tokens):
-        if any(w.startswith(s) for w in text.words(token) for s in stems):
+        if any(w.startswith(s) for w in text.index_words(token) for s in stems):
             at = i
             break
     start = max(0, min(at - width // 4, len(tokens) - width))
@@ -476,7 +477,7 @@ def run(
     passages are ranked by meaning, or by both fused (:func:`fuse`); under
     ``all`` they then take the places the words give passages
     (:func:`in_words_places`)."""
-    words = text.words(query)
+    words = text.index_words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
     wanted = with_entities(words, named)

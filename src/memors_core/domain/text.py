@@ -55,6 +55,16 @@ def words(text: str) -> list[str]:
     return [w.casefold() for w in _WORD.findall(text)]
 
 
+def index_words(text: str) -> list[str]:
+    """Lowercased runs of letters and digits, in order: a text's words as
+    the search indexes fold them. Lowercase, not casefold: SQLite's
+    ``unicode61`` and PostgreSQL's index keep "ß" (casefold would make it
+    "ss", a word neither index holds); the same runs as :func:`words`."""
+    if text.isascii():
+        return _WORD.findall(text.lower())
+    return [w.lower() for w in _WORD.findall(text)]
+
+
 @cache
 def stop_words() -> frozenset[str]:
     """The shipped English stop-word list (function words only: negations

@@ -150,6 +150,21 @@ def test_words_beyond_ascii_are_found_with_or_without_their_accents(memory):
     assert [h.text for h in memory.search("Zoë", granularity="entity").results] == ["Zoë"]
 
 
+def test_a_word_with_sharp_s_is_found_as_written(memory):
+    # Both indexes keep "ß" (lowercase, not casefold); the question's words
+    # are folded the same way, so "Straße" meets "Straße" (casefolded to
+    # "strasse" it met nothing on either engine). Names still match
+    # casefolded, as they are kept.
+    street = memory.remember("Die Hauptstraße führt zum Bahnhof, der Fußweg nicht.").passages[0]
+    memory.remember("A plain passage about a road and a footpath.")
+    for question in ("Hauptstraße", "HAUPTSTRAẞE", "Fußweg", "fußweg zum bahnhof"):
+        assert _addresses(memory.search(question)) == [street], question
+    named = memory.remember("[[Große Straße]] ist lang.").passages[0]
+    entity = memory.search("große straße", granularity="entity").results
+    assert [h.text for h in entity] == ["Große Straße"]
+    assert _addresses(memory.search("Große Straße")) == [named]
+
+
 def test_every_granularity_and_all(memory):
     for body in passages_about("Raft", 3):
         memory.remember(body)
