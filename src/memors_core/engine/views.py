@@ -131,10 +131,10 @@ def document(tx: Tx, ident: str, namespace: str) -> DocumentView | None:
 
 
 def passage(tx: Tx, ident: str, namespace: str) -> PassageView | None:
-    row = tx.passages.get(ident, namespace)
-    if row is None:
+    shown = tx.passages.get_shown(ident, namespace)
+    if shown is None:
         return None
-    return _passage_view(tx, row, tx.tombstones.get(ident), tx.passages.entities_of(ident))
+    return _passage_view(tx, *shown)
 
 
 def _passage_view(

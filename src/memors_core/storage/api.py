@@ -169,6 +169,14 @@ class Passages(Protocol):
         """The passage ``ident``, forgotten and superseded ones too (only in ``namespace``
         if given); None if there is none."""
 
+    def get_shown(
+        self, ident: str, namespace: str
+    ) -> tuple[Passage, Tombstone | None, list[str]] | None:
+        """What ``get`` shows of the passage ``ident`` of ``namespace``
+        (forgotten and superseded ones too) in one look-up: the row, its
+        tombstone (None while it is live) and :meth:`entities_of`; None if
+        there is none."""
+
     def get_many(self, idents: Iterable[str], namespace: str) -> dict[str, Passage]:
         """:meth:`get` of many passages of ``namespace`` in one look-up (id -> row;
         those that are not there left out)."""

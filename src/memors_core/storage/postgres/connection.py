@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import errors as pg_errors
-from psycopg import sql
+from psycopg import pq, sql
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
@@ -69,6 +69,10 @@ def namespace_key(namespace: str) -> int:
     return zlib.crc32(namespace.encode("utf-8", "surrogatepass")) - 2**31
 
 
+#: What begins a read: one snapshot, every write refused (a refused write
+#: rolls back to the savepoint, so the snapshot stays usable).
+READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SAVEPOINT memors_read"
+
 #: Connections a store's pool holds at most (``MEMORS_PG_POOL_SIZE``).
 DEFAULT_POOL_SIZE = 4
 #: Seconds between two checks of the tables' statistics by one process.
@@ -87,11 +91,14 @@ class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("conn", "scope")
+    __slots__ = ("begin", "conn", "scope")
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
         self.conn: psycopg.Connection | None = None
+        #: A read's first statements, not sent yet: they go with its first
+        #: statement, in one message (:meth:`PgStore._begin_with`).
+        self.begin: str | None = None
         #: What the write transaction holds: None for the whole store, else
         #: the namespaces whose locks it took.
         self.scope: frozenset[str] | None = None
@@ -316,9 +323,14 @@ class PgStore(Transactions):
     @property
     def conn(self) -> psycopg.Connection:
         """The connection of this thread's transaction (or maintenance step)."""
-        conn = self._session.conn
+        session = self._session
+        conn = session.conn
         if conn is None:
             raise RuntimeError("a PostgreSQL store's connection is used inside a transaction only")
+        if session.begin is not None:  # used as is: the transaction is begun first
+            self._begin_with(session)
+            conn = session.conn
+            assert conn is not None
         return conn
 
     @contextlib.contextmanager
@@ -327,6 +339,8 @@ class PgStore(Transactions):
         session: _Session,
         begin: str | Callable[[], str] = "SELECT 1",
         timeout: float | None = None,
+        *,
+        deferred: bool = False,
     ) -> Iterator[psycopg.Connection]:
         """A connection of the pool for one transaction, its first statements
         (``begin``, or what it returns when called: one round trip) sent.
@@ -337,23 +351,46 @@ class PgStore(Transactions):
         timeout above all, is the answer, and is never tried again on
         another connection (it would wait as long again each time).
         ``timeout``: seconds to wait for a free connection (the pool's own
-        by default)."""
+        by default). ``deferred`` (``begin`` a string): nothing is sent
+        here; ``begin`` goes with the transaction's first statement, in one
+        message, and a lost connection is replaced there the same way
+        (:meth:`_begin_with`)."""
         if session.conn is not None:  # a maintenance step's own connection
             session.conn.execute(begin() if callable(begin) else begin)
             yield session.conn
             return
+        if deferred:
+            assert isinstance(begin, str)
+            session.conn = self._getconn(timeout)
+            session.begin = begin
+        else:
+            session.conn = self._begun(begin, timeout)
+        try:
+            yield session.conn
+        finally:
+            session.begin = None
+            conn, session.conn = session.conn, None
+            if conn is not None:  # (None: no connection came free to replace a lost one)
+                self.pool.putconn(conn)
+
+    def _getconn(self, timeout: float | None) -> psycopg.Connection:
+        """A connection of the pool, waited for ``timeout`` seconds (the pool's own by default)."""
+        try:
+            conn: psycopg.Connection = self.pool.getconn(timeout)
+        except PoolTimeout:
+            self._reachable()
+            raise StoreBusy(
+                f"no connection to {self.location} came free in time; nothing was stored, try again"
+            ) from None
+        return conn
+
+    def _begun(self, begin: str | Callable[[], str], timeout: float | None) -> psycopg.Connection:
+        """A connection of the pool with ``begin`` sent (see :meth:`_checked_out`)."""
         for attempt in range(self.pool.max_size + 1):
-            try:
-                conn = self.pool.getconn(timeout)
-            except PoolTimeout:
-                self._reachable()
-                raise StoreBusy(
-                    f"no connection to {self.location} came free in time; nothing was stored, "
-                    "try again"
-                ) from None
+            conn = self._getconn(timeout)
             try:
                 conn.execute(begin() if callable(begin) else begin)
-                break
+                return conn
             except psycopg.OperationalError:
                 if not (conn.broken or conn.closed):
                     with contextlib.suppress(psycopg.Error):
@@ -369,12 +406,42 @@ class PgStore(Transactions):
                     conn.execute("ROLLBACK")
                 self.pool.putconn(conn)
                 raise
-        session.conn = conn
-        try:
-            yield conn
-        finally:
-            session.conn = None
-            self.pool.putconn(conn)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _begin_with(
+        self, session: _Session, sql: str | None = None, params: Any = None
+    ) -> psycopg.Cursor:
+        """Send the transaction's deferred first statements (``session.begin``),
+        with ``sql`` (its first statement, bound client-side) when there is
+        one, as one message: one round trip where there were two. The cursor
+        is left on ``sql``'s result. A connection found lost there is
+        replaced and the message sent again on the next one, as
+        :meth:`_checked_out` does: nothing committed on it, so nothing of
+        the transaction stayed (a read changes nothing in any case). Any
+        other error is the answer (the transaction, begun, fails with it)."""
+        begin = session.begin
+        assert begin is not None
+        session.begin = None
+        text = begin if sql is None else f"{begin}; {sql}"
+        for attempt in range(self.pool.max_size + 1):
+            conn = session.conn
+            assert conn is not None
+            try:
+                cur = conn.execute(text, params)
+                break
+            except psycopg.OperationalError:
+                if not (conn.broken or conn.closed):
+                    raise
+                session.conn = None
+                self.pool.putconn(conn)
+                if attempt == self.pool.max_size:
+                    self._reachable()
+                    raise
+                session.conn = self._getconn(None)
+        if sql is not None:  # past the results of ``begin``'s statements
+            for _ in range(begin.count(";") + 1):
+                cur.nextset()
+        return cur
 
     def _reachable(self) -> None:
         """Raise :class:`StoreUnavailable` when the server does not take a
@@ -519,14 +586,18 @@ class PgStore(Transactions):
         if session.depth:
             yield session.tx
             return
-        # (a refused write rolls back to the savepoint, so the snapshot stays usable)
-        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SAVEPOINT memors_read"
-        with self._translated(), self._checked_out(session, begin) as conn:
+        # Begun with its first statement, in one message (PostgreSQL takes a
+        # repeatable read's snapshot at its first statement in any case); a
+        # read that sent none ends without a word. (A refused write rolls
+        # back to the savepoint, so the snapshot stays usable.)
+        with self._translated(), self._checked_out(session, READ_BEGIN, deferred=True):
             try:
                 yield from self._outermost_read(session)
             finally:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("COMMIT")
+                conn = session.conn
+                if conn is not None and conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("COMMIT")
 
     @contextlib.contextmanager
     def _translated(self) -> Iterator[None]:
@@ -595,12 +666,14 @@ class PgStore(Transactions):
 
     def execute(self, sql: str, params: Any = ()) -> psycopg.Cursor:
         r = render(sql)
-        conn = self.conn
+        session = self._session
         try:
-            return conn.execute(r.sql, r.params(params))
+            if session.begin is not None:  # a read's first statement: with its BEGIN
+                return self._begin_with(session, r.sql, r.params(params))
+            return self.conn.execute(r.sql, r.params(params))
         except pg_errors.ReadOnlySqlTransaction:
-            if self._session.reading:
-                conn.execute("ROLLBACK TO SAVEPOINT memors_read")
+            if session.reading:
+                self.conn.execute("ROLLBACK TO SAVEPOINT memors_read")
             raise MemorsError(
                 f"the store {self.location} is read-only in this transaction; nothing was written"
             ) from None

@@ -39,6 +39,31 @@ class LivenessContract(StorageFixtures):
                 "a test forgot it",
             )
 
+    def test_what_get_shows_of_a_passage_is_its_row_tombstone_and_entities(
+        self, storage: Storage
+    ) -> None:
+        # get_shown answers in one look-up what get, tombstones.get and
+        # entities_of answer: a merged entity's mentions count once, as its
+        # canonical, in the order first mentioned
+        passage = remember(storage, "[[Raft]] and [[Paxos]] and [[Raft protocol]] agree.")
+        plain = remember(storage, "Nothing is named here.")
+        with storage.write() as tx:
+            ids = [tx.entities.ensure(n, NS).id for n in ("Paxos", "Raft", "Raft protocol")]
+            tx.passages.mention(passage, ids)
+            tx.entities.merge(ids[1], ids[2], NS)  # Raft protocol -> Raft
+        assert forget(storage, "passage", passage)
+        with storage.read() as tx:
+            shown = tx.passages.get_shown(passage, NS)
+            assert shown is not None
+            row, stone, entities = shown
+            assert row == tx.passages.get(passage)
+            assert stone == tx.tombstones.get(passage) and stone is not None
+            assert stone.state == "forgotten"
+            assert entities == tx.passages.entities_of(passage) == ids[:2]
+            assert tx.passages.get_shown(plain, NS) == (tx.passages.get(plain), None, [])
+            assert tx.passages.get_shown(passage, OTHER_NS) is None  # another namespace's
+            assert tx.passages.get_shown("no-such-passage", NS) is None
+
     def test_a_forgotten_fact_is_kept_but_no_longer_live(self, storage: Storage) -> None:
         with storage.write() as tx:
             kept = tx.facts.record(NS, "Raft", "leader", "one")

@@ -80,6 +80,59 @@ def test_a_connection_dropped_between_transactions_is_replaced(postgres_url):
         assert memory.search("dropped the connection").results
 
 
+def _messages(monkeypatch) -> list[str]:
+    """What the store sends from now on, one entry per message (round trip)."""
+    sent: list[str] = []
+    execute = psycopg.ClientCursor.execute
+
+    def counted(self, query, params=None, **kwargs):
+        sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.ClientCursor, "execute", counted)
+    return sent
+
+
+def test_a_get_is_two_round_trips_the_read_begun_with_its_one_statement(postgres_url, monkeypatch):
+    # A read's BEGIN goes with its first statement, and get of a passage asks
+    # for the row, its tombstone and its entities in that one statement: then
+    # the COMMIT. (It was five: BEGIN, the passage, its tombstone, its
+    # entities, COMMIT.)
+    with Memory.open(postgres_url) as memory:
+        memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
+        address = memory.search("elects a leader").results[0].address
+        sent = _messages(monkeypatch)
+        view = memory.get(address)
+        assert [e.rsplit("/", 1)[1] for e in view.entities] and view.status == "live"
+        assert len(sent) == 2, sent
+        assert sent[0].startswith("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ")
+        assert "FROM passages p" in sent[0]
+        assert sent[1] == "COMMIT"
+        # a read that asks nothing sends nothing
+        sent.clear()
+        with memory.store.read():
+            pass
+        assert sent == []
+
+
+def test_a_connection_dropped_between_reads_is_replaced_at_the_first_statement(
+    postgres_url, monkeypatch
+):
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # the next read gets the dead one
+    with Memory.open(postgres_url) as memory:
+        memory.remember("\n\n".join(passages_about("Raft", 3)))
+        address = memory.search("Raft").results[0].address
+        with memory.store.read() as tx:
+            pid = tx.native("postgres").info.backend_pid
+        with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # the read's first statement, BEGIN and all, goes again on a new
+        # connection: the user sees nothing
+        assert memory.get(address).address == address
+        with memory.store.read() as tx:
+            assert tx.native("postgres").info.backend_pid != pid
+
+
 def test_a_connection_lost_inside_a_write_stores_nothing_and_says_so_in_one_line(postgres_url):
     with Memory.open(postgres_url) as memory:
         memory.remember("Stored before.", uri="before")
