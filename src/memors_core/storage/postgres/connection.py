@@ -19,8 +19,12 @@ snapshot; every write refused).
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
+import itertools
 import logging
 import os
+import re
 import threading
 import time
 import zlib
@@ -409,7 +413,11 @@ class PgStore(Transactions):
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _begin_with(
-        self, session: _Session, sql: str | None = None, params: Any = None
+        self,
+        session: _Session,
+        sql: str | None = None,
+        params: Any = None,
+        prepare: tuple[str, str] | None = None,
     ) -> psycopg.Cursor:
         """Send the transaction's deferred first statements (``session.begin``),
         with ``sql`` (its first statement, bound client-side) when there is
@@ -418,7 +426,9 @@ class PgStore(Transactions):
         replaced and the message sent again on the next one, as
         :meth:`_checked_out` does: nothing committed on it, so nothing of
         the transaction stayed (a read changes nothing in any case). Any
-        other error is the answer (the transaction, begun, fails with it)."""
+        other error is the answer (the transaction, begun, fails with it).
+        ``prepare``: ``(name, PREPARE statement)`` that ``sql`` executes,
+        sent first, alone, on a connection that has not prepared it."""
         begin = session.begin
         assert begin is not None
         session.begin = None
@@ -427,6 +437,8 @@ class PgStore(Transactions):
             conn = session.conn
             assert conn is not None
             try:
+                if prepare is not None:
+                    self._prepare(conn, *prepare)
                 cur = conn.execute(text, params)
                 break
             except psycopg.OperationalError:
@@ -678,6 +690,37 @@ class PgStore(Transactions):
                 f"the store {self.location} is read-only in this transaction; nothing was written"
             ) from None
 
+    def prepared(self, sql: str, params: Any = ()) -> psycopg.Cursor:
+        """:meth:`execute` of a query prepared on the connection: planned
+        once per connection, where a statement sent as text is parsed and
+        planned on every call (for a join, planning costs more than running
+        it). The parameters are bound client-side into its ``EXECUTE``, so
+        it still goes with a read's ``BEGIN`` in one message; the first use
+        on a connection sends the ``PREPARE`` before it (one round trip, once
+        per connection; a prepared statement outlives a rolled-back
+        transaction, so it is counted prepared once that message returns)."""
+        r = render(sql)
+        name, statement = _preparation(r.sql)
+        values = r.params(params)
+        run = f"EXECUTE {name}({', '.join(['%s'] * len(values))})" if values else f"EXECUTE {name}"
+        session = self._session
+        if session.begin is not None:
+            return self._begin_with(session, run, values, (name, statement))
+        conn = self.conn
+        self._prepare(conn, name, statement)
+        return conn.execute(run, values)
+
+    @staticmethod
+    def _prepare(conn: psycopg.Connection, name: str, statement: str) -> None:
+        """``statement`` (``PREPARE name AS …``) sent on ``conn`` unless it was."""
+        done: set[str] | None = getattr(conn, "_memors_prepared", None)
+        if done is None:
+            done = set()
+            setattr(conn, "_memors_prepared", done)  # noqa: B010  (the connection's own, for its life)
+        if name not in done:
+            conn.execute(statement)
+            done.add(name)
+
     def executemany(self, sql: str, rows: Iterable[Any]) -> None:
         r = render(sql)
         with self.conn.cursor() as cur:
@@ -708,6 +751,20 @@ def _lock_sql(lock: int, namespace: str | None, *, shared_held: bool = False) ->
     if shared_held:
         return f"SELECT {ns}"
     return f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE}, {int(lock)}); SELECT {ns}"
+
+
+_PLACEHOLDER = re.compile(r"%%|%s")
+
+
+@functools.lru_cache(maxsize=256)
+def _preparation(rendered: str) -> tuple[str, str]:
+    """The name and ``PREPARE`` statement of a rendered query (``%s``
+    placeholders become ``$1``, ``$2``…, ``%%`` a ``%``); the name is the
+    text's digest, so a changed text is prepared anew."""
+    name = "memors_" + hashlib.sha1(rendered.encode("utf-8")).hexdigest()[:16]
+    numbers = itertools.count(1)
+    body = _PLACEHOLDER.sub(lambda m: "%" if m[0] == "%%" else f"${next(numbers)}", rendered)
+    return name, f"PREPARE {name} AS {body}"
 
 
 def _names_itself(url: str) -> bool:

@@ -19,6 +19,7 @@ from memors_core.storage.postgres.connection import (
     LOCK_SPACE,
     WRITE_LOCK,
     PgStore,
+    _preparation,
     safe_location,
 )
 from memors_core.storage.postgres.schema import SCHEMA_VERSION
@@ -97,17 +98,26 @@ def test_a_get_is_two_round_trips_the_read_begun_with_its_one_statement(postgres
     # A read's BEGIN goes with its first statement, and get of a passage asks
     # for the row, its tombstone and its entities in that one statement: then
     # the COMMIT. (It was five: BEGIN, the passage, its tombstone, its
-    # entities, COMMIT.)
+    # entities, COMMIT.) The statement is prepared once per connection, so
+    # the server plans it once: the first get on a connection sends the
+    # PREPARE before it, the next ones only EXECUTE it.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # every get on the one connection
     with Memory.open(postgres_url) as memory:
         memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
         address = memory.search("elects a leader").results[0].address
         sent = _messages(monkeypatch)
-        view = memory.get(address)
-        assert [e.rsplit("/", 1)[1] for e in view.entities] and view.status == "live"
-        assert len(sent) == 2, sent
-        assert sent[0].startswith("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ")
-        assert "FROM passages p" in sent[0]
-        assert sent[1] == "COMMIT"
+        first = memory.get(address)
+        assert len(sent) == 3, sent
+        assert sent[0].startswith("PREPARE memors_") and "FROM passages p" in sent[0]
+        name = sent[0].split()[1]
+        for _ in range(2):
+            sent.clear()
+            view = memory.get(address)
+            assert view == first and len(view.entities) == 2 and view.status == "live"
+            assert len(sent) == 2, sent
+            assert sent[0].startswith("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ")
+            assert sent[0].endswith(f"; EXECUTE {name}(%s, %s)")
+            assert sent[1] == "COMMIT"
         # a read that asks nothing sends nothing
         sent.clear()
         with memory.store.read():
@@ -115,22 +125,32 @@ def test_a_get_is_two_round_trips_the_read_begun_with_its_one_statement(postgres
         assert sent == []
 
 
+@pytest.mark.parametrize("prepared", [False, True], ids=["first-get", "prepared-before"])
 def test_a_connection_dropped_between_reads_is_replaced_at_the_first_statement(
-    postgres_url, monkeypatch
+    postgres_url, monkeypatch, prepared
 ):
     monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # the next read gets the dead one
     with Memory.open(postgres_url) as memory:
         memory.remember("\n\n".join(passages_about("Raft", 3)))
         address = memory.search("Raft").results[0].address
+        if prepared:  # the dead connection had prepared get's statement: the new one has not
+            memory.get(address)
         with memory.store.read() as tx:
             pid = tx.native("postgres").info.backend_pid
         with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        # the read's first statement, BEGIN and all, goes again on a new
-        # connection: the user sees nothing
+        # the read's first message (the PREPARE, or BEGIN and all) goes again
+        # on a new connection, prepared there first: the user sees nothing
         assert memory.get(address).address == address
         with memory.store.read() as tx:
             assert tx.native("postgres").info.backend_pid != pid
+        assert memory.get(address).address == address
+
+
+def test_a_prepared_statement_numbers_its_parameters_and_keeps_a_literal_percent():
+    name, statement = _preparation("SELECT %s, 'a%%b' FROM t WHERE x = %s AND y LIKE '%%s'")
+    assert statement == f"PREPARE {name} AS SELECT $1, 'a%b' FROM t WHERE x = $2 AND y LIKE '%s'"
+    assert name.startswith("memors_") and _preparation("SELECT 1")[0] != name
 
 
 def test_a_connection_lost_inside_a_write_stores_nothing_and_says_so_in_one_line(postgres_url):
