@@ -347,28 +347,33 @@ class PgStore(Transactions):
         deferred: bool = False,
     ) -> Iterator[psycopg.Connection]:
         """A connection of the pool for one transaction, its first statements
-        (``begin``, or what it returns when called: one round trip) sent.
-        A connection that turns out lost there (the server restarted, a
-        proxy dropped it) goes back to the pool, which drops it, and the
-        next one is tried: nothing was sent that could have changed
-        anything, so that retry is always safe. Any other error, a lock
-        timeout above all, is the answer, and is never tried again on
-        another connection (it would wait as long again each time).
-        ``timeout``: seconds to wait for a free connection (the pool's own
-        by default). ``deferred`` (``begin`` a string): nothing is sent
-        here; ``begin`` goes with the transaction's first statement, in one
-        message, and a lost connection is replaced there the same way
+        (``begin``, or what it returns when called: one round trip) sent;
+        a connection that turns out lost there is replaced
+        (:meth:`_first_round_trip`). ``timeout``: seconds to wait for a
+        free connection (the pool's own by default). ``deferred`` (``begin``
+        a string): nothing is sent here; ``begin`` goes with the
+        transaction's first statement, in one message
         (:meth:`_begin_with`)."""
         if session.conn is not None:  # a maintenance step's own connection
             session.conn.execute(begin() if callable(begin) else begin)
             yield session.conn
             return
+        session.conn = self._getconn(timeout)
         if deferred:
             assert isinstance(begin, str)
-            session.conn = self._getconn(timeout)
             session.begin = begin
         else:
-            session.conn = self._begun(begin, timeout)
+            try:
+                self._first_round_trip(
+                    session, lambda c: c.execute(begin() if callable(begin) else begin), timeout
+                )
+            except BaseException:
+                conn, session.conn = session.conn, None
+                if conn is not None:  # (None: it was lost, and given back)
+                    with contextlib.suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
+                    self.pool.putconn(conn)
+                raise
         try:
             yield session.conn
         finally:
@@ -388,30 +393,6 @@ class PgStore(Transactions):
             ) from None
         return conn
 
-    def _begun(self, begin: str | Callable[[], str], timeout: float | None) -> psycopg.Connection:
-        """A connection of the pool with ``begin`` sent (see :meth:`_checked_out`)."""
-        for attempt in range(self.pool.max_size + 1):
-            conn = self._getconn(timeout)
-            try:
-                conn.execute(begin() if callable(begin) else begin)
-                return conn
-            except psycopg.OperationalError:
-                if not (conn.broken or conn.closed):
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                    self.pool.putconn(conn)
-                    raise
-                self.pool.putconn(conn)
-                if attempt == self.pool.max_size:
-                    self._reachable()
-                    raise
-            except BaseException:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("ROLLBACK")
-                self.pool.putconn(conn)
-                raise
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def _begin_with(
         self,
         session: _Session,
@@ -423,24 +404,45 @@ class PgStore(Transactions):
         with ``sql`` (its first statement, bound client-side) when there is
         one, as one message: one round trip where there were two. The cursor
         is left on ``sql``'s result. A connection found lost there is
-        replaced and the message sent again on the next one, as
-        :meth:`_checked_out` does: nothing committed on it, so nothing of
-        the transaction stayed (a read changes nothing in any case). Any
-        other error is the answer (the transaction, begun, fails with it).
-        ``prepare``: ``(name, PREPARE statement)`` that ``sql`` executes,
-        sent first, alone, on a connection that has not prepared it."""
+        replaced as :meth:`_checked_out`'s is (:meth:`_first_round_trip`):
+        nothing committed on it, so nothing of the transaction stayed (a
+        read changes nothing in any case). ``prepare``: ``(name, PREPARE
+        statement)`` that ``sql`` executes, sent first, alone, on a
+        connection that has not prepared it."""
         begin = session.begin
         assert begin is not None
         session.begin = None
         text = begin if sql is None else f"{begin}; {sql}"
+
+        def send(conn: psycopg.Connection) -> psycopg.Cursor:
+            if prepare is not None:
+                self._prepare(conn, *prepare)
+            return conn.execute(text, params)
+
+        cur = self._first_round_trip(session, send, None)
+        if sql is not None:  # past the results of ``begin``'s statements
+            for _ in range(begin.count(";") + 1):
+                cur.nextset()
+        return cur
+
+    def _first_round_trip(
+        self,
+        session: _Session,
+        send: Callable[[psycopg.Connection], psycopg.Cursor],
+        timeout: float | None,
+    ) -> psycopg.Cursor:
+        """``send``'s answer on ``session.conn``, a transaction's first round
+        trip. A connection found lost there (the server restarted, a proxy
+        dropped it) goes back to the pool, which drops it, and ``send`` is
+        tried on the next one (waited for ``timeout`` seconds): nothing was
+        sent that could have changed anything. Any other error, a lock
+        timeout above all, is the answer, never tried again on another
+        connection (it would wait as long again each time)."""
         for attempt in range(self.pool.max_size + 1):
             conn = session.conn
             assert conn is not None
             try:
-                if prepare is not None:
-                    self._prepare(conn, *prepare)
-                cur = conn.execute(text, params)
-                break
+                return send(conn)
             except psycopg.OperationalError:
                 if not (conn.broken or conn.closed):
                     raise
@@ -449,11 +451,8 @@ class PgStore(Transactions):
                 if attempt == self.pool.max_size:
                     self._reachable()
                     raise
-                session.conn = self._getconn(None)
-        if sql is not None:  # past the results of ``begin``'s statements
-            for _ in range(begin.count(";") + 1):
-                cur.nextset()
-        return cur
+                session.conn = self._getconn(timeout)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _reachable(self) -> None:
         """Raise :class:`StoreUnavailable` when the server does not take a

@@ -16,8 +16,8 @@ from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
 from memors_core.storage.sql.records import (
-    _PASSAGE_COLS,
-    _TOMBSTONE_COLS,
+    PASSAGE_COLS,
+    TOMBSTONE_COLS,
     SqlDocuments,
     SqlPassages,
     dumps,
@@ -130,13 +130,13 @@ class PgDocuments(_Bound, SqlDocuments):
 # doubled its planning time). Prepared on each connection: planning it
 # took longer than running it.
 _PASSAGE_SHOWN = (
-    f"SELECT {_PASSAGE_COLS}, {', '.join(f't.{c}' for c in _TOMBSTONE_COLS.split(', '))}, "
+    f"SELECT {PASSAGE_COLS}, {', '.join(f't.{c}' for c in TOMBSTONE_COLS.split(', '))}, "
     "ARRAY(SELECT e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
     "WHERE m.passage = p.id ORDER BY e.rowid) "
     "FROM passages p LEFT JOIN tombstones t ON t.target = p.id "
     "WHERE p.id = ? AND p.namespace = ?"
 )
-_PASSAGE_WIDTH = _PASSAGE_COLS.count(",") + 1
+_PASSAGE_WIDTH = PASSAGE_COLS.count(",") + 1
 
 
 class PgPassages(_Bound, SqlPassages):

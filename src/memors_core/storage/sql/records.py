@@ -246,7 +246,9 @@ class SqlDocuments(Repo):
         return None if row is None or row[1] is None else Dropped(row[0], row[1])
 
 
-_PASSAGE_COLS = (
+#: A passage row's columns (alias ``p``) in the order of
+#: :class:`Passage`'s fields; an engine's own statements that return passages select these.
+PASSAGE_COLS = (
     "p.rowid, p.id, p.namespace, p.document, p.version, p.position, p.text, p.hash, p.created_at"
 )
 
@@ -291,7 +293,7 @@ class SqlPassages(Repo):
 
     def get(self, ident: str, namespace: str | None = None) -> Passage | None:
         row = self.one(
-            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.id = ?1 "
+            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = ?1 "
             "AND (?2 IS NULL OR p.namespace = ?2)",
             (ident, namespace),
         )
@@ -313,7 +315,7 @@ class SqlPassages(Repo):
         # (the namespace is checked here: in the WHERE clause, SQLite's
         # planner walked the namespace's index instead of the ids)
         rows = self.all(
-            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.id IN (SELECT value FROM json_each(?))",
+            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(set(idents))),),
         )
         return {r[1]: Passage(*r) for r in rows if r[2] == namespace}
@@ -326,7 +328,7 @@ class SqlPassages(Repo):
         rows = {
             r[1]: Passage(*r)
             for r in self.all(
-                f"SELECT {_PASSAGE_COLS} FROM passages p "
+                f"SELECT {PASSAGE_COLS} FROM passages p "
                 "WHERE p.id IN (SELECT value FROM json_each(?))",
                 (json.dumps(ids),),
             )
@@ -430,7 +432,7 @@ class SqlPassages(Repo):
 
     def live(self, namespace: str) -> Iterator[Passage]:
         cur = self.db.execute(
-            f"SELECT {_PASSAGE_COLS} FROM passages p WHERE p.namespace = ? AND {live('p')} "
+            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.namespace = ? AND {live('p')} "
             "ORDER BY p.rowid",
             (namespace,),
         )
@@ -638,7 +640,7 @@ class SqlEntities(Repo):
         return [
             Passage(*r)
             for r in self.all(
-                f"""SELECT DISTINCT {_PASSAGE_COLS}
+                f"""SELECT DISTINCT {PASSAGE_COLS}
                     FROM entities e JOIN mentions m ON m.entity = e.id
                     JOIN passages p ON p.id = m.passage
                     WHERE e.canonical = ? AND {live("p")} ORDER BY p.rowid""",
@@ -926,7 +928,8 @@ class SqlFacts(Repo):
         )
 
 
-_TOMBSTONE_COLS = "rowid, namespace, target, type, state, reason, item, created_at"
+#: A tombstone row's columns in the order of :class:`Tombstone`'s fields.
+TOMBSTONE_COLS = "rowid, namespace, target, type, state, reason, item, created_at"
 
 
 class SqlTombstones(Repo):
@@ -941,12 +944,12 @@ class SqlTombstones(Repo):
         return self.one("SELECT 1 FROM tombstones WHERE target = ?", (ident,)) is None
 
     def get(self, ident: str) -> Tombstone | None:
-        row = self.one(f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE target = ?", (ident,))
+        row = self.one(f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE target = ?", (ident,))
         return None if row is None else Tombstone(*row)
 
     def get_many(self, idents: Iterable[str]) -> dict[str, Tombstone]:
         rows = self.all(
-            f"SELECT {_TOMBSTONE_COLS} FROM tombstones "
+            f"SELECT {TOMBSTONE_COLS} FROM tombstones "
             "WHERE target IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(set(idents))),),
         )
@@ -1020,7 +1023,7 @@ class SqlTombstones(Repo):
         return [
             Tombstone(*r)
             for r in self.all(
-                f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND item = ? "
+                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND item = ? "
                 "ORDER BY rowid",
                 (namespace, item),
             )
@@ -1030,7 +1033,7 @@ class SqlTombstones(Repo):
         return [
             Tombstone(*r)
             for r in self.all(
-                f"SELECT {_TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND rowid > ? "
+                f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE namespace = ? AND rowid > ? "
                 "ORDER BY rowid",
                 (namespace, after),
             )
