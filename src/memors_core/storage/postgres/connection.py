@@ -169,12 +169,14 @@ class PgStore(Transactions):
         secret = _password(url)
         timeout_ms = busy_timeout_ms()
 
+        # Waiting for another writer's lock is bounded like SQLite's busy
+        # timeout. Sent as one message when the pool makes a connection.
+        settings = f"SET lock_timeout = {timeout_ms}; SET client_min_messages = warning"
+        if readonly:
+            settings += "; SET default_transaction_read_only = on"
+
         def configure(conn: psycopg.Connection) -> None:
-            # Waiting for another writer's lock is bounded like SQLite's busy timeout.
-            conn.execute(f"SET lock_timeout = {timeout_ms}")
-            conn.execute("SET client_min_messages = warning")
-            if readonly:
-                conn.execute("SET default_transaction_read_only = on")
+            conn.execute(settings)
 
         connect_args: dict[str, Any] = {
             "autocommit": True,
@@ -201,11 +203,9 @@ class PgStore(Transactions):
             reconnect_timeout=max(1.0, timeout_ms / 1000),
         )
         try:
+            # The pool's first connection, made and configured, is its proof
+            # the address works: a bad one fails here, in one line.
             pool.open(wait=True, timeout=max(1.0, timeout_ms / 1000))
-            # The pool's first connection is its only proof the address works:
-            # ask for it, so a bad address fails here, in one line.
-            with pool.connection() as conn:
-                conn.execute("SELECT 1")
         except (psycopg.Error, PoolTimeout) as exc:
             pool.close()
             raise MemorsError(
@@ -223,8 +223,11 @@ class PgStore(Transactions):
                 store._check_version(version)
             else:
                 store._migrate()
-                with store._checked_out(store._session) as conn:
+                conn = store._getconn(None)
+                try:
                     store._keep_statistics(conn)  # before this process plans a query
+                finally:
+                    store.pool.putconn(conn)
             from memors_core.storage.postgres.vectors import prepare
 
             store.vectors_missing = prepare(store, readonly, MIGRATE_LOCK)
@@ -234,12 +237,18 @@ class PgStore(Transactions):
         return store
 
     def _version(self) -> int:
-        with self.read():
-            exists = self.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL")
-            if not exists:
+        """The store's schema version; 0 where there is no store yet."""
+        ask = "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+        if self._session.depth:  # in the migration's write, where an error would end it
+            if not self.scalar("SELECT to_regclass('schema_migrations') IS NOT NULL"):
                 return 0
-            version: int = self.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
-            return version
+            return int(self.scalar(ask))
+        try:  # one statement where a store is (the common case), its read rolled back where not
+            with self.read():
+                version: int = self.scalar(ask)
+        except pg_errors.UndefinedTable:
+            return 0
+        return version
 
     def _check_version(self, version: int) -> None:
         if version > SCHEMA_VERSION:
@@ -576,14 +585,7 @@ class PgStore(Transactions):
             return
         self._statistics_checked = now_s
         try:
-            stale = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT relname FROM pg_stat_user_tables "
-                    "WHERE schemaname = current_schema() "
-                    "AND n_mod_since_analyze > 50 + 0.1 * GREATEST(n_live_tup, 0)"
-                )
-            ]
+            stale = [r[0] for r in conn.execute(STALE_STATISTICS)]
             for table in stale:
                 # (another writer analyzing it now is enough: never wait for it)
                 conn.execute(sql.SQL("ANALYZE (SKIP_LOCKED) {}").format(sql.Identifier(table)))
@@ -738,6 +740,16 @@ class PgStore(Transactions):
     def scalar(self, sql: str, params: Any = ()) -> Any:
         row = self.execute(sql, params).fetchone()
         return None if row is None else row[0]
+
+
+#: The store's tables whose planner statistics are stale by autovacuum's
+#: rule. Read from the statistics functions: ``pg_stat_user_tables`` groups
+#: every table's index figures first, several times the cost.
+STALE_STATISTICS = (
+    "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+    "AND relkind IN ('r', 'm', 'p') "
+    "AND pg_stat_get_mod_since_analyze(oid) > 50 + 0.1 * GREATEST(pg_stat_get_live_tuples(oid), 0)"
+)
 
 
 def _lock_sql(lock: int, namespace: str | None, *, shared_held: bool = False) -> str:

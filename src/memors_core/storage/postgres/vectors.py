@@ -256,21 +256,28 @@ def _add_graph(store: Any, lock: int) -> None:
         pass
 
 
+#: What :func:`prepare` needs to know, in one statement: whether the
+#: vector table is there, its graph index as this memors builds it, its
+#: functions as this memors writes them (NULL: none), pgvector installed,
+#: and, only when it is neither installed nor in use, offered by the
+#: server (the subqueries of a CASE branch not taken are never run).
+_STATE = (
+    f"SELECT to_regclass('passage_vectors') IS NOT NULL, ({_GRAPH_NOW[len('SELECT ') :]}), "
+    "(SELECT position(? in prosrc) > 0 FROM pg_proc WHERE proname = 'memors_vectors_remake' "
+    "AND pronamespace = current_schema()::regnamespace), "
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
+    "CASE WHEN to_regclass('passage_vectors') IS NULL AND NOT EXISTS "
+    "(SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN EXISTS "
+    "(SELECT 1 FROM pg_available_extensions WHERE name = 'vector') END"
+)
+
+
 def _add_kinds(store: Any, lock: int) -> str:
     """Record what each vector is (:data:`KINDS`) on a vector table made
     before, and let this memors replace vectors of an older kind; "" when
-    done (or done before), else why not (one line)."""
+    done, else why not (one line)."""
     import psycopg
 
-    with store.read():
-        current = store.scalar(
-            "SELECT position(? in prosrc) > 0 FROM pg_proc "
-            "WHERE proname = 'memors_vectors_remake' "
-            "AND pronamespace = current_schema()::regnamespace",
-            (KIND,),
-        )
-    if current:
-        return ""
     try:
         with store.write(lock=lock):
             store.conn.execute(KINDS)
@@ -288,20 +295,14 @@ def prepare(store: Any, readonly: bool, lock: int) -> str:
     from memors_core import semantic
 
     with store.read():
-        table = store.scalar("SELECT to_regclass('passage_vectors') IS NOT NULL")
-        graph = table and store.scalar(_GRAPH_NOW, (GRAPH_OPTIONS,))
+        table, graph, kinds, installed, offered = store.one(_STATE, (GRAPH_OPTIONS, KIND))
     if table:
         if readonly or semantic.unavailable() is not None:
             return ""
         if not graph:
             _add_graph(store, lock)
-        return _add_kinds(store, lock)
-    with store.read():
-        installed = store.scalar("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
-        available = installed or store.scalar(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
-        )
-    if not available:
+        return "" if kinds else _add_kinds(store, lock)
+    if not (installed or offered):
         return NO_SERVER_EXTENSION
     if readonly or semantic.unavailable() is not None:
         return SEMANTIC_MISSING

@@ -125,6 +125,28 @@ def test_a_get_is_two_round_trips_the_read_begun_with_its_one_statement(postgres
         assert sent == []
 
 
+def test_opening_a_store_is_ten_round_trips(postgres_url, monkeypatch):
+    # A CLI command or an MCP server opens the store first; against a server
+    # on another host each round trip is a network's. Opening a migrated
+    # store sends: the connection's settings (one message), the schema
+    # version (its read, then COMMIT), the statistics check (one statement),
+    # the vector table's state (one statement in a read, then COMMIT), then
+    # Memory's reads of the pending purges and the kinds' versions. It was
+    # seventeen: a SET each, a "SELECT 1" proof, the version in two
+    # statements, the vectors' state in four.
+    Memory.open(postgres_url).close()  # migrated, as a store is after its first open
+    sent = _messages(monkeypatch)
+    with Memory.open(postgres_url) as memory:
+        opened = list(sent)
+        assert memory.entity_count() == 0  # and it works
+    settings = [m for m in opened if m.startswith("SET ")]
+    assert len(settings) == 1 and "lock_timeout" in settings[0], opened
+    assert "client_min_messages" in settings[0]
+    assert "SELECT 1" not in opened
+    assert len(opened) == 10, opened
+    assert sum("passage_vectors" in m for m in opened) == 1
+
+
 @pytest.mark.parametrize("prepared", [False, True], ids=["first-get", "prepared-before"])
 def test_a_connection_dropped_between_reads_is_replaced_at_the_first_statement(
     postgres_url, monkeypatch, prepared
