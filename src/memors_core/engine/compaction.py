@@ -22,7 +22,7 @@ from memors_core.domain.model import (
     SkipResolution,
     SubmitReport,
 )
-from memors_core.domain.rows import OpenKey, ScanMark
+from memors_core.domain.rows import ScanMark
 from memors_core.engine.progress import Progress, Reporter
 from memors_core.errors import (
     BadInput,
@@ -134,6 +134,7 @@ def _scan_kind(
     created = refreshed = 0
     stamp = now()
     found = kind.scan(ctx)
+    new: list[Candidate] = []  # candidates without an open item, decided a batch at a time
     for cand in found:
         if cand.key in seen:
             continue
@@ -148,9 +149,19 @@ def _scan_kind(
                 unit="items",
                 created=base + created,
             )
-        outcome = _item_of(tx, namespace, kind.name, cand, open_items.get(cand.key), stamp)
-        created += outcome == "created"
-        refreshed += outcome == "refreshed"
+        existing = open_items.get(cand.key)
+        if existing is None:
+            new.append(cand)
+            if len(new) == NEW_ITEMS_BATCH:
+                created += _open_items(tx, namespace, kind.name, new, stamp)
+                new.clear()
+        elif existing.fingerprint != cand.fingerprint:
+            tx.items.refresh(existing.id, cand.fingerprint, cand.payload(), stamp)
+            tx.after_commit(
+                log.info, "item_refreshed", namespace=namespace, kind=kind.name, item=existing.id
+            )
+            refreshed += 1
+    created += _open_items(tx, namespace, kind.name, new, stamp)
     # What the scan re-examined (read once it has run: a kind may fill it as it goes).
     scope = found.scope if incremental and isinstance(found, Scan) else None
     obsolete = [
@@ -192,36 +203,31 @@ def _kind_progress(
     return on_progress
 
 
-def _item_of(
-    tx: Tx,
-    namespace: str,
-    kind: str,
-    cand: Candidate,
-    existing: OpenKey | None,
-    stamp: str,
-) -> str | None:
-    """The work item of one candidate the scan found: its open item
-    (``existing``) refreshed when the candidate changed, or
-    a new one created unless the last for its key was skipped or done with
-    this fingerprint. ``"created"``, ``"refreshed"`` or None (left as it was)."""
-    if existing is not None:
-        if existing.fingerprint == cand.fingerprint:
-            return None
-        tx.items.refresh(existing.id, cand.fingerprint, cand.payload(), stamp)
-        tx.after_commit(
-            log.info, "item_refreshed", namespace=namespace, kind=kind, item=existing.id
+#: Candidates without an open item looked up and opened together: two
+#: statements a batch where there were two a candidate.
+NEW_ITEMS_BATCH = 256
+
+
+def _open_items(tx: Tx, namespace: str, kind: str, candidates: list[Candidate], stamp: str) -> int:
+    """Open an item for each candidate that has no open one, unless the last
+    item of its key was skipped or done with the candidate's fingerprint
+    (nothing changed since it was decided); how many were opened."""
+    last = tx.items.last_for_keys(namespace, kind, [c.key for c in candidates])
+    fresh = [
+        c
+        for c in candidates
+        if not (
+            (done := last.get(c.key)) is not None
+            and done.status in ("skipped", "done")
+            and done.fingerprint == c.fingerprint
         )
-        return "refreshed"
-    last = tx.items.last_for_key(namespace, kind, cand.key)
-    if (
-        last is not None
-        and last.status in ("skipped", "done")
-        and last.fingerprint == cand.fingerprint
-    ):
-        return None  # skipped (or done) and nothing changed since: not recreated
-    ident = tx.items.create(namespace, kind, cand.key, cand.fingerprint, cand.payload(), stamp)
-    tx.after_commit(log.info, "item_created", namespace=namespace, kind=kind, item=ident)
-    return "created"
+    ]
+    ids = tx.items.create_many(
+        namespace, kind, [(c.key, c.fingerprint, c.payload()) for c in fresh], stamp
+    )
+    for c in fresh:
+        tx.after_commit(log.info, "item_created", namespace=namespace, kind=kind, item=ids[c.key])
+    return len(fresh)
 
 
 def compact(

@@ -616,10 +616,19 @@ class Items(Protocol):
     def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None:
         """The newest item of the kind for ``key``, whatever its status; None if there is none."""
 
+    def last_for_keys(self, namespace: str, kind: str, keys: Sequence[str]) -> dict[str, Item]:
+        """:meth:`last_for_key` of each of ``keys`` that has an item, in one read."""
+
     def create(
         self, namespace: str, kind: str, key: str, fingerprint: str, payload: Any, at: str
     ) -> int:
         """Open a new item (write); returns its id, the item number users see."""
+
+    def create_many(
+        self, namespace: str, kind: str, rows: Sequence[tuple[str, str, Any]], at: str
+    ) -> dict[str, int]:
+        """:meth:`create` of each ``(key, fingerprint, payload)`` (distinct keys),
+        in their order, in one write; key -> the new item's id."""
 
     def refresh(self, ident: int, fingerprint: str, payload: Any, at: str) -> None:
         """Give an item a new fingerprint and payload (write); its status stays as it is."""

@@ -183,9 +183,33 @@ def _resettle(tx: PluginStore, index: PrefixIndex, namespace: str) -> None:
         after = batch[-1].id
 
 
-def _near(ctx: KindContext, members: Sequence[str]) -> NearDuplicates:
-    rows = ctx.store.passages.live_shingles(ctx.namespace, ids=members)
-    return NearDuplicates(sorted((r.id, r.document, r.shingles or b"") for r in rows))
+class _Members:
+    """The member passages of a run of clusters, read for all of them at the
+    first payload asked for: two statements a run where there were two a
+    cluster (a candidate whose item stands reads nothing)."""
+
+    def __init__(self, ctx: KindContext, clusters: Sequence[dict[str, Any]]) -> None:
+        self.ctx = ctx
+        self.wanted = sorted({m for c in clusters for m in c["members"]})
+        self.rows: dict[str, Passage] | None = None
+        self.shingles: dict[str, tuple[str, str, bytes]] | None = None
+
+    def passages(self, members: Sequence[str]) -> list[Passage]:
+        """``passages.by_ids(members)``: those stored, in ``members``' order."""
+        if self.rows is None:
+            self.rows = {p.id: p for p in self.ctx.store.passages.by_ids(self.wanted)}
+        return [self.rows[m] for m in members if m in self.rows]
+
+    def near(self, members: Sequence[str]) -> NearDuplicates:
+        """The live members' best matches among each other."""
+        if self.shingles is None:
+            rows = self.ctx.store.passages.live_shingles(self.ctx.namespace, ids=self.wanted)
+            self.shingles = {r.id: (r.id, r.document, r.shingles or b"") for r in rows}
+        return NearDuplicates(sorted(self.shingles[m] for m in members if m in self.shingles))
+
+
+#: Clusters whose member passages are read together (:class:`_Members`).
+MEMBERS_BATCH = 256
 
 
 class DuplicateKind(Kind):
@@ -230,7 +254,14 @@ class DuplicateKind(Kind):
             found, scope = self._incremental_scan(ctx, index, indexed)
         found = _unsettled(ctx, index, found)
         ctx.progress("items", 0, len(found), "items")
-        return Scan((self._candidate(ctx, cluster) for cluster in found), scope)
+        return Scan(self._candidates(ctx, found), scope)
+
+    def _candidates(self, ctx: KindContext, found: list[dict[str, Any]]) -> Iterator[Candidate]:
+        for start in range(0, len(found), MEMBERS_BATCH):
+            run = found[start : start + MEMBERS_BATCH]
+            members = _Members(ctx, run)
+            for cluster in run:
+                yield self._candidate(cluster, members)
 
     # -- full: the exact join over every live passage ------------------------------
 
@@ -316,12 +347,12 @@ class DuplicateKind(Kind):
         """A purged passage's prefix tokens are hashes of its words: they go."""
         _index(ctx.store).erase([(p.seq, p.id) for p in passages])
 
-    def _candidate(self, ctx: KindContext, cluster: dict[str, Any]) -> Candidate:
+    def _candidate(self, cluster: dict[str, Any], rows: _Members) -> Candidate:
         members = cluster["members"]
 
         def payload() -> dict[str, Any]:
-            refs = [passage_ref(p) for p in ctx.store.passages.by_ids(members)]
-            near = _near(ctx, members)
+            refs = [passage_ref(p) for p in rows.passages(members)]
+            near = rows.near(members)
             passages = []
             first_with: dict[str, str] = {}  # text -> the first member showing it
             for r in refs:
@@ -377,7 +408,7 @@ class DuplicateKind(Kind):
         offered = [p["address"] for p in item.payload["passages"]]
         kept = list(dict.fromkeys(resolution.keep))
         ids = [parse_address(a)[1] for a in offered]
-        near = _near(ctx, ids)
+        near = _Members(ctx, [{"members": ids}]).near(ids)
         matched = near.matches(ids, {parse_address(a)[1] for a in kept})
         forgotten = [a for a, i in zip(offered, ids, strict=True) if i in matched]
         done = {*kept, *forgotten}

@@ -45,3 +45,27 @@ def test_the_namespace_is_registered_once_per_compaction(memory, monkeypatch):
         touches = [s for s in seen if "INTO namespaces" in s]
         assert len(touches) == 1, touches
     assert {"team", "fresh"} <= set(memory.namespaces())
+
+
+def test_new_items_are_looked_up_opened_and_shown_a_batch_at_a_time(memory, monkeypatch):
+    # 300 pairs of copies in different documents: 300 duplicate items, more
+    # than one batch. Deciding whether each is new (the last item of its
+    # key), opening it, and reading its members for its payload were a few
+    # statements an item, each a round trip on PostgreSQL; they are a few a
+    # batch of 256.
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
+    words += ["india", "juliet", "kilo", "lima"]
+    texts = [" ".join(f"{w}{n}" for w in words[n % 5 : n % 5 + 7]) + "." for n in range(300)]
+    memory.remember_many(
+        [{"text": t, "uri": f"{side}/{n}"} for n, t in enumerate(texts) for side in ("a", "b")]
+    )
+    seen = _compact_counted(memory, monkeypatch, kinds=["duplicate"])
+    items = memory.items(kind="duplicate").items
+    assert len(items) == 300
+    assert all(len(i.payload["passages"]) == 2 for i in items)
+    item_reads = [s for s in seen if "FROM work_items" in s]
+    assert len(item_reads) < 10, len(item_reads)
+    member_reads = [s for s in seen if "passages p" in s]
+    assert len(member_reads) < 10, len(member_reads)
+    if memory.store.tx.engine == "postgres":  # (on SQLite a statement is a call, no round trip)
+        assert len([s for s in seen if "INTO work_items" in s]) == 2

@@ -9,12 +9,12 @@ from typing import Any
 
 import psycopg
 
-from memors_core.domain.rows import Document, DocumentVersion, NewPassage, Passage, Tombstone
+from memors_core.domain.rows import Document, DocumentVersion, Item, NewPassage, Passage, Tombstone
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
-from memors_core.storage.sql.queue import SqlChangeLog, SqlCounters
+from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems, item_of
 from memors_core.storage.sql.records import (
     PASSAGE_COLS,
     TOMBSTONE_COLS,
@@ -193,6 +193,52 @@ class PgPassages(_Bound, SqlPassages):
             self._bound(_INSERT_PROFILES, ([r[0] for r in rows], [r[1] for r in rows])).close()
 
 
+class PgItems(SqlItems):
+    """Work items; a compaction's new items in one statement."""
+
+    def last_for_keys(self, namespace: str, kind: str, keys: Sequence[str]) -> dict[str, Item]:
+        # The keys as an array, which PostgreSQL hashes: a key list read as
+        # rows becomes a semi-join, planned as a nested loop over every item
+        # of the kind while the statistics still say the table is empty (a
+        # first compaction fills it in the same transaction): quadratic.
+        if not keys:
+            return {}
+        return {
+            r[3]: item_of(r)
+            for r in self.all(
+                f"SELECT DISTINCT ON (key) {ITEM_COLS} FROM work_items "
+                "WHERE namespace = ? AND kind = ? AND key = ANY(CAST(? AS text[])) "
+                "ORDER BY key, id DESC",
+                (namespace, kind, list(keys)),
+            )
+        }
+
+    def create_many(
+        self, namespace: str, kind: str, rows: Sequence[tuple[str, str, Any]], at: str
+    ) -> dict[str, int]:
+        if not rows:
+            return {}
+        keys, fingerprints, payloads = zip(*rows, strict=True)
+        return {
+            key: ident
+            for ident, key in self.all(
+                "INSERT INTO work_items(namespace, kind, key, status, fingerprint, payload, "
+                "created_at, updated_at) SELECT ?, ?, r.key, 'open', r.fp, r.payload, ?, ? "
+                "FROM unnest(CAST(? AS text[]), CAST(? AS text[]), CAST(? AS text[])) "
+                "WITH ORDINALITY AS r(key, fp, payload, n) ORDER BY r.n RETURNING id, key",
+                (
+                    namespace,
+                    kind,
+                    at,
+                    at,
+                    list(keys),
+                    list(fingerprints),
+                    [dumps(p) for p in payloads],
+                ),
+            )
+        }
+
+
 class PgCounters(SqlCounters):
     """Counters bumped in the row of the namespace being written
     (``counter_shards``), so writers of different namespaces never wait for
@@ -250,6 +296,7 @@ class PgTx(SqlTx):
         self.passages = PgPassages(self)
         self.changes = PgChangeLog(self)
         self.counters = PgCounters(self)
+        self.items = PgItems(self)
         self.search = PgSearch(self)
         self.vectors = PgVectors(self)
         self.purges = PgPurges(self)

@@ -4,6 +4,7 @@ and scan marks of incremental compaction, and the persisted counters."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from memors_core.domain.dates import now
@@ -15,12 +16,13 @@ from memors_core.storage.sql.repo import Repo
 
 log = get_logger("memors")
 
-_ITEM_COLS = (
+#: A work item's columns in the order :func:`item_of` reads them.
+ITEM_COLS = (
     "id, namespace, kind, key, status, fingerprint, payload, resolution, created_at, updated_at"
 )
 
 
-def _item(row: tuple[Any, ...]) -> Item:
+def item_of(row: tuple[Any, ...]) -> Item:
     return Item(
         row[0],
         row[1],
@@ -38,10 +40,10 @@ def _item(row: tuple[Any, ...]) -> Item:
 class SqlItems(Repo):
     def get(self, ident: int, namespace: str) -> Item | None:
         row = self.one(
-            f"SELECT {_ITEM_COLS} FROM work_items WHERE id = ? AND namespace = ?",
+            f"SELECT {ITEM_COLS} FROM work_items WHERE id = ? AND namespace = ?",
             (ident, namespace),
         )
-        return None if row is None else _item(row)
+        return None if row is None else item_of(row)
 
     def count(self, namespace: str, kind: str | None = None, status: str | None = None) -> int:
         return self.number(
@@ -62,11 +64,33 @@ class SqlItems(Repo):
 
     def last_for_key(self, namespace: str, kind: str, key: str) -> Item | None:
         row = self.one(
-            f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND kind = ? AND key = ? "
+            f"SELECT {ITEM_COLS} FROM work_items WHERE namespace = ? AND kind = ? AND key = ? "
             "ORDER BY id DESC LIMIT 1",
             (namespace, kind, key),
         )
-        return None if row is None else _item(row)
+        return None if row is None else item_of(row)
+
+    def last_for_keys(self, namespace: str, kind: str, keys: Sequence[str]) -> dict[str, Item]:
+        if not keys:
+            return {}
+        return {
+            r[3]: item_of(r)
+            for r in self.all(
+                # each key's newest id from the (namespace, kind, key, id) index, then its row
+                f"SELECT {ITEM_COLS} FROM work_items JOIN (SELECT MAX(id) AS newest "
+                "FROM work_items WHERE namespace = ? AND kind = ? "
+                "AND key IN (SELECT value FROM json_each(?)) GROUP BY key) n ON id = n.newest",
+                (namespace, kind, json.dumps(list(keys))),
+            )
+        }
+
+    def create_many(
+        self, namespace: str, kind: str, rows: Sequence[tuple[str, str, Any]], at: str
+    ) -> dict[str, int]:
+        # (SQLite: a statement is a call, not a round trip)
+        return {
+            key: self.create(namespace, kind, key, fp, payload, at) for key, fp, payload in rows
+        }
 
     def create(
         self, namespace: str, kind: str, key: str, fingerprint: str, payload: Any, at: str
@@ -111,9 +135,9 @@ class SqlItems(Repo):
         self, namespace: str, kinds: list[str], after: int, limit: int | None
     ) -> list[Item]:
         return [
-            _item(r)
+            item_of(r)
             for r in self.all(
-                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
+                f"SELECT {ITEM_COLS} FROM work_items WHERE namespace = ? AND status = 'open' "
                 "AND kind IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY id"
                 + ("" if limit is None else f" LIMIT {int(limit)}"),
                 (namespace, json.dumps(kinds), after),
@@ -145,9 +169,9 @@ class SqlItems(Repo):
         limit: int | None = None,
     ) -> list[Item]:
         return [
-            _item(r)
+            item_of(r)
             for r in self.all(
-                f"SELECT {_ITEM_COLS} FROM work_items WHERE namespace = ?1 "
+                f"SELECT {ITEM_COLS} FROM work_items WHERE namespace = ?1 "
                 "AND (?2 IS NULL OR kind = ?2) AND (?3 IS NULL OR status = ?3) AND id > ?4 "
                 "ORDER BY id" + ("" if limit is None else f" LIMIT {int(limit)}"),
                 (namespace, kind, status, after),

@@ -39,6 +39,42 @@ class WorkItemContract(StorageFixtures):
             row = tx.items.get(item, NS)
             assert row is not None and row.status == "obsolete"
 
+    def test_items_are_opened_and_looked_up_by_key_many_at_once(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            old = tx.items.create(NS, "page", "raft", "fp-old", {"n": 0}, now())
+            tx.items.finish(old, "skipped", None, now())
+            rows = [
+                ("raft", "fp-r", {"n": 1}),
+                ("paxos", "fp-p", {"entity": "Paxos", "quote": "it's 100%"}),
+                ("zab", "fp-z", [1, 2]),
+            ]
+            ids = tx.items.create_many(NS, "page", rows, "2026-12-05T06:00:00Z")
+            assert tx.items.create_many(NS, "page", [], now()) == {}
+            assert sorted(ids) == ["paxos", "raft", "zab"]
+            assert ids["raft"] < ids["paxos"] < ids["zab"] and old < ids["raft"]
+            tx.items.create(OTHER_NS, "page", "raft", "fp-other", {}, now())
+        with storage.read() as tx:
+            for key, fingerprint, payload in rows:
+                item = tx.items.get(ids[key], NS)
+                assert item is not None
+                assert (item.kind, item.key, item.status, item.fingerprint, item.payload) == (
+                    "page",
+                    key,
+                    "open",
+                    fingerprint,
+                    payload,
+                )
+                assert item.created_at == item.updated_at == "2026-12-05T06:00:00Z"
+            assert tx.items.open_keys(NS, "page") == {
+                key: OpenKey(ids[key], fp) for key, fp, _p in rows
+            }
+            last = tx.items.last_for_keys(NS, "page", ["raft", "zab", "nothing"])
+            assert sorted(last) == ["raft", "zab"]
+            assert last["raft"] == tx.items.last_for_key(NS, "page", "raft")
+            assert last["raft"].id == ids["raft"]  # the newest, not the skipped one
+            assert tx.items.last_for_keys(NS, "merge", ["raft"]) == {}
+            assert tx.items.last_for_keys(NS, "page", []) == {}
+
     def test_open_items_are_listed_by_kind_and_key(self, storage: Storage) -> None:
         with storage.write() as tx:
             a = tx.items.create(NS, "page", "raft", "fp-a", {"n": 1}, now())
