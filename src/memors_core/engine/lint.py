@@ -14,8 +14,8 @@ and never writes.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, cast
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memors_core.domain.dates import now_ts
 from memors_core.domain.grounding import flag_message
@@ -230,24 +230,41 @@ def run_lint(
 def _unacknowledged(
     tx: Tx, namespace: str, plugins: Plugins, findings: list[Finding]
 ) -> list[Finding]:
-    """The findings no skipped item acknowledges (see :meth:`Kind.settles`)."""
+    """The findings no skipped item acknowledges: an item of a kind that
+    settles the finding (:meth:`Kind.settles`), skipped, whose inputs are as
+    they were then. Each kind is asked in turn about the findings no kind
+    before it acknowledged; the last items of their keys are read in one
+    statement per kind. A kind that fails here acknowledges nothing."""
     ctx = KindContext(tx, namespace)
-    kinds = list(plugins.kinds)
-    return [f for f in findings if not any(_skipped(ctx, kind, f) for kind in kinds)]
+    acknowledged: set[int] = set()
+    for kind in plugins.kinds:
+        keys: dict[int, str] = {}
+        for n, finding in enumerate(findings):
+            if n not in acknowledged:
+                key = _guarded(kind, kind.settles, ctx, finding)
+                if key is not None:
+                    keys[n] = key
+        if not keys:
+            continue
+        last = tx.items.last_for_keys(namespace, kind.name, sorted(set(keys.values())))
+        for n, key in keys.items():
+            item = last.get(key)
+            if item is None or item.status != "skipped":
+                continue
+            now = _guarded(kind, kind.current, ctx, item)
+            if now is not None and now.fingerprint == item.fingerprint:
+                acknowledged.add(n)
+    return [f for n, f in enumerate(findings) if n not in acknowledged]
 
 
-def _skipped(ctx: KindContext, kind: Kind, finding: Finding) -> bool:
-    """Whether an item of ``kind`` that settles ``finding`` was skipped and
-    its inputs are as they were then. A kind that fails here acknowledges nothing."""
+T = TypeVar("T")
+
+
+def _guarded(kind: Kind, method: Callable[..., T], *args: Any) -> T | None:
+    """``method(*args)``, a method of ``kind``; None, logged, when the
+    kind's code raised (its finding then stays reported)."""
     try:
-        key = kind.settles(ctx, finding)
-        if key is None:
-            return False
-        item = ctx.store.items.last_for_key(ctx.namespace, kind.name, key)
-        if item is None or item.status != "skipped":
-            return False
-        now = kind.current(ctx, item)
-    except Exception as exc:  # a plugin's kind: its finding stays reported
+        return method(*args)
+    except Exception as exc:  # a plugin's kind
         log.warning("lint_settles_failed", kind=kind.name, error=f"{type(exc).__name__}: {exc}")
-        return False
-    return now is not None and now.fingerprint == item.fingerprint
+        return None

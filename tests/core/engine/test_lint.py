@@ -27,6 +27,7 @@ from memors_core.plugins.manager import build_plugin_manager
 from memors_core.testing import passages_about, temporary_store
 from memors_core.wire import to_json
 from paths import ROOT
+from store_checks import statements
 
 
 def page_content(payload: dict) -> str:
@@ -554,3 +555,18 @@ def test_operations_doc_describes_every_rule():
     doc = (ROOT / "docs" / "operations.md").read_text()
     for rule in (*BUILTIN_RULES, "plugin-error"):
         assert f"| `{rule}` |" in doc, rule
+
+
+def test_lint_reads_the_last_items_of_its_findings_once_per_kind(memory, monkeypatch):
+    # Whether a skipped item acknowledges a finding was a look-up of its key
+    # per finding and kind (a round trip each on PostgreSQL); it is one read
+    # per kind for all the findings. (Counted on PostgreSQL: SQLite's lint
+    # reads the file through a connection of its own.)
+    for n in range(20):
+        memory.remember("\n\n".join(passages_about(f"Entity{n}", 3)), uri=f"d/{n}")
+    with statements(memory, monkeypatch) as seen:
+        report = memory.lint()
+    assert len([f for f in report.findings if f.rule == "missing-page"]) == 20
+    if memory.store.tx.engine == "postgres":
+        reads = [s for s in seen if "FROM work_items" in s]
+        assert 1 <= len(reads) <= len(memory.kinds.names()), reads
