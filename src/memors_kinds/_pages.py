@@ -4,6 +4,7 @@ how they are shown (summary, usage, the diff of a page)."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 from typing import Any
 
 from memors_core.plugins import (
@@ -67,6 +68,26 @@ def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list[PassageRef], l
     """The entity's live passages and live facts, as its payload shows them."""
     passages = [passage_ref(p) for p in ctx.store.entities.live_passages(canonical)]
     return passages, [fact_ref(f) for f in ctx.store.facts.of_entity(canonical)]
+
+
+class Inputs:
+    """What the pages of a run of entities are written from, read for all of
+    them at once (three statements where there were three an entity): each
+    entity's live passages and live facts, as a payload shows them, and the
+    last page written about it."""
+
+    def __init__(self, ctx: KindContext, canonicals: Sequence[str]) -> None:
+        store = ctx.store
+        self.passages = store.entities.live_passages_of(canonicals)
+        self.facts = store.facts.of_entities(canonicals)
+        self.last = store.pages.last_written_of(canonicals)
+
+    def of(self, canonical: str) -> tuple[list[PassageRef], list[FactRef]]:
+        """:func:`entity_inputs` of one of the entities."""
+        return (
+            [passage_ref(p) for p in self.passages.get(canonical, [])],
+            [fact_ref(f) for f in self.facts.get(canonical, [])],
+        )
 
 
 def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:

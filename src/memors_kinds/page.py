@@ -8,6 +8,7 @@ the passages it cites.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from memors_core.plugins import (
@@ -25,6 +26,9 @@ from memors_core.plugins import (
 )
 
 from . import _pages
+
+#: Entities whose page inputs are read together (:class:`_pages.Inputs`).
+INPUTS_BATCH = 256
 
 
 class PageKind(Kind):
@@ -47,8 +51,8 @@ class PageKind(Kind):
     def diff(self, item: Item, resolution: PageResolution) -> str:
         return _pages.diff(item, resolution)
 
-    def _candidate(self, ctx: KindContext, canonical: str) -> Candidate:
-        passages, facts = _pages.entity_inputs(ctx, canonical)
+    def _candidate(self, ctx: KindContext, canonical: str, inputs: _pages.Inputs) -> Candidate:
+        passages, facts = inputs.of(canonical)
 
         def payload() -> dict[str, Any]:
             return _pages.base_payload(ctx, canonical, passages, facts)
@@ -56,7 +60,7 @@ class PageKind(Kind):
         # The last page written (now forgotten) is an input too: without it a
         # forgotten page would never be asked for again, because the done item
         # that wrote it has the same passages and facts.
-        last = ctx.store.pages.last_written(canonical)
+        last = inputs.last.get(canonical)
         extra = (last,) if last else ()
         return Candidate(canonical, _pages.inputs_fingerprint(passages, facts, *extra), payload)
 
@@ -64,16 +68,27 @@ class PageKind(Kind):
         only = None
         if ctx.changes is not None:  # incremental: only the entities something touched
             only = set(ctx.changes.entities)
-        needing = ctx.store.entities.needing_page(ctx.namespace, PAGE_MIN_PASSAGES, only)
-        return Scan((self._candidate(ctx, need.entity) for need in needing), only)
+        needing = [
+            n.entity
+            for n in ctx.store.entities.needing_page(ctx.namespace, PAGE_MIN_PASSAGES, only)
+        ]
+        return Scan(self._candidates(ctx, needing), only)
+
+    def _candidates(self, ctx: KindContext, canonicals: list[str]) -> Iterator[Candidate]:
+        for start in range(0, len(canonicals), INPUTS_BATCH):
+            run = canonicals[start : start + INPUTS_BATCH]
+            inputs = _pages.Inputs(ctx, run)
+            for canonical in run:
+                yield self._candidate(ctx, canonical, inputs)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         canonical = ctx.store.entities.require(item.key).canonical
         if canonical != item.key or ctx.store.pages.current(canonical) is not None:
             return None
-        if len(ctx.store.entities.live_passages(canonical)) < PAGE_MIN_PASSAGES:
+        inputs = _pages.Inputs(ctx, [canonical])
+        if len(inputs.passages.get(canonical, [])) < PAGE_MIN_PASSAGES:
             return None
-        return self._candidate(ctx, canonical)
+        return self._candidate(ctx, canonical, inputs)
 
     def settles(self, ctx: KindContext, finding: Finding) -> str | None:
         if finding.rule != "missing-page":

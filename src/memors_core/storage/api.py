@@ -303,6 +303,9 @@ class Entities(Protocol):
     def live_passages(self, canonical: str) -> list[Passage]:
         """Live passages mentioning the entity or one merged into it, by ``seq``."""
 
+    def live_passages_of(self, canonicals: Iterable[str]) -> dict[str, list[Passage]]:
+        """:meth:`live_passages` of each entity, in one read; an entity without any is left out."""
+
     def live_passage_count(self, canonical: str) -> int:
         """How many passages :meth:`live_passages` returns, counted in the store."""
 
@@ -369,6 +372,9 @@ class Facts(Protocol):
     def of_entity(self, canonical: str) -> list[Fact]:
         """Live facts about the entity (after merges), oldest first."""
 
+    def of_entities(self, canonicals: Iterable[str]) -> dict[str, list[Fact]]:
+        """:meth:`of_entity` of each entity, in one read; an entity without any is left out."""
+
     def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
         """How many live facts :meth:`of_entity` returns, for many entities in
         one look-up (one with none left out)."""
@@ -418,6 +424,9 @@ class Pages(Protocol):
     def last_written(self, canonical: str) -> str | None:
         """The id of the newest page ever written about the entity (or one
         merged into it), live or not."""
+
+    def last_written_of(self, canonicals: Iterable[str]) -> dict[str, str]:
+        """:meth:`last_written` of each entity, in one read; one never written about is left out."""
 
     def write(
         self,

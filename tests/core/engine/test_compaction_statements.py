@@ -69,3 +69,25 @@ def test_new_items_are_looked_up_opened_and_shown_a_batch_at_a_time(memory, monk
     assert len(member_reads) < 10, len(member_reads)
     if memory.store.tx.engine == "postgres":  # (on SQLite a statement is a call, no round trip)
         assert len([s for s in seen if "INTO work_items" in s]) == 2
+
+
+def test_the_page_inputs_of_many_entities_are_read_a_batch_at_a_time(memory, monkeypatch):
+    # 300 entities of three passages each: 300 page items. Each entity's live
+    # passages, live facts and last page were three reads an entity; they are
+    # three a batch of 256.
+    memory.remember_many(
+        [
+            {"text": f"[[Entity{n}]] took step {k} of its plan.", "uri": f"e{n}/{k}"}
+            for n in range(300)
+            for k in range(3)
+        ]
+    )
+    memory.record_fact("Entity7", "colour", "green")
+    seen = _compact_counted(memory, monkeypatch, kinds=["page"])
+    items = memory.items(kind="page").items
+    assert len(items) == 300
+    seven = next(i for i in items if i.payload["entity"]["name"] == "Entity7")
+    assert len(seven.payload["passages"]) == 3 and len(seven.payload["facts"]) == 1
+    assert len([s for s in seen if "JOIN mentions m" in s]) < 10
+    assert len([s for s in seen if "FROM facts f" in s]) < 10
+    assert len([s for s in seen if "FROM pages pg" in s]) < 10

@@ -118,6 +118,16 @@ class SqlPages(Repo):
             (canonical,),
         )
 
+    def last_written_of(self, canonicals: Iterable[str]) -> dict[str, str]:
+        # (by row id: the newest of each entity is the last one kept)
+        return dict(
+            self.all(
+                f"SELECT e.canonical, pg.id FROM {_FROM} "
+                "WHERE e.canonical IN (SELECT value FROM json_each(?)) ORDER BY pg.rowid",
+                (json.dumps(sorted(set(canonicals))),),
+            )
+        )
+
     def write(
         self,
         namespace: str,

@@ -648,6 +648,19 @@ class SqlEntities(Repo):
             )
         ]
 
+    def live_passages_of(self, canonicals: Iterable[str]) -> dict[str, list[Passage]]:
+        found: dict[str, list[Passage]] = {}
+        for r in self.all(
+            f"""SELECT DISTINCT e.canonical, {PASSAGE_COLS}
+                FROM entities e JOIN mentions m ON m.entity = e.id
+                JOIN passages p ON p.id = m.passage
+                WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("p")}
+                ORDER BY e.canonical, p.rowid""",
+            (json.dumps(sorted(set(canonicals))),),
+        ):
+            found.setdefault(r[0], []).append(Passage(*r[1:]))
+        return found
+
     def live_passage_count(self, canonical: str) -> int:
         return self.number(
             f"""SELECT COUNT(DISTINCT p.id)
@@ -848,6 +861,17 @@ class SqlFacts(Repo):
                 (canonical,),
             )
         ]
+
+    def of_entities(self, canonicals: Iterable[str]) -> dict[str, list[Fact]]:
+        found: dict[str, list[Fact]] = {}
+        for r in self.all(
+            f"SELECT e.canonical, {_FACT_COLS} FROM {_FACT_FROM} "
+            f"WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live('f')} "
+            "ORDER BY f.rowid",
+            (json.dumps(sorted(set(canonicals))),),
+        ):
+            found.setdefault(r[0], []).append(Fact(*r[1:]))
+        return found
 
     def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
         return dict(

@@ -79,6 +79,11 @@ class EntityContract(StorageFixtures):
             assert [e.id for e in tx.entities.canonical_list(NS)] == [survivor]
             assert set(tx.entities.aliases(survivor)) == {"Raft protocol", "Raft algorithm"}
             assert [p.id for p in tx.entities.live_passages(survivor)] == [p1, p2, p3]
+            # many entities at once: each as alone; an absorbed one, or an
+            # unknown one, has no live passages of its own
+            many = tx.entities.live_passages_of([survivor, absorbed, "no-such-entity", survivor])
+            assert many == {survivor: tx.entities.live_passages(survivor)}
+            assert tx.entities.live_passages_of([]) == {}
             assert tx.passages.entities_of(p3) == [survivor]
             # many at once; a passage that mentions nothing is left out
             assert tx.passages.entities_of_many([p3, p2, p1, plain]) == {

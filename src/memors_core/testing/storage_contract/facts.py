@@ -56,6 +56,9 @@ class FactContract(StorageFixtures):
             assert fact is not None
             assert (fact.canonical, fact.subject_name) == (survivor, "Raft")
             assert [f.id for f in tx.facts.of_entity(survivor)] == [a, b]
+            many = tx.facts.of_entities([survivor, "no-such-entity"])
+            assert many == {survivor: tx.facts.of_entity(survivor)}
+            assert tx.facts.of_entities([]) == {}
 
     def test_expired_facts_and_bounded_copies(self, storage: Storage) -> None:
         stamp = now()

@@ -35,6 +35,8 @@ class PageContract(StorageFixtures):
             assert tx.pages.newer(v1) == v2
             assert tx.pages.newer(v2) is None
             assert tx.pages.last_written(raft) == v2
+            assert tx.pages.last_written_of([raft, "no-such-entity"]) == {raft: v2}
+            assert tx.pages.last_written_of([]) == {}
             assert [p.id for p in tx.pages.live(NS)] == [v2]
             assert tx.pages.live_counts() == {NS: 1}
             hashes = {p.id: p.hash for p in tx.passages.by_ids([a, b])}
