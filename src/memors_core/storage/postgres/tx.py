@@ -9,12 +9,12 @@ from typing import Any
 
 import psycopg
 
-from memors_core.domain.rows import Document, DocumentVersion, Item, NewPassage, Passage, Tombstone
+from memors_core.domain.rows import Document, DocumentVersion, NewPassage, Passage, Tombstone
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
-from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems, item_of
+from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems
 from memors_core.storage.sql.records import (
     PASSAGE_COLS,
     TOMBSTONE_COLS,
@@ -196,22 +196,17 @@ class PgPassages(_Bound, SqlPassages):
 class PgItems(SqlItems):
     """Work items; a compaction's new items in one statement."""
 
-    def last_for_keys(self, namespace: str, kind: str, keys: Sequence[str]) -> dict[str, Item]:
-        # The keys as an array, which PostgreSQL hashes: a key list read as
-        # rows becomes a semi-join, planned as a nested loop over every item
-        # of the kind while the statistics still say the table is empty (a
-        # first compaction fills it in the same transaction): quadratic.
-        if not keys:
-            return {}
-        return {
-            r[3]: item_of(r)
-            for r in self.all(
-                f"SELECT DISTINCT ON (key) {ITEM_COLS} FROM work_items "
-                "WHERE namespace = ? AND kind = ? AND key = ANY(CAST(? AS text[])) "
-                "ORDER BY key, id DESC",
-                (namespace, kind, list(keys)),
-            )
-        }
+    # The keys as an array, which PostgreSQL hashes: a key list read as rows
+    # becomes a semi-join, planned as a nested loop over every item of the
+    # kind while the statistics still say the table is empty (a first
+    # compaction fills it in the same transaction): quadratic.
+    LAST_FOR_KEYS = (
+        f"SELECT DISTINCT ON (key) {ITEM_COLS} FROM work_items "
+        "WHERE namespace = ? AND kind = ? AND key = ANY(CAST(? AS text[])) ORDER BY key, id DESC"
+    )
+
+    def _keys(self, keys: Sequence[str]) -> Any:
+        return list(keys)
 
     def create_many(
         self, namespace: str, kind: str, rows: Sequence[tuple[str, str, Any]], at: str

@@ -70,19 +70,22 @@ class SqlItems(Repo):
         )
         return None if row is None else item_of(row)
 
+    #: Each key's newest item: its id from the (namespace, kind, key, id)
+    #: index, then its row; the keys a JSON list (:meth:`_keys`).
+    LAST_FOR_KEYS = (
+        f"SELECT {ITEM_COLS} FROM work_items JOIN (SELECT MAX(id) AS newest "
+        "FROM work_items WHERE namespace = ? AND kind = ? "
+        "AND key IN (SELECT value FROM json_each(?)) GROUP BY key) n ON id = n.newest"
+    )
+
+    def _keys(self, keys: Sequence[str]) -> Any:
+        return json.dumps(list(keys))
+
     def last_for_keys(self, namespace: str, kind: str, keys: Sequence[str]) -> dict[str, Item]:
         if not keys:
             return {}
-        return {
-            r[3]: item_of(r)
-            for r in self.all(
-                # each key's newest id from the (namespace, kind, key, id) index, then its row
-                f"SELECT {ITEM_COLS} FROM work_items JOIN (SELECT MAX(id) AS newest "
-                "FROM work_items WHERE namespace = ? AND kind = ? "
-                "AND key IN (SELECT value FROM json_each(?)) GROUP BY key) n ON id = n.newest",
-                (namespace, kind, json.dumps(list(keys))),
-            )
-        }
+        rows = self.all(self.LAST_FOR_KEYS, (namespace, kind, self._keys(keys)))
+        return {r[3]: item_of(r) for r in rows}
 
     def create_many(
         self, namespace: str, kind: str, rows: Sequence[tuple[str, str, Any]], at: str
