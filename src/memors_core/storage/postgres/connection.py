@@ -368,22 +368,20 @@ class PgStore(Transactions):
             yield session.conn
             return
         session.conn = self._getconn(timeout)
-        if deferred:
-            assert isinstance(begin, str)
-            session.begin = begin
-        else:
-            try:
-                self._first_round_trip(
-                    session, lambda c: c.execute(begin() if callable(begin) else begin), timeout
-                )
-            except BaseException:
-                conn, session.conn = session.conn, None
-                if conn is not None:  # (None: it was lost, and given back)
-                    with contextlib.suppress(psycopg.Error):
-                        conn.execute("ROLLBACK")
-                    self.pool.putconn(conn)
-                raise
         try:
+            if deferred:
+                assert isinstance(begin, str)
+                session.begin = begin
+            else:
+                try:
+                    self._first_round_trip(
+                        session, lambda c: c.execute(begin() if callable(begin) else begin), timeout
+                    )
+                except BaseException:
+                    if session.conn is not None:  # (None: it was lost, and given back)
+                        with contextlib.suppress(psycopg.Error):
+                            session.conn.execute("ROLLBACK")
+                    raise
             yield session.conn
         finally:
             session.begin = None

@@ -194,7 +194,8 @@ class PgPassages(_Bound, SqlPassages):
 
 
 class PgItems(SqlItems):
-    """Work items; a compaction's new items in one statement."""
+    """Work items: a batch of keys' last items read, and a compaction's new items
+    written, in one statement each."""
 
     # The keys as an array, which PostgreSQL hashes: a key list read as rows
     # becomes a semi-join, planned as a nested loop over every item of the

@@ -230,8 +230,9 @@ def by_graph(
     return [(int(r[0]), float(r[1])) for r in rows]
 
 
-_GRAPH_NOW = (
-    "SELECT to_regclass('passage_vectors_hnsw') IS NOT NULL AND (SELECT "
+#: Whether the graph index is there, built with the options given (``?``).
+_GRAPH_IS = (
+    "to_regclass('passage_vectors_hnsw') IS NOT NULL AND (SELECT "
     "coalesce(array_agg(o ORDER BY o), '{}') = ? FROM pg_class, unnest(reloptions) o "
     "WHERE oid = to_regclass('passage_vectors_hnsw'))"
 )
@@ -247,7 +248,7 @@ def _add_graph(store: Any, lock: int) -> None:
 
     try:
         with store.write(lock=lock):
-            if store.scalar(_GRAPH_NOW, (GRAPH_OPTIONS,)):
+            if store.scalar(f"SELECT {_GRAPH_IS}", (GRAPH_OPTIONS,)):
                 return  # (another process built it while this one waited)
             store.conn.execute("SET LOCAL maintenance_work_mem = '256MB'")
             store.conn.execute("DROP INDEX IF EXISTS passage_vectors_hnsw")
@@ -262,7 +263,7 @@ def _add_graph(store: Any, lock: int) -> None:
 #: and, only when it is neither installed nor in use, offered by the
 #: server (the subqueries of a CASE branch not taken are never run).
 _STATE = (
-    f"SELECT to_regclass('passage_vectors') IS NOT NULL, ({_GRAPH_NOW[len('SELECT ') :]}), "
+    f"SELECT to_regclass('passage_vectors') IS NOT NULL, ({_GRAPH_IS}), "
     "(SELECT position(? in prosrc) > 0 FROM pg_proc WHERE proname = 'memors_vectors_remake' "
     "AND pronamespace = current_schema()::regnamespace), "
     "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector'), "
