@@ -44,7 +44,8 @@ from memors_core.settings import busy_timeout_ms
 from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
-from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, STAGED_TERMS
+from memors_core.storage.postgres.terms import TermCache
 from memors_core.storage.sql.transactions import Session, Transactions
 
 if TYPE_CHECKING:
@@ -147,6 +148,9 @@ class PgStore(Transactions):
         }
         self._turns_guard = threading.Lock()
         self._statistics_checked = float("-inf")
+        #: The words this process has had stemmed, where it writes (a bulk
+        #: insert's terms are counted here: ``storage/postgres/terms.py``).
+        self.terms: TermCache | None = None
         #: Why this store keeps no vectors ("" when it does: pgvector is set up).
         self.vectors_missing = "not checked"
 
@@ -223,6 +227,8 @@ class PgStore(Transactions):
                 store._check_version(version)
             else:
                 store._migrate()
+                if SCHEMA_VERSION >= STAGED_TERMS:  # (a test may write as an older memors did)
+                    store.terms = TermCache()
                 conn = store._getconn(None)
                 try:
                     store._keep_statistics(conn)  # before this process plans a query

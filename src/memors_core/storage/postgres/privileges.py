@@ -169,6 +169,10 @@ VECTOR_WRITERS = ("memors_vectors_count()", "memors_vectors_drop()")
 #: (memors_core.storage.postgres.vectors.KINDS).
 REMAKE = "memors_vectors_remake(bigint, vector, text)"
 
+#: The function a client counting a bulk insert's terms reads its
+#: namespace's index number from (made if missing: ``postgres/terms.py``).
+INDEX_OF = "memors_search_index_of(text)"
+
 #: memors' functions that any role may call: what searches call.
 PUBLIC_FUNCTIONS = ("memors_search_vector", "memors_written_here", "memors_owner_session")
 
@@ -509,6 +513,10 @@ def grant_statements(conn: psycopg.Connection[Any], role: str) -> list[str]:
             # once, never rewritten; purge deletes them with their passage
             # (and a missing one is made again from the passage's text).
             out.append(render("GRANT SELECT, INSERT, DELETE ON TABLE {} TO {role}", table))
+        elif table == "search_staged":
+            # A bulk insert's terms, counted by the client for the flush at
+            # commit, which reads and empties the table with its owner's rights.
+            out.append(render("GRANT INSERT ON TABLE {} TO {role}", table))
         elif table == "passage_vectors":
             # A passage's vector is added once; its tombstone or purge takes it away.
             out.append(render("GRANT SELECT, INSERT ON TABLE {} TO {role}", table))
@@ -525,8 +533,9 @@ def grant_statements(conn: psycopg.Connection[Any], role: str) -> list[str]:
         # (schema-qualified by regprocedure's text when not on the search path)
         out.append(f"REVOKE EXECUTE ON FUNCTION {function} FROM PUBLIC")
     called = [f"{ERASE_FUNCTION}(text, text, text)"]
-    if f"{PENDING_FUNCTION}(bigint)" in private:
-        called.append(f"{PENDING_FUNCTION}(bigint)")
+    for function in (f"{PENDING_FUNCTION}(bigint)", INDEX_OF):
+        if function in private:
+            called.append(function)
     for function in called:
         out.append(render(f"GRANT EXECUTE ON FUNCTION {{}}.{function} TO {{role}}", schema))
     for function in private:  # (its signature names pgvector's type, wherever that lives)

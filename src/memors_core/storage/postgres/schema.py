@@ -2115,10 +2115,162 @@ BEGIN
 END $$;
 """
 
+# Issue 32: a bulk insert's passages' terms counted by the client. After
+# migration 17 half a bulk load's flush was still the stemming (each
+# passage's ``to_tsvector``, ~0.5 s of a batch of 4,000 on two cores). The
+# client now splits an ASCII passage into words, has the server stem only
+# the words it has not seen (``memors_search_vector`` on each alone), and
+# stages each passage's hashed terms, counts and length in
+# ``search_staged`` (``storage/postgres/terms.py`` says why that is what
+# stemming the text gives). The dense flush takes a staged passage's terms
+# when they were hashed with its namespace's current index number and
+# stems the others: a few in the flush itself, many with
+# ``memors_search_terms`` (on the parallel workers, as before). Every flush
+# empties the table. It is UNLOGGED: its rows live inside one
+# transaction, so nothing of it needs the write-ahead log.
+_FLUSH_V17 = V17[
+    V17.index("CREATE OR REPLACE FUNCTION memors_search_flush()") : V17.index("DO $$\nBEGIN\n")
+]
+V19 = (
+    r"""
+CREATE UNLOGGED TABLE search_staged (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    ix BIGINT NOT NULL,
+    terms BIGINT[] NOT NULL,
+    tfs SMALLINT[] NOT NULL,
+    n INTEGER NOT NULL
+);
+ALTER TABLE search_staged ALTER COLUMN terms SET STATISTICS 0,
+                          ALTER COLUMN tfs SET STATISTICS 0;
+
+-- The number of a namespace's index of passages (the seed its terms are
+-- hashed with), made when the namespace has none yet, as its first flush
+-- would: a client counting terms needs it before that flush.
+CREATE FUNCTION memors_search_index_of(ns text) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    found bigint;
+BEGIN
+    SELECT id INTO found FROM search_stats WHERE kind = 'p' AND namespace = ns;
+    IF found IS NULL THEN
+        INSERT INTO search_stats(kind, namespace, docs, length) VALUES ('p', ns, 0, 0)
+        ON CONFLICT (kind, namespace) DO NOTHING RETURNING id INTO found;
+    END IF;
+    IF found IS NULL THEN  -- (another writer made it meanwhile)
+        SELECT id INTO found FROM search_stats WHERE kind = 'p' AND namespace = ns;
+    END IF;
+    RETURN found;
+END $$;
+
+CREATE OR REPLACE FUNCTION memors_search_flush_dense(lo bigint, hi bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    packed bigint := nextval('search_packs_number');
+    todo bigint[];  -- the batch's passages without staged terms
+BEGIN
+    INSERT INTO search_stats(kind, namespace, docs, length)
+    SELECT DISTINCT 'p', p.namespace, 0, 0 FROM passages p
+    WHERE p.rowid BETWEEN lo AND hi
+    ON CONFLICT (kind, namespace) DO NOTHING;
+    todo := ARRAY(
+        SELECT q.rowid FROM (SELECT DISTINCT rowid FROM search_queue) q
+        JOIN passages p ON p.rowid = q.rowid
+        JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace
+        WHERE NOT EXISTS (SELECT 1 FROM search_staged g WHERE g.id = p.id AND g.ix = s.id));
+    WITH live AS MATERIALIZED (
+        SELECT p.rowid, p.id, p.namespace
+        FROM (SELECT DISTINCT rowid FROM search_queue) s JOIN passages p ON p.rowid = s.rowid
+        WHERE NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+    ),
+    -- (each branch names the passage's namespace itself: a join with
+    -- ``live``, whose row count the planner cannot guess, was a nested
+    -- loop over both)
+    stemmed AS MATERIALIZED (
+        SELECT l.rowid, l.namespace, ROW(g.terms, g.tfs, g.n)::memors_terms AS t
+        FROM live l, LATERAL (
+            SELECT g.terms, g.tfs, g.n FROM search_staged g
+            JOIN search_stats s ON s.id = g.ix AND s.kind = 'p' AND s.namespace = l.namespace
+            WHERE g.id = l.id
+            OFFSET 0) g  -- (a look-up per passage: the table's statistics say it is empty)
+        UNION ALL
+        SELECT p.rowid, p.namespace, memors_search_terms_of(p.text, s.id)
+        FROM passages p JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace
+        WHERE cardinality(todo) < 256 AND p.rowid = ANY(todo)
+          AND NOT EXISTS (SELECT 1 FROM tombstones t WHERE t.target = p.id)
+        UNION ALL
+        SELECT t.rowid, p.namespace, t.t FROM memors_search_terms(lo, hi) t
+        JOIN passages p ON p.rowid = t.rowid
+        JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace
+        WHERE cardinality(todo) >= 256
+          AND EXISTS (SELECT 1 FROM search_queue q WHERE q.rowid = t.rowid)
+          AND NOT EXISTS (SELECT 1 FROM tombstones x WHERE x.target = p.id)
+          AND NOT EXISTS (SELECT 1 FROM search_staged g WHERE g.id = p.id AND g.ix = s.id)
+    ),
+    entity_terms AS MATERIALIZED (
+        SELECT x.rowid, array_agg(hashtextextended(x.lexeme, s.id)) AS terms
+        FROM (SELECT DISTINCT l.rowid, l.namespace, chr(57344) || ce.rowid::text AS lexeme
+              FROM live l JOIN mentions m ON m.passage = l.id
+              JOIN entities e ON e.id = m.entity JOIN entities ce ON ce.id = e.canonical) x
+        JOIN search_stats s ON s.kind = 'p' AND s.namespace = x.namespace
+        GROUP BY x.rowid
+    ),
+    sized AS MATERIALIZED (
+        SELECT st.rowid, st.namespace,
+               coalesce((st.t).terms, '{}') || coalesce(et.terms, '{}') AS terms,
+               coalesce((st.t).tfs, '{}')
+                   || array_fill(1::smallint, ARRAY[coalesce(cardinality(et.terms), 0)]) AS tfs,
+               (st.t).n + coalesce(cardinality(et.terms), 0) AS n
+        FROM stemmed st LEFT JOIN entity_terms et ON et.rowid = st.rowid
+    ),
+    stats AS (
+        INSERT INTO search_stats(kind, namespace, docs, length)
+        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
+        ON CONFLICT (kind, namespace)
+        DO UPDATE SET docs = search_stats.docs + excluded.docs,
+                      length = search_stats.length + excluded.length
+        RETURNING id, namespace
+    ),
+    packs AS (
+        INSERT INTO search_packs(term, pack, rowids, tfs, lengths)
+        SELECT x.term, packed, array_agg(sz.rowid), array_agg(x.tf), array_agg(sz.n)
+        FROM sized sz CROSS JOIN LATERAL unnest(sz.terms, sz.tfs) AS x(term, tf)
+        GROUP BY x.term
+        RETURNING term, cardinality(rowids) AS n
+    ),
+    df AS (
+        INSERT INTO search_df(term, n)
+        SELECT term, n FROM packs
+        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
+    )
+    INSERT INTO search_docs(kind, rowid, ix, length, terms, pack, tfs)
+    SELECT 'p', sz.rowid, st.id, sz.n, sz.terms, packed, sz.tfs
+    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
+END $$;
+"""
+    + _FLUSH_V17.replace(
+        "    DELETE FROM search_queue;\n",
+        "    DELETE FROM search_queue;\n    DELETE FROM search_staged;\n",
+    )
+    + r"""
+DO $$
+BEGIN
+    -- (the replaced functions lost their settings with their new bodies)
+    EXECUTE format('ALTER FUNCTION memors_search_flush() SECURITY DEFINER '
+                   'SET search_path = %I, pg_temp SET work_mem = %L', current_schema(), '32MB');
+    EXECUTE format('ALTER FUNCTION memors_search_flush_dense(bigint, bigint) '
+                   'SET search_path = %I, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION memors_search_index_of(text) SECURITY DEFINER '
+                   'SET search_path = %I, pg_temp', current_schema());
+    REVOKE EXECUTE ON FUNCTION memors_search_index_of(text) FROM PUBLIC;
+END $$;
+"""
+)
+
 MIGRATIONS: list[str] = [
-    *(V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18)
+    *(V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18, V19)
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The version from which a client stages a bulk insert's terms.
+STAGED_TERMS = MIGRATIONS.index(V19) + 1
 #: The logical schema an export is written in: the SQLite engine's, whose
 #: tables and columns these are.
 EXPORT_SCHEMA = 8

@@ -163,6 +163,8 @@ class PgPassages(_Bound, SqlPassages):
         passages = list(passages)
         if not passages:
             return []
+        if self.db.terms is not None:
+            self.db.terms.stage(self.db.conn, namespace, passages)
         with self._bound(
             _INSERT_PASSAGES,
             (

@@ -1,0 +1,222 @@
+"""A bulk insert's passages' search terms, counted here (issue 32 point 1).
+
+A bulk load's flush spent half its time stemming: ``to_tsvector`` over
+each passage's text, in the server, while the client waited. A text is
+mostly the same few thousand words again and again, so this module splits
+each ASCII passage into its words here, asks the server to stem only the
+words it has not seen (with the very function the index uses,
+``memors_search_vector``, one word at a time), and counts each passage's
+terms from what it has kept. The counts go to ``search_staged`` in the
+insert's transaction; the flush at commit takes them instead of stemming
+the text (migration 19, ``schema.py``).
+
+The counts are what the server would make of the whole text, exactly:
+
+- an ASCII text's words are its runs of ``[A-Za-z0-9]`` (the index splits
+  a text at every character that is not a letter or digit, and folds
+  nothing away in ASCII), and the server's parser never joins two such
+  runs into one token, so a word stemmed alone gives what it gives in
+  its text;
+- a term's count is capped at 255, as a ``tsvector`` keeps at most 255
+  positions of a lexeme; the terms are hashed with the namespace's index
+  number (the seed), in no particular order (the index reads a passage's
+  terms by value);
+- a text beyond ASCII, of 100,000 characters or more, or of 16,000 words
+  or more (beyond which a ``tsvector`` folds positions together) is left
+  to the server, as is every text of an insert of fewer than
+  :data:`STAGED_FROM` passages (a flush that small stems its passages
+  itself).
+
+``tests/core/storage/postgres/test_search_terms.py`` holds the server to
+that, text by text, on shapes made to break it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+
+from memors_core.domain.rows import NewPassage
+
+#: An insert of this many passages or more has its terms counted here (the
+#: flush of fewer does not read them: migration 15's path).
+STAGED_FROM = 64
+#: A ``tsvector`` keeps at most this many positions of one lexeme.
+TF_CAP = 255
+#: Texts this long or longer are stemmed by the server (a ``tsvector``'s
+#: positions stop at 16,383; its size at 1 MB).
+MAX_WORDS = 16_000
+MAX_CHARS = 100_000
+#: Words kept stemmed per namespace; past it, the cache starts again.
+CACHE_WORDS = 200_000
+
+# The namespace's index number (first row, no word; made if the namespace
+# has no index yet), then each word's lexemes: hashed with it, and how many
+# positions each takes in the word (a word that yields nothing, too long to
+# index, has no row).
+_STEM = (
+    "WITH s AS (SELECT memors_search_index_of(%b) AS id) "
+    "SELECT s.id, NULL, NULL, NULL, NULL FROM s "
+    "UNION ALL "
+    "SELECT s.id, w.word, u.lexeme, hashtextextended(u.lexeme, s.id), "
+    "coalesce(array_length(u.positions, 1), 1) "
+    "FROM s, unnest(%b::text[]) AS w(word), unnest(memors_search_vector(w.word)) AS u"
+)
+# Each passage's terms and counts as array literals (joined here from
+# strings kept per lexeme: binding them as arrays dumps each number in
+# Python, and slicing one long array per passage copied it each time).
+_STAGE = (
+    "INSERT INTO search_staged(id, ix, terms, tfs, n) "
+    "SELECT u.id, %b, u.terms::bigint[], u.tfs::smallint[], u.n "
+    "FROM unnest(%b::text[], %b::text[], %b::text[], %b::int[]) AS u(id, terms, tfs, n)"
+)
+#: Every count's text, up to the cap.
+_COUNTS = [str(n) for n in range(TF_CAP + 1)]
+#: A text's ASCII letters and digits kept, lowercased (the index's stemmer
+#: lowercases a word before anything else), every other ASCII character a space.
+_SPACES = bytes(
+    (c | 32 if chr(c).isalpha() else c) if chr(c).isascii() and chr(c).isalnum() else 32
+    for c in range(256)
+)
+
+
+def words(text: str) -> list[str] | None:
+    """The words of ``text`` in order, or None when the server must stem the
+    text itself (beyond ASCII, or too long)."""
+    if len(text) >= MAX_CHARS or not text.isascii():
+        return None
+    return text.encode("ascii").translate(_SPACES).decode("ascii").split()
+
+
+class _Stemmed:
+    """The words of one namespace stemmed with one seed. Nearly every word
+    is one lexeme at one position: ``lexeme`` maps it to that lexeme and
+    ``term`` to its hashed term, as text. The others (none: too long to
+    index; several) are kept whole in ``odd``, and ``lexeme`` maps them to
+    None. ``terms`` holds each lexeme's hashed term, as text."""
+
+    __slots__ = ("lexeme", "odd", "seed", "term", "terms")
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.lexeme: dict[str, str | None] = {}
+        self.term: dict[str, str] = {}
+        self.odd: dict[str, list[tuple[str, int]]] = {}  # word -> [(lexeme, positions)]
+        self.terms: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.lexeme)
+
+    def add(self, word: str, stems: list[tuple[str, int, int]]) -> None:
+        for lexeme, term, _ in stems:
+            self.terms[lexeme] = str(term)
+        if len(stems) == 1 and stems[0][2] == 1:
+            self.lexeme[word] = stems[0][0]
+            self.term[word] = str(stems[0][1])
+        else:
+            self.lexeme[word] = None
+            self.odd[word] = [(lexeme, positions) for lexeme, _, positions in stems]
+
+    def counted(self, tokens: list[str]) -> tuple[list[str], list[int]]:
+        """The hashed terms (as text) of a text whose words are ``tokens``,
+        and each one's number of positions (in no particular order: the
+        index reads a passage's terms by value)."""
+        times = Counter(tokens)
+        lexemes = list(map(self.lexeme.__getitem__, times))
+        if None not in lexemes and len(set(lexemes)) == len(lexemes):
+            return list(map(self.term.__getitem__, times)), list(times.values())
+        tally: dict[str, int] = {}  # words that share a lexeme, or are odd
+        for word, one, n in zip(times, lexemes, times.values(), strict=True):
+            if one is not None:
+                tally[one] = tally.get(one, 0) + n
+            else:
+                for lexeme, positions in self.odd[word]:
+                    tally[lexeme] = tally.get(lexeme, 0) + n * positions
+        return list(map(self.terms.__getitem__, tally)), list(tally.values())
+
+
+class TermCache:
+    """The words a store's process has had stemmed, per namespace, with the
+    seed their terms were hashed with (a new seed starts the namespace's
+    words again). Shared by the store's threads; a race costs a word
+    stemmed twice, never a wrong term."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_namespace: dict[str, _Stemmed] = {}
+
+    def stage(
+        self, conn: psycopg.Connection[Any], namespace: str, rows: Sequence[NewPassage]
+    ) -> int:
+        """Count the terms of ``rows`` (about to be inserted in ``conn``'s
+        transaction) and stage those the server need not stem; returns how
+        many were staged."""
+        if len(rows) < STAGED_FROM:
+            return 0
+        split = [(p.id, words(p.text)) for p in rows]
+        with self._lock:
+            known = self._by_namespace.get(namespace)
+        seen = known.lexeme if known is not None else {}
+        every = set().union(*(t for _, t in split if t is not None))
+        seed, stems = self._stem(conn, namespace, sorted(every.difference(seen)))
+        if known is None or known.seed != seed or len(known) + len(stems) > CACHE_WORDS:
+            # Start again (the index was made again since, its words hashed
+            # with another seed; or the cache is full): the batch's words
+            # kept before are asked for again.
+            again = every.intersection(seen)
+            if again:
+                stems.update(self._stem(conn, namespace, sorted(again))[1])
+            known = _Stemmed(seed)
+        for word, found in stems.items():
+            known.add(word, found)
+        with self._lock:
+            self._by_namespace[namespace] = known
+        return self._send(conn, known, split)
+
+    @staticmethod
+    def _stem(
+        conn: psycopg.Connection[Any], namespace: str, new: list[str]
+    ) -> tuple[int, dict[str, list[tuple[str, int, int]]]]:
+        """The namespace's seed and the stems of ``new``, each a list of
+        (lexeme, hashed term, positions) in lexeme order."""
+        found: dict[str, list[tuple[str, int, int]]] = {w: [] for w in new}
+        with psycopg.Cursor(conn) as cur:
+            cur.execute(_STEM, (namespace, new))
+            rows = iter(cur)
+            seed: int = next(rows)[0]
+            for _, word, lexeme, term, positions in rows:
+                found[word].append((lexeme, term, positions))
+        return seed, found
+
+    @staticmethod
+    def _send(
+        conn: psycopg.Connection[Any], known: _Stemmed, split: list[tuple[str, list[str] | None]]
+    ) -> int:
+        ids: list[str] = []
+        terms: list[str] = []
+        tfs: list[str] = []
+        lengths: list[int] = []
+        count = _COUNTS.__getitem__
+        for ident, tokens in split:
+            if tokens is None:
+                continue
+            hashed, counts = known.counted(tokens)
+            length = sum(counts)
+            if length >= MAX_WORDS:
+                continue  # positions past 16,383 fold together: the server's to count
+            if counts and max(counts) > TF_CAP:
+                counts = [min(n, TF_CAP) for n in counts]
+                length = sum(counts)
+            ids.append(ident)
+            terms.append("{" + ",".join(hashed) + "}")
+            tfs.append("{" + ",".join(map(count, counts)) + "}")
+            lengths.append(length)
+        if not ids:
+            return 0
+        with psycopg.Cursor(conn) as cur:
+            cur.execute(_STAGE, (known.seed, ids, terms, tfs, lengths))
+        return len(ids)

@@ -1,0 +1,227 @@
+"""A bulk insert's search terms counted by the client (issue 32, migration
+19, ``storage/postgres/terms.py``): each staged passage's terms, counts
+and length are exactly what the server's own stemming of its text gives
+(in another order: the index reads a passage's terms by value),
+on texts shaped to break the counting; the index a bulk load leaves is
+the server's; a rebuilt index (new seeds) is noticed; the application
+role loads the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memors_core.domain.rows import NewPassage
+from memors_core.memory import Memory
+from memors_core.storage.postgres import terms
+from memors_core.testing import postgres
+
+pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
+
+#: Words that stem together, differ only in case, are numbers of the
+#: parser's several kinds, or hold nothing but separators.
+VOCABULARY = [
+    "run", "running", "Runs", "RUN", "the", "The", "THE", "leader", "leaders", "Leading",
+    "quorum", "1e5", "3", "2024", "abc123", "123abc", "x", "0x1F", "v2", "_", "a_b",
+    "caf\u00e9", "na\u00efve",  # beyond ASCII: left to the server
+]  # fmt: skip
+SEPARATORS = [" ", "  ", "\n", ", ", ". ", "-", "/", "@", ".", "'", "\t", "!?"]
+
+#: Each passage's index row of a bulk load (its terms packed: a row per
+#: term and passage keeps no counts here) against the server's stemming of
+#: its text, hashed with its namespace's index number: (rows, rows that differ).
+#: A row's terms with their counts, in one order (a passage's terms are
+#: read by value: their order in its row is no one's concern).
+_PAIRS = "ARRAY(SELECT (x.term, x.tf) FROM unnest({0}.terms, {0}.tfs) AS x(term, tf) ORDER BY 1)"
+_PACKED = (
+    "SELECT count(*), count(*) FILTER (WHERE "
+    + _PAIRS.format("t")
+    + " IS DISTINCT FROM "
+    + _PAIRS.format("d")
+    + " OR t.n IS DISTINCT FROM d.length) "
+    "FROM passages p JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace "
+    "JOIN search_docs d ON d.kind = 'p' AND d.rowid = p.rowid "
+    "CROSS JOIN LATERAL memors_search_terms_of(p.text, s.id) t WHERE d.pack IS NOT NULL"
+)
+
+
+@pytest.fixture(scope="module")
+def store_url() -> Iterator[str]:
+    postgres.require_server()
+    url = postgres.new_database()
+    yield url
+    postgres.drop_database(url)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    words = draw(
+        st.lists(
+            st.one_of(
+                st.sampled_from(VOCABULARY),
+                st.from_regex(r"[A-Za-z0-9]{1,12}", fullmatch=True),
+            ),
+            max_size=30,
+        )
+    )
+    glue = draw(st.lists(st.sampled_from(SEPARATORS), min_size=len(words), max_size=len(words)))
+    return "".join(w + g for w, g in zip(words, glue, strict=True))
+
+
+#: Texts past the counting's limits: a word at the positions' cap, one too
+#: long to index, more words than a tsvector numbers, one of each kind.
+EDGES = [
+    "cat " * 300 + "dog",
+    "x" * 2100 + " short words here",
+    "a," * 16_500,
+    "Word " * 254 + "word",
+    "",
+    "...",
+]
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _staged_against_server(url: str, bodies: list[str]) -> tuple[int, list[tuple]]:
+    """Insert ``bodies`` as one bulk insert, compare each staged passage's
+    row with the server's stemming of its text before the transaction
+    ends, and roll back. Returns (passages staged, rows that differ)."""
+    out: list = []
+    with Memory.open(url) as memory:
+        memory.remember("A first passage makes the namespace's index.")
+        store = memory.store
+        try:
+            with store.write(namespace="default") as tx:
+                rows = [
+                    NewPassage(f"p{n:05d}", "d", 1, n, body, f"h{n}", b"")
+                    for n, body in enumerate(bodies)
+                ]
+                conn = tx.native("postgres")
+                conn.execute(
+                    "INSERT INTO documents(id, namespace, uri, created_at) "
+                    "VALUES ('d', 'default', 'd.txt', '2026-01-01T00:00:00Z')"
+                )
+                conn.execute(
+                    "INSERT INTO document_versions(document, version, text_hash, title, "
+                    "metadata, created_at) VALUES ('d', 1, 'h', NULL, '{}', "
+                    "'2026-01-01T00:00:00Z')"
+                )
+                tx.passages.insert_many("default", rows, "2026-01-01T00:00:00Z")
+                staged = conn.execute("SELECT count(*) FROM search_staged").fetchone()[0]
+                out = conn.execute(
+                    f"SELECT g.id, {_PAIRS.format('g')}, {_PAIRS.format('t')}, g.n, t.n "
+                    "FROM search_staged g JOIN passages p ON p.id = g.id "
+                    "CROSS JOIN LATERAL memors_search_terms_of(p.text, g.ix) t "
+                    f"WHERE {_PAIRS.format('g')} IS DISTINCT FROM {_PAIRS.format('t')} "
+                    "OR g.n <> t.n"
+                ).fetchall()
+                raise _Aborted
+        except _Aborted:
+            pass
+    return staged, out
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(bodies=st.lists(texts(), min_size=1, max_size=12))
+def test_staged_terms_are_what_the_server_makes_of_each_text(
+    store_url: str, bodies: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(terms, "STAGED_FROM", 1)
+    staged, different = _staged_against_server(store_url, bodies)
+    assert different == []
+    assert staged == sum(1 for b in bodies if b.isascii())
+
+
+def test_texts_past_the_counting_limits_are_counted_or_left_to_the_server(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(terms, "STAGED_FROM", 1)
+    staged, different = _staged_against_server(store_url, EDGES)
+    assert different == []
+    # all but the text of more words than a tsvector numbers
+    assert staged == len(EDGES) - 1
+
+
+def _documents(count: int, seed: int) -> list[dict]:
+    import random
+
+    rng = random.Random(seed)
+    words = [*VOCABULARY, *(f"w{n}" for n in range(80))]
+    return [
+        {
+            "uri": f"doc-{seed}-{n}.txt",
+            "text": "\n\n".join(
+                " ".join(rng.choice(words) for _ in range(rng.randint(5, 40))) + "."
+                for _ in range(3)
+            ),
+        }
+        for n in range(count)
+    ]
+
+
+def _ascii(documents: list[dict]) -> int:
+    """How many of the documents' passages (their paragraphs) are ASCII."""
+    return sum(p.isascii() for d in documents for p in d["text"].split("\n\n"))
+
+
+def test_a_bulk_load_leaves_the_servers_index_even_after_a_rebuild(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[int] = []
+    real = terms.TermCache._send
+
+    def counting(*args):  # type: ignore[no-untyped-def]
+        sent.append(real(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(terms.TermCache, "_send", staticmethod(counting))
+    with Memory.open(store_url) as memory:
+        memory.remember_many(_documents(60, 1), namespace="terms")
+        loaded = sum(sent)
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            # The index made again: every namespace's number (the seed) is new,
+            # and what this process kept of the words is stale.
+            conn.execute("SELECT memors_search_rebuild()")
+        memory.remember_many(_documents(60, 2), namespace="terms")
+        found = memory.search("leaders running quorum", namespace="terms").results
+    # the terms of every passage in ASCII were counted here
+    assert loaded == _ascii(_documents(60, 1)) and sum(sent) == loaded + _ascii(_documents(60, 2))
+    assert found
+    with psycopg.connect(store_url) as conn:
+        # (the rebuild indexed the first load's passages a row per term)
+        assert conn.execute(_PACKED).fetchone() == (180, 0)
+        assert conn.execute("SELECT count(*) FROM search_staged").fetchone()[0] == 0
+
+
+def test_the_application_role_bulk_loads_with_its_terms_counted(monkeypatch) -> None:
+    from .conftest import roles_database
+
+    sent: list[int] = []
+    real = terms.TermCache._send
+
+    def counting(*args):  # type: ignore[no-untyped-def]
+        sent.append(real(*args))
+        return sent[-1]
+
+    monkeypatch.setattr(terms.TermCache, "_send", staticmethod(counting))
+    with roles_database() as roles:
+        with Memory.open(roles.app_url) as memory:
+            memory.remember("A first passage makes the namespace's index.")
+            memory.remember_many(_documents(40, 3))
+            assert memory.search("leaders quorum").results
+        assert sum(sent) == _ascii(_documents(40, 3))
+        with psycopg.connect(roles.owner_url) as conn:
+            assert conn.execute(_PACKED).fetchone() == (120, 0)
+        with (
+            psycopg.connect(roles.app_url) as conn,  # the table is the flush's to read
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute("SELECT count(*) FROM search_staged")
