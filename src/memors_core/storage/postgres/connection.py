@@ -45,7 +45,7 @@ from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, STAGED_TERMS
-from memors_core.storage.postgres.terms import TermCache
+from memors_core.storage.postgres.terms import STAGED, TermCache
 from memors_core.storage.sql.transactions import Session, Transactions
 
 if TYPE_CHECKING:
@@ -591,8 +591,13 @@ class PgStore(Transactions):
         try:
             stale = [r[0] for r in conn.execute(STALE_STATISTICS)]
             for table in stale:
-                # (another writer analyzing it now is enough: never wait for it)
-                conn.execute(sql.SQL("ANALYZE (SKIP_LOCKED) {}").format(sql.Identifier(table)))
+                # (another writer analyzing it now is enough: never wait for it;
+                # a bulk load's staged terms are all dead rows once committed:
+                # vacuumed, their pages serve the next batches)
+                verb = (
+                    "VACUUM (SKIP_LOCKED, ANALYZE)" if table == STAGED else "ANALYZE (SKIP_LOCKED)"
+                )
+                conn.execute(sql.SQL(verb + " {}").format(sql.Identifier(table)))
         except psycopg.Error as exc:  # a role that may not analyze: the owner's turn
             log.debug("statistics_not_kept", path=self.location, error=one_line(exc))
 

@@ -52,7 +52,9 @@ TF_CAP = 255
 MAX_WORDS = 16_000
 MAX_CHARS = 100_000
 #: Words kept stemmed per namespace; past it, the cache starts again.
-CACHE_WORDS = 200_000
+CACHE_WORDS = 100_000
+#: The table the counted terms go to (emptied by the flush at commit).
+STAGED = "search_staged"
 
 # The namespace's index number (first row, no word; made if the namespace
 # has no index yet), then each word's lexemes: hashed with it, and how many
