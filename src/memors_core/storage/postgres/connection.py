@@ -320,6 +320,8 @@ class PgStore(Transactions):
             )
 
     def close(self) -> None:
+        if self.terms is not None:
+            self.terms.close()
         self.pool.close()
 
     # --- the current thread's session ------------------------------------------

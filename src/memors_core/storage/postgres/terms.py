@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -60,6 +61,8 @@ STAGED = "search_staged"
 # has no index yet), then each word's lexemes: hashed with it, and how many
 # positions each takes in the word (a word that yields nothing, too long to
 # index, has no row).
+T = TypeVar("T")
+
 _STEM = (
     "WITH s AS (SELECT memors_search_index_of(%b) AS id) "
     "SELECT s.id, NULL, NULL, NULL, NULL FROM s "
@@ -150,15 +153,23 @@ class TermCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_namespace: dict[str, _Stemmed] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        #: Passages staged so far.
+        self.staged = 0
 
     def stage(
-        self, conn: psycopg.Connection[Any], namespace: str, rows: Sequence[NewPassage]
-    ) -> int:
-        """Count the terms of ``rows`` (about to be inserted in ``conn``'s
-        transaction) and stage those the server need not stem; returns how
-        many were staged."""
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        rows: Sequence[NewPassage],
+        meanwhile: Callable[[], T],
+    ) -> T:
+        """Count the terms of ``rows`` and stage those the server need not
+        stem, in ``conn``'s transaction, around ``meanwhile()`` (the rows'
+        insert, whose answer it returns): the counting runs on a thread of
+        its own while this one waits for the server."""
         if len(rows) < STAGED_FROM:
-            return 0
+            return meanwhile()
         split = [(p.id, words(p.text)) for p in rows]
         with self._lock:
             known = self._by_namespace.get(namespace)
@@ -177,7 +188,28 @@ class TermCache:
             known.add(word, found)
         with self._lock:
             self._by_namespace[namespace] = known
-        return self._send(conn, known, split)
+        counting = self._counter().submit(_counted_rows, known, split)
+        try:
+            answer = meanwhile()
+        finally:
+            staged = counting.result()  # (never left running: it reads the cache)
+        if staged[0]:
+            with psycopg.Cursor(conn) as cur:
+                cur.execute(_STAGE, (known.seed, *staged))
+        self.staged += len(staged[0])
+        return answer
+
+    def _counter(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="memors-terms")
+            return self._pool
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown()
 
     @staticmethod
     def _stem(
@@ -194,31 +226,29 @@ class TermCache:
                 found[word].append((lexeme, term, positions))
         return seed, found
 
-    @staticmethod
-    def _send(
-        conn: psycopg.Connection[Any], known: _Stemmed, split: list[tuple[str, list[str] | None]]
-    ) -> int:
-        ids: list[str] = []
-        terms: list[str] = []
-        tfs: list[str] = []
-        lengths: list[int] = []
-        count = _COUNTS.__getitem__
-        for ident, tokens in split:
-            if tokens is None:
-                continue
-            hashed, counts = known.counted(tokens)
+
+def _counted_rows(
+    known: _Stemmed, split: list[tuple[str, list[str] | None]]
+) -> tuple[list[str], list[str], list[str], list[int]]:
+    """The staged rows of the passages ``split`` into words: their ids,
+    terms and counts (as array literals) and lengths."""
+    ids: list[str] = []
+    terms: list[str] = []
+    tfs: list[str] = []
+    lengths: list[int] = []
+    count = _COUNTS.__getitem__
+    for ident, tokens in split:
+        if tokens is None:
+            continue
+        hashed, counts = known.counted(tokens)
+        length = sum(counts)
+        if length >= MAX_WORDS:
+            continue  # positions past 16,383 fold together: the server's to count
+        if counts and max(counts) > TF_CAP:
+            counts = [min(n, TF_CAP) for n in counts]
             length = sum(counts)
-            if length >= MAX_WORDS:
-                continue  # positions past 16,383 fold together: the server's to count
-            if counts and max(counts) > TF_CAP:
-                counts = [min(n, TF_CAP) for n in counts]
-                length = sum(counts)
-            ids.append(ident)
-            terms.append("{" + ",".join(hashed) + "}")
-            tfs.append("{" + ",".join(map(count, counts)) + "}")
-            lengths.append(length)
-        if not ids:
-            return 0
-        with psycopg.Cursor(conn) as cur:
-            cur.execute(_STAGE, (known.seed, ids, terms, tfs, lengths))
-        return len(ids)
+        ids.append(ident)
+        terms.append("{" + ",".join(hashed) + "}")
+        tfs.append("{" + ",".join(map(count, counts)) + "}")
+        lengths.append(length)
+    return ids, terms, tfs, lengths

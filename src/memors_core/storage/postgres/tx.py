@@ -163,23 +163,28 @@ class PgPassages(_Bound, SqlPassages):
         passages = list(passages)
         if not passages:
             return []
-        if self.db.terms is not None:
-            self.db.terms.stage(self.db.conn, namespace, passages)
-        with self._bound(
-            _INSERT_PASSAGES,
-            (
-                namespace,
-                created_at,
-                [p.id for p in passages],
-                [p.document for p in passages],
-                [p.version for p in passages],
-                [p.position for p in passages],
-                [p.text for p in passages],
-                [p.hash for p in passages],
-                [p.shingles for p in passages],
-            ),
-        ) as cur:
-            numbers = dict(cur.fetchall())
+
+        def insert() -> dict[str, int]:
+            with self._bound(
+                _INSERT_PASSAGES,
+                (
+                    namespace,
+                    created_at,
+                    [p.id for p in passages],
+                    [p.document for p in passages],
+                    [p.version for p in passages],
+                    [p.position for p in passages],
+                    [p.text for p in passages],
+                    [p.hash for p in passages],
+                    [p.shingles for p in passages],
+                ),
+            ) as cur:
+                return dict(cur.fetchall())
+
+        terms = self.db.terms
+        numbers = (
+            insert() if terms is None else terms.stage(self.db.conn, namespace, passages, insert)
+        )
         out = [numbers[p.id] for p in passages]
         self.tx.drew("passages", max(out))
         return out

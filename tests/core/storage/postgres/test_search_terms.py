@@ -172,28 +172,19 @@ def _ascii(documents: list[dict]) -> int:
     return sum(p.isascii() for d in documents for p in d["text"].split("\n\n"))
 
 
-def test_a_bulk_load_leaves_the_servers_index_even_after_a_rebuild(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    sent: list[int] = []
-    real = terms.TermCache._send
-
-    def counting(*args):  # type: ignore[no-untyped-def]
-        sent.append(real(*args))
-        return sent[-1]
-
-    monkeypatch.setattr(terms.TermCache, "_send", staticmethod(counting))
+def test_a_bulk_load_leaves_the_servers_index_even_after_a_rebuild(store_url: str) -> None:
     with Memory.open(store_url) as memory:
         memory.remember_many(_documents(60, 1), namespace="terms")
-        loaded = sum(sent)
+        loaded = memory.store.terms.staged
         with psycopg.connect(store_url, autocommit=True) as conn:
             # The index made again: every namespace's number (the seed) is new,
             # and what this process kept of the words is stale.
             conn.execute("SELECT memors_search_rebuild()")
         memory.remember_many(_documents(60, 2), namespace="terms")
         found = memory.search("leaders running quorum", namespace="terms").results
+        staged = memory.store.terms.staged
     # the terms of every passage in ASCII were counted here
-    assert loaded == _ascii(_documents(60, 1)) and sum(sent) == loaded + _ascii(_documents(60, 2))
+    assert loaded == _ascii(_documents(60, 1)) and staged == loaded + _ascii(_documents(60, 2))
     assert found
     with psycopg.connect(store_url) as conn:
         # (the rebuild indexed the first load's passages a row per term)
@@ -201,23 +192,15 @@ def test_a_bulk_load_leaves_the_servers_index_even_after_a_rebuild(
         assert conn.execute("SELECT count(*) FROM search_staged").fetchone()[0] == 0
 
 
-def test_the_application_role_bulk_loads_with_its_terms_counted(monkeypatch) -> None:
+def test_the_application_role_bulk_loads_with_its_terms_counted() -> None:
     from .conftest import roles_database
 
-    sent: list[int] = []
-    real = terms.TermCache._send
-
-    def counting(*args):  # type: ignore[no-untyped-def]
-        sent.append(real(*args))
-        return sent[-1]
-
-    monkeypatch.setattr(terms.TermCache, "_send", staticmethod(counting))
     with roles_database() as roles:
         with Memory.open(roles.app_url) as memory:
             memory.remember("A first passage makes the namespace's index.")
             memory.remember_many(_documents(40, 3))
             assert memory.search("leaders quorum").results
-        assert sum(sent) == _ascii(_documents(40, 3))
+            assert memory.store.terms.staged == _ascii(_documents(40, 3))
         with psycopg.connect(roles.owner_url) as conn:
             assert conn.execute(_PACKED).fetchone() == (120, 0)
         with (
