@@ -198,11 +198,12 @@ class Memory:
         documents: Iterable[dict[str, Any]],
         namespace: str = "default",
         *,
-        batch: int = 500,
+        batch: int | None = None,
         progress: Callable[[Progress], None] | None = None,
         where: Callable[[int], str] | None = None,
     ) -> RememberedMany:
-        """Store many documents, one transaction per ``batch``.
+        """Store many documents, one transaction per ``batch`` of them (by
+        default the engine's: 500 on SQLite, 2,000 on PostgreSQL).
 
         Each document is a mapping with ``text`` and optional ``uri``,
         ``title``, ``entities``, ``metadata``. A bad document stops the load
@@ -217,7 +218,11 @@ class Memory:
         check_namespace(namespace)
         with self._writing():
             return self._ingest.many(
-                documents, namespace, batch=batch, progress=progress, where=where
+                documents,
+                namespace,
+                batch=self.store.capabilities.bulk_documents if batch is None else batch,
+                progress=progress,
+                where=where,
             )
 
     @contextlib.contextmanager

@@ -80,6 +80,9 @@ class Capabilities:
     vectors: bool = False
     #: Why not, when :attr:`vectors` is False: one line a user can act on.
     vectors_missing: str = ""
+    #: Documents a bulk load stores per transaction by default (a server
+    #: engine's index work at commit costs less per document in larger ones).
+    bulk_documents: int = 500
 
 
 class Namespaces(Protocol):

@@ -164,6 +164,9 @@ class PgStore(Transactions):
             shared=True,
             vectors=not self.vectors_missing,
             vectors_missing=self.vectors_missing,
+            # (a batch's flush writes a row per term: 2,000 documents at
+            # once took a 100,000-passage load from 24 s to 19 s)
+            bulk_documents=2000,
         )
 
     # --- opening ---------------------------------------------------------
