@@ -14,9 +14,9 @@ The counts are what the server would make of the whole text, exactly:
 
 - an ASCII text's words are its runs of ``[A-Za-z0-9]`` (the index splits
   a text at every character that is not a letter or digit, and folds
-  nothing away in ASCII), and the server's parser never joins two such
-  runs into one token, so a word stemmed alone gives what it gives in
-  its text;
+  nothing away in ASCII), lowercased (the stemmer lowercases a word
+  first), and the server's parser never joins two such runs into one
+  token, so a word stemmed alone gives what it gives in its text;
 - a term's count is capped at 255, as a ``tsvector`` keeps at most 255
   positions of a lexeme; the terms are hashed with the namespace's index
   number (the seed), in no particular order (the index reads a passage's
@@ -57,12 +57,12 @@ CACHE_WORDS = 100_000
 #: The table the counted terms go to (emptied by the flush at commit).
 STAGED = "search_staged"
 
+T = TypeVar("T")
+
 # The namespace's index number (first row, no word; made if the namespace
 # has no index yet), then each word's lexemes: hashed with it, and how many
 # positions each takes in the word (a word that yields nothing, too long to
 # index, has no row).
-T = TypeVar("T")
-
 _STEM = (
     "WITH s AS (SELECT memors_search_index_of(%b) AS id) "
     "SELECT s.id, NULL, NULL, NULL, NULL FROM s "
