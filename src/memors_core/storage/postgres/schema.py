@@ -2131,6 +2131,27 @@ END $$;
 _FLUSH_V17 = V17[
     V17.index("CREATE OR REPLACE FUNCTION memors_search_flush()") : V17.index("DO $$\nBEGIN\n")
 ]
+_DENSE_V17 = V17[V17.index("CREATE FUNCTION memors_search_flush_dense") :]
+#: The dense flush of migration 17 from its entity terms on (migration 19
+#: keeps it, its ``sized`` step reading the stemmed rows' own namespaces).
+_DENSE_V17_TAIL = _DENSE_V17[
+    _DENSE_V17.index("    entity_terms AS MATERIALIZED (") : _DENSE_V17.index("END $$;\n")
+    + len("END $$;\n")
+]
+_SIZED_V17 = """        SELECT l.rowid, l.namespace,
+               coalesce((st.t).terms, '{}') || coalesce(et.terms, '{}') AS terms,
+               coalesce((st.t).tfs, '{}')
+                   || array_fill(1::smallint, ARRAY[coalesce(cardinality(et.terms), 0)]) AS tfs,
+               (st.t).n + coalesce(cardinality(et.terms), 0) AS n
+        FROM live l JOIN stemmed st ON st.rowid = l.rowid
+        LEFT JOIN entity_terms et ON et.rowid = l.rowid"""
+_SIZED_V19 = """        SELECT st.rowid, st.namespace,
+               coalesce((st.t).terms, '{}') || coalesce(et.terms, '{}') AS terms,
+               coalesce((st.t).tfs, '{}')
+                   || array_fill(1::smallint, ARRAY[coalesce(cardinality(et.terms), 0)]) AS tfs,
+               (st.t).n + coalesce(cardinality(et.terms), 0) AS n
+        FROM stemmed st LEFT JOIN entity_terms et ON et.rowid = st.rowid"""
+assert _SIZED_V17 in _DENSE_V17_TAIL
 V19 = (
     r"""
 CREATE UNLOGGED TABLE search_staged (
@@ -2205,47 +2226,9 @@ BEGIN
           AND NOT EXISTS (SELECT 1 FROM tombstones x WHERE x.target = p.id)
           AND NOT EXISTS (SELECT 1 FROM search_staged g WHERE g.id = p.id AND g.ix = s.id)
     ),
-    entity_terms AS MATERIALIZED (
-        SELECT x.rowid, array_agg(hashtextextended(x.lexeme, s.id)) AS terms
-        FROM (SELECT DISTINCT l.rowid, l.namespace, chr(57344) || ce.rowid::text AS lexeme
-              FROM live l JOIN mentions m ON m.passage = l.id
-              JOIN entities e ON e.id = m.entity JOIN entities ce ON ce.id = e.canonical) x
-        JOIN search_stats s ON s.kind = 'p' AND s.namespace = x.namespace
-        GROUP BY x.rowid
-    ),
-    sized AS MATERIALIZED (
-        SELECT st.rowid, st.namespace,
-               coalesce((st.t).terms, '{}') || coalesce(et.terms, '{}') AS terms,
-               coalesce((st.t).tfs, '{}')
-                   || array_fill(1::smallint, ARRAY[coalesce(cardinality(et.terms), 0)]) AS tfs,
-               (st.t).n + coalesce(cardinality(et.terms), 0) AS n
-        FROM stemmed st LEFT JOIN entity_terms et ON et.rowid = st.rowid
-    ),
-    stats AS (
-        INSERT INTO search_stats(kind, namespace, docs, length)
-        SELECT 'p', namespace, count(*), sum(n) FROM sized GROUP BY namespace
-        ON CONFLICT (kind, namespace)
-        DO UPDATE SET docs = search_stats.docs + excluded.docs,
-                      length = search_stats.length + excluded.length
-        RETURNING id, namespace
-    ),
-    packs AS (
-        INSERT INTO search_packs(term, pack, rowids, tfs, lengths)
-        SELECT x.term, packed, array_agg(sz.rowid), array_agg(x.tf), array_agg(sz.n)
-        FROM sized sz CROSS JOIN LATERAL unnest(sz.terms, sz.tfs) AS x(term, tf)
-        GROUP BY x.term
-        RETURNING term, cardinality(rowids) AS n
-    ),
-    df AS (
-        INSERT INTO search_df(term, n)
-        SELECT term, n FROM packs
-        ON CONFLICT (term) DO UPDATE SET n = search_df.n + excluded.n
-    )
-    INSERT INTO search_docs(kind, rowid, ix, length, terms, pack, tfs)
-    SELECT 'p', sz.rowid, st.id, sz.n, sz.terms, packed, sz.tfs
-    FROM sized sz JOIN stats st ON st.namespace = sz.namespace;
-END $$;
 """
+    + _DENSE_V17_TAIL.replace(_SIZED_V17, _SIZED_V19)
+    + r""""""
     + _FLUSH_V17.replace(
         "    DELETE FROM search_queue;\n",
         "    DELETE FROM search_queue;\n    DELETE FROM search_staged;\n",
