@@ -2125,7 +2125,10 @@ END $$;
 # stemming the text gives). The dense flush takes a staged passage's terms
 # when they were hashed with its namespace's current index number and
 # stems the others: a few in the flush itself, many with
-# ``memors_search_terms`` (on the parallel workers, as before). Every flush
+# ``memors_search_terms`` (on the parallel workers, as before: that branch
+# names the unstaged passages by their queue row and staged row, as ``todo``
+# was made, rather than by ``= ANY(todo)``, a scan of thousands of numbers
+# for each of thousands of rows). Every flush
 # empties the table. It is UNLOGGED: its rows live inside one
 # transaction, so nothing of it needs the write-ahead log.
 _FLUSH_V17 = V17[

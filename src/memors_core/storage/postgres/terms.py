@@ -99,17 +99,16 @@ def words(text: str) -> list[str] | None:
 
 class _Stemmed:
     """The words of one namespace stemmed with one seed. Nearly every word
-    is one lexeme at one position: ``lexeme`` maps it to that lexeme and
-    ``term`` to its hashed term, as text. The others (none: too long to
-    index; several) are kept whole in ``odd``, and ``lexeme`` maps them to
-    None. ``terms`` holds each lexeme's hashed term, as text."""
+    is one lexeme at one position: ``lexeme`` maps it to that lexeme. The
+    others (none: too long to index; several) are kept whole in ``odd``,
+    and ``lexeme`` maps them to None. ``terms`` holds each lexeme's hashed
+    term, as text."""
 
-    __slots__ = ("lexeme", "odd", "seed", "term", "terms")
+    __slots__ = ("lexeme", "odd", "seed", "terms")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.lexeme: dict[str, str | None] = {}
-        self.term: dict[str, str] = {}
         self.odd: dict[str, list[tuple[str, int]]] = {}  # word -> [(lexeme, positions)]
         self.terms: dict[str, str] = {}
 
@@ -121,7 +120,6 @@ class _Stemmed:
             self.terms[lexeme] = str(term)
         if len(stems) == 1 and stems[0][2] == 1:
             self.lexeme[word] = stems[0][0]
-            self.term[word] = str(stems[0][1])
         else:
             self.lexeme[word] = None
             self.odd[word] = [(lexeme, positions) for lexeme, _, positions in stems]
@@ -133,7 +131,8 @@ class _Stemmed:
         times = Counter(tokens)
         lexemes = list(map(self.lexeme.__getitem__, times))
         if None not in lexemes and len(set(lexemes)) == len(lexemes):
-            return list(map(self.term.__getitem__, times)), list(times.values())
+            hashed = list(map(self.terms.__getitem__, lexemes))  # type: ignore[arg-type]
+            return hashed, list(times.values())
         tally: dict[str, int] = {}  # words that share a lexeme, or are odd
         for word, one, n in zip(times, lexemes, times.values(), strict=True):
             if one is not None:
@@ -196,7 +195,8 @@ class TermCache:
         if staged[0]:
             with psycopg.Cursor(conn) as cur:
                 cur.execute(_STAGE, (known.seed, *staged))
-        self.staged += len(staged[0])
+        with self._lock:
+            self.staged += len(staged[0])
         return answer
 
     def _counter(self) -> ThreadPoolExecutor:
