@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -51,14 +52,34 @@ def load() -> str:
     return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+#: Words of a note's details, drawn per note (see :func:`note`).
+# fmt: off
+DETAILS = (
+    "disk", "latency", "quorum", "backlog", "retry", "checksum", "lease", "timeout", "replica",
+    "ledger", "rollout", "canary", "shard", "index", "cache", "budget", "alert", "paging",
+    "rotation", "audit", "token", "session", "certificate", "mirror", "archive", "restore",
+    "throttle", "partition", "rebalance", "compaction", "heartbeat", "election", "snapshot",
+    "journal", "tombstone", "cursor", "batch", "window", "schema", "migration", "export",
+    "import", "sampling", "trace",
+)
+# fmt: on
+
+
 def note(who: str, n: int) -> str:
-    """A small document of two passages about one entity, unique to ``who`` and ``n``."""
+    """A small document of two passages about one entity, unique to ``who``
+    and ``n``. Each passage carries details drawn for this note: without
+    them, notes 42 apart differed only in their number, so every writer's
+    notes were near duplicates of each other (Jaccard >= 0.75) and the
+    duplicate kind's exact scan, whose output grows as the square of a
+    cluster, was what the mixed steps measured (docs/performance.md)."""
     entity = ENTITIES[n % len(ENTITIES)]
+    pick = random.Random(f"{who}/{n}").sample(DETAILS, 10)
     return (
         f"[[{entity}]] note {n} by {who}: the {entity} cluster in region {n % 7} "
-        f"kept its leader through the failover drill, and writer {who} logged it.\n\n"
+        f"kept its leader through the failover drill ({' '.join(pick[:5])}), "
+        f"and writer {who} logged it.\n\n"
         f"Round {n} of {who}: replicas of [[{entity}]] caught up within the window; "
-        f"the follow-up for {who} is to check the snapshot of shard {n % 11}."
+        f"the follow-up for {who} is to check the {' '.join(pick[5:])} of shard {n % 11}."
     )
 
 
@@ -219,7 +240,15 @@ def run_step(url: str, count: int, layout: str, mixed: bool, seconds: float) -> 
     latencies: list[float] = []
     errors: list[str] = []
     for proc in procs:
-        out, _ = proc.communicate(timeout=seconds + 300)
+        try:
+            out, _ = proc.communicate(timeout=seconds + 300)
+        except subprocess.TimeoutExpired:
+            for p in procs:
+                p.kill()
+            raise SystemExit(
+                f"a writer process of step {layout} x{count} was still working "
+                f"{seconds + 300:.0f} s after its start; stopped"
+            ) from None
         if proc.returncode != 0:
             raise SystemExit(f"a writer process failed (exit {proc.returncode})")
         got = json.loads(out.strip().splitlines()[-1])
