@@ -364,12 +364,9 @@ class Memory:
             used, notice = views.search_mode(
                 tx, namespace, granularity, mode, vectors.unwanted(self.store)
             )
-            if used == "lexical":
-                hits = views.search(tx, namespace, query, granularity, limit, as_of_ts)
-                return SearchResults(results=hits, mode=used, notice=notice)
-        # By meaning: the question is embedded with no transaction open (about 8 ms).
-        vector = vectors.embed_question(query)
-        with self.store.read() as tx:
+            # By meaning too: the question is embedded on another thread
+            # while the words' ranking is read (each a few milliseconds).
+            vector = None if used == "lexical" else vectors.embedding(query)
             hits = views.search(tx, namespace, query, granularity, limit, as_of_ts, used, vector)
         return SearchResults(results=hits, mode=used, notice=notice)
 

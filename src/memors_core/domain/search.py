@@ -465,7 +465,7 @@ def run(
     as_of: str | None,
     named: Callable[[list[str]], dict[str, str]],
     mode: str = "lexical",
-    vector: bytes | None = None,
+    vector: bytes | Callable[[], bytes] | None = None,
 ) -> list[Hit]:
     """A search from a user's text to its hits, on any engine: the query's
     words, the entities it names (``named``: folded names -> canonical ids),
@@ -476,7 +476,9 @@ def run(
     With ``mode`` ``semantic`` or ``hybrid`` and the question's ``vector``,
     passages are ranked by meaning, or by both fused (:func:`fuse`); under
     ``all`` they then take the places the words give passages
-    (:func:`in_words_places`)."""
+    (:func:`in_words_places`). ``vector`` may be a call that returns it
+    (the question being embedded meanwhile): it is first called once the
+    words' ranking is read."""
     words = text.index_words(query)
     if not words:
         return []  # no words: nothing can match, whatever the engine's syntax
@@ -498,7 +500,9 @@ def run(
         join = mode == "hybrid" and vector is not None
         found = passages(neighbour_depth(limit) if join else fusion_depth(limit))(wanted).rows
         ids = [h.address.rsplit("/", 1)[1] for h in found]
-        beside = search.passages_beside(namespace, ids, vector if join else None)
+        beside = search.passages_beside(
+            namespace, ids, _given(vector) if join and vector is not None else None
+        )
         return with_neighbours(found, beside, join=join)[:limit]
     searchers: dict[str, Callable[[SearchQuery], Ranked]] = {
         "passage": passages(limit),
@@ -521,7 +525,7 @@ def _by_meaning(
     search: Any,
     namespace: str,
     mode: str,
-    vector: bytes,
+    vector: bytes | Callable[[], bytes],
     limit: int,
     asked: int,
     *,
@@ -534,7 +538,7 @@ def _by_meaning(
     each hit's score is already its share (:func:`in_words_places`)."""
 
     def near(depth: int, entities: tuple[str, ...] = ()) -> list[Hit]:
-        found = search.passages_like(namespace, vector, depth, entities).rows
+        found = search.passages_like(namespace, _given(vector), depth, entities).rows
         return [h for h in found if h.score >= MIN_COSINE]
 
     def searcher(wanted: SearchQuery) -> Ranked:
@@ -555,6 +559,11 @@ def _by_meaning(
     if mode == "semantic" and not shares:
         return lambda wanted: Ranked(near(limit), 1.0)  # (no use for the words)
     return searcher
+
+
+def _given(vector: bytes | Callable[[], bytes]) -> bytes:
+    """The question's vector, waited for where it is still being made."""
+    return vector if isinstance(vector, bytes) else vector()
 
 
 def in_words_places(found: list[Hit], lexical: Ranked, meaning: list[Hit]) -> list[Hit]:

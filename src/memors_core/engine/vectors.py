@@ -26,6 +26,7 @@ Nothing here runs when vectors are not wanted (:func:`unwanted`): no extra,
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -68,6 +69,27 @@ def unwanted(storage: Storage) -> str | None:
 def embed_question(query: str) -> bytes:
     """The vector of a search's question."""
     return semantic.embedder().embed([query])[0]
+
+
+#: The threads that embed questions while their searches read the words'
+#: ranking (made on first use, as many as searches run at once, up to 8).
+_questions: concurrent.futures.ThreadPoolExecutor | None = None
+_questions_lock = threading.Lock()
+
+
+def embedding(query: str) -> Callable[[], bytes]:
+    """Start embedding a search's question on a thread of its own, and
+    return the call that waits for its vector: a hybrid search reads the
+    words' ranking meanwhile (the model and the database each work on a
+    core of their own), where it used to wait for the model first."""
+    global _questions
+    with _questions_lock:
+        if _questions is None:
+            _questions = concurrent.futures.ThreadPoolExecutor(
+                8, thread_name_prefix="memors-question"
+            )
+        pending = _questions.submit(embed_question, query)
+    return pending.result
 
 
 def _lease_path(storage: Storage, namespace: str) -> str:

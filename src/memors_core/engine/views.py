@@ -519,14 +519,14 @@ def search(
     limit: int,
     as_of: str | None,
     mode: str = "lexical",
-    vector: bytes | None = None,
+    vector: bytes | Callable[[], bytes] | None = None,
 ) -> list[SearchHit]:
     """Ranked hits of one granularity, or of all of them merged by their
     share of what the query could score in their own index
     (:func:`memors_core.domain.search.run`, which every engine's search
     shares: ``memors-mcp search`` runs it on a lean read of a SQLite file);
     passages by meaning too in ``semantic`` and ``hybrid`` mode, given the
-    question's ``vector``."""
+    question's ``vector`` (or a call that waits for it)."""
     found = rank.run(
         tx.search,
         namespace,

@@ -10,6 +10,7 @@ database with pgvector.
 from __future__ import annotations
 
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from memors_core import BadInput, Memory, semantic
 from memors_core.domain import search as rank
 from memors_core.domain.search import MIN_COSINE
+from memors_core.engine import vectors
 from memors_core.engine.vectors import embed_question
 from memors_core.errors import MemorsError
 from memors_core.testing import test_engine, write_page
@@ -57,6 +59,38 @@ def test_remembered_passages_get_vectors_and_search_is_hybrid_by_default(vector_
     # a namespace without vectors is searched by its words, silently
     empty = vector_memory.search("dog", namespace="elsewhere")
     assert (empty.mode, empty.notice, empty.results) == ("lexical", None, [])
+
+
+def test_a_hybrid_search_reads_the_words_ranking_while_the_question_is_embedded(
+    vector_memory, monkeypatch
+):
+    """The question's embedding and the words' ranking each take a few
+    milliseconds on a core of their own: the search runs them side by side."""
+    remember_all(vector_memory)
+    with vector_memory.store.read() as tx:
+        search_class = type(tx.search)
+    words_read = threading.Event()
+    ranking = search_class.passages
+
+    def passages(self, *args, **kwargs):
+        try:
+            return ranking(self, *args, **kwargs)
+        finally:
+            words_read.set()
+
+    embed = vectors.embed_question
+
+    def embedded_once_the_words_are_read(query):
+        # (a search that embedded its question first would wait here in vain)
+        if not words_read.wait(60):
+            raise AssertionError("the words' ranking was not read while the question was embedded")
+        return embed(query)
+
+    monkeypatch.setattr(search_class, "passages", passages)
+    monkeypatch.setattr(vectors, "embed_question", embedded_once_the_words_are_read)
+    found = vector_memory.search("rescue dog")
+    assert found.mode == "hybrid" and texts(found)[0] == PUPPY
+    assert words_read.is_set()
 
 
 def test_meaning_finds_what_the_words_miss(vector_memory):
