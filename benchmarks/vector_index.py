@@ -78,8 +78,8 @@ def timed_runs(fn: Any, questions: list[bytes]) -> tuple[list[float], list[list[
         start = time.perf_counter()
         got = fn(q)
         times.append((time.perf_counter() - start) * 1000)
-        found.append([r for r, _ in got])
-        COSINES.append([c for _, c in got])
+        found.append([r[0] for r in got])  # (rowid, cosine, ...)
+        COSINES.append([r[1] for r in got])
     return times, found
 
 

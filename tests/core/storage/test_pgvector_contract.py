@@ -55,6 +55,33 @@ class TestTheGraph(PgvectorStorage):
             assert [h.address.rsplit("/", 1)[1] for h in found] == want
             assert [h.score for h in found] == [pytest.approx(cosine[p], abs=1e-5) for p in want]
 
+    def test_the_walk_is_decided_and_made_in_one_round_trip(self, storage, monkeypatch) -> None:
+        """Over the network every statement waits for the server: how far to
+        walk, the walk and the passages' texts go in one message."""
+        import psycopg
+
+        from memors_core.storage.postgres import vectors
+
+        monkeypatch.setattr(vectors, "EXACT_BELOW", 10)
+        with storage.write() as tx:
+            _, ids = add_document(tx, [f"passage {n}" for n in range(40)])
+            assert tx.vectors.add("default", [(p, unit_vector(n)) for n, p in enumerate(ids)])
+        sent: list[str] = []
+        execute = psycopg.Cursor.execute
+
+        def counted(cur, query, *args, **kwargs):
+            sent.append(str(query))
+            return execute(cur, query, *args, **kwargs)
+
+        with storage.read() as tx:
+            monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+            found = tx.search.passages_like("default", unit_vector(3), 5).rows
+            named = tx.search.passages_like("nowhere", unit_vector(3), 5).rows
+            monkeypatch.undo()
+        assert found[0].address == f"memo://passage/{ids[3]}" and found[0].text == "passage 3"
+        assert len(found) == 5 and named == []
+        assert len(sent) == 2, sent  # one a search (the first with the read's BEGIN)
+
     def test_a_store_whose_vectors_predate_the_graph_gets_it_when_opened(self, tmp_path) -> None:
         store = self.make_storage(tmp_path, "store")
         with store.write() as tx:

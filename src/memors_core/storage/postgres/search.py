@@ -284,9 +284,25 @@ class PgSearch(SqlSearch):
         )
         return {r[0]: float(r[1]) for r in rows}
 
+    def passages_like(
+        self, namespace: str, vector: bytes, limit: int, entities: Sequence[str] = ()
+    ) -> rank.Ranked:
+        # (the passages' id and text read with their cosines: a round trip less)
+        found = [
+            rank.Hit(f"memo://passage/{ident}", "passage", text, cosine)
+            for _, cosine, ident, text in self._near(namespace, vector, limit, tuple(entities))
+            if ident is not None and text is not None  # (a vector without its passage)
+        ]
+        return rank.Ranked(found, 1.0)
+
     def _nearest(
         self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
     ) -> list[tuple[int, float]]:
+        return [(r[0], r[1]) for r in self._near(namespace, vector, limit, entities)]
+
+    def _near(
+        self, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
+    ) -> list[tuple[int, float, str | None, str | None]]:
         if not self.db.capabilities.vectors:
             return []
         from memors_core.storage.postgres.vectors import nearest

@@ -156,78 +156,129 @@ class PgVectors(SqlVectors):
         self.db.executemany(f"SELECT memors_vectors_remake(p.rowid, ?::vector, ?) {_PASSAGE}", rows)
 
 
+#: A nearest passage: ``(rowid, cosine, id, text)`` (id and text None for
+#: a vector whose passage is not there: a benchmark's vectors written alone).
+Near = tuple[int, float, str | None, str | None]
+
+# The namespace's vectors and every namespace's, and the walk the graph
+# takes for ``limit`` passages (in ``memors.walk``: 0 where the namespace
+# is scanned exactly instead, which the next statement then reads without
+# starting the walk), as :func:`walk` decides it; pgvector's breadth set
+# for the walk. One row, whatever the namespace holds.
+_WALK = f"""SELECT s.vectors, w.every,
+           set_config('memors.walk', CASE WHEN s.vectors >= :exact AND w.breadth <= {MOST_BREADTH}
+                                          THEN w.breadth ELSE 0 END::text, true),
+           set_config('hnsw.ef_search', least(greatest(w.breadth, 40), {MOST_BREADTH})::text, true)
+    FROM (SELECT 1) one
+    LEFT JOIN vector_stats s ON s.namespace = :ns
+    CROSS JOIN LATERAL (
+        SELECT t.every, CASE WHEN coalesce(s.vectors, 0) > 0 THEN greatest(
+            40, (:depth * t.every + s.vectors - 1) / s.vectors) ELSE 0 END AS breadth
+        FROM (SELECT coalesce(sum(vectors), 0)::bigint AS every FROM vector_stats) t
+    ) w"""
+# The passages of the ``memors.walk`` nearest of every namespace's that
+# are the namespace's (the graph's walk), best first, with their text.
+_GRAPH = """SELECT n.passage, n.cosine, p.id, p.text FROM (
+        SELECT passage, cosine FROM (
+            SELECT v.passage, v.namespace, 1 - (v.vector <=> :q::vector) AS cosine
+            FROM passage_vectors v ORDER BY v.vector <=> :q::vector
+            LIMIT current_setting('memors.walk')::int
+        ) near WHERE namespace = :ns ORDER BY cosine DESC, passage LIMIT :limit
+    ) n LEFT JOIN passages p ON p.rowid = n.passage ORDER BY n.cosine DESC, n.passage"""
+
+
+def walk(mine: int, every: int, limit: int) -> int:
+    """How many of every namespace's nearest vectors the graph is walked
+    for, to find ``limit`` of a namespace holding ``mine`` of ``every``
+    vectors; 0 where the namespace is scanned exactly (a small one, or a
+    small share of a large store). ``_WALK`` computes the same in SQL."""
+    breadth = max(40, -(-BREADTH * limit * every // mine))
+    return breadth if mine >= EXACT_BELOW and breadth <= MOST_BREADTH else 0
+
+
 def nearest(
     db: Any, namespace: str, vector: bytes, limit: int, entities: tuple[str, ...]
-) -> list[tuple[int, float]]:
-    """``(passage rowid, cosine)`` of the ``limit`` passages of ``namespace``
-    (of ``entities`` when given) nearest to ``vector``, best first: exact.
+) -> list[Near]:
+    """The ``limit`` passages of ``namespace`` (of ``entities`` when given)
+    nearest to ``vector``, best first, with their id and text: exact.
 
-    With entities, their passages are found first (by index, from the
-    entities through their mentions) and only their vectors read, by key:
-    a planner that guessed the list's size would otherwise scan every
-    vector of the namespace (160 ms at 100,000 passages)."""
+    A large namespace is walked in the graph: how far is decided and the
+    walk made in one message (:data:`_WALK`, :data:`_GRAPH`), which falls
+    back on the exact scan where the walk found too few. With entities,
+    their passages are found first (by index, from the entities through
+    their mentions) and only their vectors read, by key: a planner that
+    guessed the list's size would otherwise scan every vector of the
+    namespace (160 ms at 100,000 passages)."""
     query = literal(vector)
+    if limit <= 0:
+        return []
     if not entities:
-        counts = db.one(
-            "SELECT vectors, (SELECT sum(vectors) FROM vector_stats) FROM vector_stats "
-            "WHERE namespace = ?",
-            (namespace,),
+        cur = db.execute(
+            f"{_WALK}; {_GRAPH}",
+            {
+                "exact": EXACT_BELOW,
+                "ns": namespace,
+                "depth": BREADTH * limit,
+                "q": query,
+                "limit": limit,
+            },
         )
-        if counts is None or counts[0] <= 0 or limit <= 0:
+        mine, every = cur.fetchone()[:2]
+        cur.nextset()
+        rows = cur.fetchall()
+        if not mine:
             return []
-        mine, every = int(counts[0]), int(counts[1])
-        breadth = max(40, -(-BREADTH * limit * every // mine))
-        if mine >= EXACT_BELOW and breadth <= MOST_BREADTH:
-            rows = by_graph(db, namespace, query, limit, breadth)
-            if len(rows) >= min(limit, mine):
-                return rows
-        rows = exact(db, namespace, query, limit)
-    else:
-        rows = db.all(
-            """WITH pool AS MATERIALIZED (
-                   SELECT DISTINCT p.rowid FROM entities e
-                   JOIN mentions m ON m.entity = e.id
-                   JOIN passages p ON p.id = m.passage
-                   WHERE e.canonical = ANY(?) AND e.namespace = ?
-               ), q AS MATERIALIZED (SELECT ?::vector AS v)
-               SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
-               FROM pool CROSS JOIN q CROSS JOIN LATERAL (
-                   SELECT passage, vector FROM passage_vectors
-                   WHERE passage = pool.rowid AND namespace = ?
-               ) v
-               ORDER BY cosine DESC, v.passage LIMIT ?""",
-            (list(entities), namespace, query, namespace, limit),
-        )
-    return [(int(r[0]), float(r[1])) for r in rows]
+        if walk(int(mine), int(every), limit) and len(rows) >= min(limit, int(mine)):
+            return _near(rows)
+        return exact(db, namespace, query, limit)
+    rows = db.all(
+        """WITH pool AS MATERIALIZED (
+               SELECT DISTINCT p.rowid FROM entities e
+               JOIN mentions m ON m.entity = e.id
+               JOIN passages p ON p.id = m.passage
+               WHERE e.canonical = ANY(?) AND e.namespace = ?
+           ), q AS MATERIALIZED (SELECT ?::vector AS v)
+           SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine, p.id, p.text
+           FROM pool CROSS JOIN q CROSS JOIN LATERAL (
+               SELECT passage, vector FROM passage_vectors
+               WHERE passage = pool.rowid AND namespace = ?
+           ) v LEFT JOIN passages p ON p.rowid = v.passage
+           ORDER BY cosine DESC, v.passage LIMIT ?""",
+        (list(entities), namespace, query, namespace, limit),
+    )
+    return _near(rows)
 
 
-def exact(db: Any, namespace: str, query: str, limit: int) -> list[tuple[int, float]]:
+def _near(rows: list[tuple[Any, ...]]) -> list[Near]:
+    return [(int(r[0]), float(r[1]), r[2], r[3]) for r in rows]
+
+
+def exact(db: Any, namespace: str, query: str, limit: int) -> list[Near]:
     """The ``limit`` nearest of the namespace's vectors to ``query`` (pgvector's
     text form), every vector compared."""
     rows = db.all(
-        """SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
-           FROM passage_vectors v, (SELECT ?::vector AS v) q
-           WHERE v.namespace = ? ORDER BY cosine DESC, v.passage LIMIT ?""",
+        """SELECT n.passage, n.cosine, p.id, p.text FROM (
+               SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
+               FROM passage_vectors v, (SELECT ?::vector AS v) q
+               WHERE v.namespace = ? ORDER BY cosine DESC, v.passage LIMIT ?
+           ) n LEFT JOIN passages p ON p.rowid = n.passage ORDER BY n.cosine DESC, n.passage""",
         (query, namespace, limit),
     )
-    return [(int(r[0]), float(r[1])) for r in rows]
+    return _near(rows)
 
 
-def by_graph(
-    db: Any, namespace: str, query: str, limit: int, breadth: int
-) -> list[tuple[int, float]]:
+def by_graph(db: Any, namespace: str, query: str, limit: int, breadth: int) -> list[Near]:
     """The ``limit`` nearest of the namespace's vectors to ``query`` that the
     HNSW index finds among the ``breadth`` nearest of every namespace's
-    (fewer when the namespace's share of those is smaller)."""
-    db.one("SELECT set_config('hnsw.ef_search', ?, true)", (str(breadth),))
-    rows = db.all(
-        """SELECT passage, cosine FROM (
-               SELECT v.passage, v.namespace, 1 - (v.vector <=> ?::vector) AS cosine
-               FROM passage_vectors v ORDER BY v.vector <=> ?::vector LIMIT ?
-           ) near WHERE namespace = ? ORDER BY cosine DESC, passage LIMIT ?""",
-        (query, query, breadth, namespace, limit),
+    (fewer when the namespace's share of those is smaller): the graph's
+    walk alone, for benchmarks that set the breadth themselves."""
+    cur = db.execute(
+        "SELECT set_config('memors.walk', :b, true), set_config('hnsw.ef_search', :b, true); "
+        + _GRAPH,
+        {"b": str(breadth), "q": query, "ns": namespace, "limit": limit},
     )
-    return [(int(r[0]), float(r[1])) for r in rows]
+    cur.nextset()
+    return _near(cur.fetchall())
 
 
 #: Whether the graph index is there, built with the options given (``?``).
