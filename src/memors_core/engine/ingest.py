@@ -46,14 +46,13 @@ def _dumps(value: Any) -> str:
 def _remembered(tx: Tx, doc_id: str, version: int) -> Remembered:
     # The live passages only: remembering the same text again does not
     # revive a passage forgotten since, so it is not listed as if it were.
-    # (Three queries whatever the number of passages: on a server engine
-    # one per passage was most of a single remember's statements.)
-    live = set(tx.passages.live_of_document(doc_id))
-    passages = [p for p in tx.documents.version_passages(doc_id, version) if p in live]
-    mentioned = tx.passages.entities_of_many(passages)
+    # (One query whatever the number of passages: on a server engine each
+    # is a round trip, and one per passage was once most of a remember's.)
+    shown = tx.passages.live_of_version(doc_id, version)
+    passages = [p for p, _ in shown]
     entities: dict[str, None] = {}
-    for passage in passages:
-        entities.update(dict.fromkeys(mentioned.get(passage, ())))
+    for _, named in shown:
+        entities.update(dict.fromkeys(named))
     return Remembered(
         document=address("document", doc_id),
         passages=[address("passage", p) for p in passages],

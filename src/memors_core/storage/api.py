@@ -213,6 +213,10 @@ class Passages(Protocol):
         """:meth:`entities_of` of many passages in one look-up (a passage that
         mentions none is left out)."""
 
+    def live_of_version(self, document: str, version: int) -> list[tuple[str, list[str]]]:
+        """The live passages of a document's version in their order, each with
+        :meth:`entities_of` it: what a remember answers, in one look-up."""
+
     def live_shingles(
         self,
         namespace: str,

@@ -377,6 +377,31 @@ class SqlPassages(Repo):
                 found.setdefault(passage, []).append(canonical)
         return found
 
+    def live_of_version(self, document: str, version: int) -> list[tuple[str, list[str]]]:
+        # Version 1 is the passages' own order; later versions are link rows
+        # (as in ``version_passages``). One statement where a remember's
+        # answer took three: on a server engine each is a round trip.
+        if version == 1:
+            rows = (
+                "SELECT id AS passage, position FROM passages WHERE document = ?1 AND version = ?2"
+            )
+        else:
+            rows = "SELECT passage, position FROM version_passages WHERE document = ?1 AND version = ?2"
+        found: dict[str, list[str]] = {}
+        for passage, canonical in self.all(
+            f"""SELECT x.passage, e.canonical FROM ({rows}) x
+                LEFT JOIN mentions m ON m.passage = x.passage
+                LEFT JOIN entities e ON e.id = m.entity
+                WHERE NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = x.passage)
+                GROUP BY x.position, x.passage, e.canonical
+                ORDER BY x.position, MIN(e.rowid)""",
+            (document, version),
+        ):
+            named = found.setdefault(passage, [])
+            if canonical is not None:
+                named.append(canonical)
+        return list(found.items())
+
     def live_shingles(
         self,
         namespace: str,

@@ -24,7 +24,19 @@ class DocumentContract(StorageFixtures):
             added = add_passage(tx, document, 2, 1, "Added.")
             tx.documents.link_passage(document, 2, 1, added)
             tx.tombstones.add(NS, "passage", dropped, "superseded", "document version 2")
+            first, second = tx.entities.ensure("Zeta", NS).id, tx.entities.ensure("Alpha", NS).id
+            tx.passages.mention(kept, (second, first))
+            tx.passages.mention(dropped, (first,))
         with storage.read() as tx:
+            # the live ones in the version's order, each with its entities
+            # in the store's order of them (as entities_of)
+            assert tx.passages.live_of_version(document, 1) == [(kept, [first, second])]
+            assert tx.passages.live_of_version(document, 2) == [
+                (kept, [first, second]),
+                (added, []),
+            ]
+            assert tx.passages.live_of_version(document, 3) == []
+            assert tx.passages.entities_of(kept) == [first, second]
             assert tx.documents.version_passages(document, 1) == [kept, dropped]
             assert tx.documents.version_passages(document, 2) == [kept, added]
             sizes = tx.documents.versions(document)

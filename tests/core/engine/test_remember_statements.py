@@ -1,0 +1,62 @@
+"""What a single remember sends, in statements (issue 32 point 1).
+
+On PostgreSQL every statement is a round trip, and a single document's
+remember is a dozen of them: its answer (the live passages of the new
+version, each with the entities it names) is read in one statement, not
+three. Counted at the driver, on the run's engine.
+"""
+
+from __future__ import annotations
+
+from store_checks import statements
+
+
+def test_a_remember_reads_its_answer_in_one_statement(memory, monkeypatch):
+    memory.remember("[[Raft]] elects a leader.", uri="doc-0")
+    with statements(memory, monkeypatch) as seen:
+        out = memory.remember(
+            "[[Raft]] replicates a log.\n\nA term ends when [[Paxos]] is named.",
+            uri="doc-1",
+            entities=["Consensus"],
+        )
+    assert len(out.passages) == 2 and len(out.entities) == 3
+    stored = max(i for i, s in enumerate(seen) if "INSERT INTO passages" in s)
+    # after the passages are stored: reads of the passages, their
+    # tombstones or their mentions are the answer's
+    answer = [
+        s
+        for s in seen[stored + 1 :]
+        if s.lstrip().startswith("SELECT")
+        and "search" not in s
+        and ("passages" in s or "mentions" in s)
+    ]
+    assert len(answer) == 1, answer
+
+
+def _answer_as_looked_up(memory, document: str) -> tuple[list[str], list[str]]:
+    """A remember's answer from the store's one-at-a-time look-ups: the
+    latest version's live passages, and the entities they name in order."""
+    ident = document.rsplit("/", 1)[1]
+    with memory.store.read() as tx:
+        version = tx.documents.latest_version(ident).version
+        live = set(tx.passages.live_of_document(ident))
+        passages = [p for p in tx.documents.version_passages(ident, version) if p in live]
+        named = tx.passages.entities_of_many(passages)
+    entities = list(dict.fromkeys(e for p in passages for e in named.get(p, ())))
+    return [f"memo://passage/{p}" for p in passages], [f"memo://entity/{e}" for e in entities]
+
+
+def test_a_remembers_answer_is_what_the_store_holds(memory):
+    text = "[[Raft]] elects a leader.\n\nIt keeps a log with [[Zab]]."
+    first = memory.remember(text, uri="doc", entities=["Ops"])
+    assert (first.passages, first.entities) == _answer_as_looked_up(memory, first.document)
+    assert len(first.passages) == 2 and len(first.entities) == 3
+    memory.forget(first.passages[1])
+    again = memory.remember(text, uri="doc", entities=["Ops"])  # unchanged: not revived
+    assert again.passages == first.passages[:1]
+    assert (again.passages, again.entities) == _answer_as_looked_up(memory, again.document)
+    changed = memory.remember(
+        "[[Raft]] elects a leader.\n\n[[Paxos]] and [[Ops]] agree.", uri="doc"
+    )
+    assert changed.passages[0] == first.passages[0] and len(changed.passages) == 2
+    assert (changed.passages, changed.entities) == _answer_as_looked_up(memory, changed.document)
