@@ -26,7 +26,6 @@ Nothing here runs when vectors are not wanted (:func:`unwanted`): no extra,
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import hashlib
 import os
@@ -43,6 +42,8 @@ from memors_core.errors import BadInput, MemorsError
 from memors_core.log import get_logger
 
 if TYPE_CHECKING:
+    import concurrent.futures
+
     from memors_core.storage.api import Storage
 
 log = get_logger("memors")
@@ -82,6 +83,8 @@ def embedding(query: str) -> Callable[[], bytes]:
     return the call that waits for its vector: a hybrid search reads the
     words' ranking meanwhile (the model and the database each work on a
     core of their own), where it used to wait for the model first."""
+    import concurrent.futures  # (here: it imports logging, which lean commands never load)
+
     global _questions
     with _questions_lock:
         if _questions is None:
