@@ -91,11 +91,12 @@ class _Rows:
         """Store what waits, in the order its checks need (a version after
         its document, passages after their version)."""
         tx = self.tx
-        tx.documents.insert_many(self.documents)
-        tx.documents.add_versions(self.versions)
-        tx.passages.insert_many(self.namespace, self.passages, self.stamp)
-        tx.passages.mention_many(self.links)
-        tx.passages.add_profiles(self.profiles)
+        with tx.pipelined():  # (none of them waits for another's answer)
+            tx.documents.insert_many(self.documents)
+            tx.documents.add_versions(self.versions)
+            tx.passages.insert_many(self.namespace, self.passages, self.stamp)
+            tx.passages.mention_many(self.links)
+            tx.passages.add_profiles(self.profiles)
         for rows in (self.documents, self.versions, self.passages, self.links, self.profiles):
             rows.clear()
 

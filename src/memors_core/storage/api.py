@@ -956,6 +956,13 @@ class Tx(Protocol):
     def after_commit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Call ``fn`` once the transaction commits (at once outside one)."""
 
+    def pipelined(self) -> AbstractContextManager[None]:
+        """A block whose statements need not wait for each other's answers:
+        on a server engine they go to the server together (PostgreSQL's
+        pipeline mode), until one's answer is read; on SQLite nothing
+        changes. An error of any of them is raised when the block ends at
+        the latest, and the transaction rolls back as it would have."""
+
     def native(self, engine: str) -> Any:
         """The escape hatch for a kind's own per-engine module: the engine's
         native handle (``"sqlite"``: the ``apsw.Connection``, inside this

@@ -130,6 +130,9 @@ class EmptyTx:
     def after_commit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         fn(*args, **kwargs)  # (there is never a transaction to wait for)
 
+    def pipelined(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
     def native(self, engine: str) -> Any:
         raise PluginError(
             f"this store does not exist yet and runs on no engine, not {engine}: "

@@ -60,3 +60,29 @@ def test_a_remembers_answer_is_what_the_store_holds(memory):
     )
     assert changed.passages[0] == first.passages[0] and len(changed.passages) == 2
     assert (changed.passages, changed.entities) == _answer_as_looked_up(memory, changed.document)
+
+
+def test_a_remembers_inserts_do_not_wait_for_each_other(memory, monkeypatch):
+    """Its five inserts (document, version, passages, mentions, profiles)
+    need no answer but the passages' numbers: on PostgreSQL they are sent
+    in the driver's pipeline mode, where none waits for the one before."""
+    if memory.store.tx.engine != "postgres":
+        return  # (SQLite's statements are calls in its own process)
+    import psycopg
+
+    sent: list[tuple[str, bool]] = []
+    execute = psycopg.Cursor.execute
+
+    def noted(cur, query, *args, **kwargs):
+        sent.append((str(query).split("(")[0], bool(cur.connection.pgconn.pipeline_status)))
+        return execute(cur, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", noted)
+    out = memory.remember("[[Raft]] elects a leader.\n\nIt keeps a [[Log]].", uri="doc")
+    monkeypatch.undo()
+    assert len(out.passages) == 2 and len(out.entities) == 2
+    rows = ("documents", "document_versions", "passages", "mentions", "passage_profiles")
+    inserts = [(q.split()[2], piped) for q, piped in sent if q.startswith("INSERT INTO")]
+    inserts = [(table, piped) for table, piped in inserts if table in rows]
+    assert [table for table, _ in inserts] == list(rows), inserts
+    assert all(piped for _, piped in inserts), inserts

@@ -3,8 +3,9 @@ with PostgreSQL's search, purge and transfer, and its clocks."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -304,6 +305,18 @@ class PgTx(SqlTx):
         self.transfer = PgTransfer(self)
         #: Numbers drawn from each clock's sequence, not ticked yet.
         self._drawn: dict[str, deque[int]] = {}
+
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """psycopg's pipeline mode: the block's statements are sent without
+        waiting for each other's answers (one round trip where each took
+        one), a read's answer waiting for those before it."""
+        conn = self.db.conn
+        if conn.pgconn.pipeline_status:  # (already in one: it goes on)
+            yield
+            return
+        with conn.pipeline():
+            yield
 
     def reserve(self, name: str, count: int) -> None:
         """Draw ``count`` numbers of ``name``'s sequence in one round trip.

@@ -3,6 +3,7 @@ connection, holding the repositories and counting the clocks."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memors_core.errors import PluginError
@@ -94,6 +95,10 @@ class SqlTx:
 
     def after_commit(self, fn: Any, /, *args: Any, **kwargs: Any) -> None:
         self.db.after_commit(fn, *args, **kwargs)
+
+    def pipelined(self) -> contextlib.AbstractContextManager[None]:
+        """(Statements are calls in SQLite's process: nothing to gather.)"""
+        return contextlib.nullcontext()
 
     def native(self, engine: str) -> Any:
         """The engine's own connection, or with ``"sql"`` the SQL handle of

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
 from memors_core.domain.dates import now
@@ -60,6 +62,34 @@ class DocumentContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.documents.latest_by_uri(NS, "file:///gone.md") is None
             assert tx.documents.get(document, NS) is not None
+
+    def test_writes_pipelined_are_stored_or_fail_together(self, storage: Storage) -> None:
+        # What a remember stores in one pipelined block: nothing waits for
+        # another's answer, yet each is stored, and a failing one fails the
+        # write (at the latest when the block ends) with nothing of it kept.
+        stamp = now()
+        first, second = uuid7(), uuid7()
+        with storage.write() as tx:
+            tx.namespaces.touch(NS)
+            with tx.pipelined():
+                tx.documents.insert_many([Document(first, NS, "file:///p.md", stamp)])
+                tx.documents.add_versions([DocumentVersion(first, 1, "h", None, {}, stamp)])
+                with tx.pipelined():  # (inside one, a block goes on in it)
+                    piped = uuid7()
+                    numbers = tx.passages.insert_many(
+                        NS, [NewPassage(piped, first, 1, 0, "Piped.", "hp", b"")], stamp
+                    )
+        assert len(numbers) == 1
+        with storage.read() as tx:
+            assert tx.passages.live_of_version(first, 1) == [(piped, [])]
+        driver_error = cast(Any, storage).driver_error  # (the engine's own, as it is)
+        with pytest.raises(driver_error), storage.write() as tx, tx.pipelined():
+            tx.documents.insert_many([Document(second, NS, "file:///q.md", stamp)])
+            tx.documents.insert_many([Document(first, NS, "file:///again.md", stamp)])
+            tx.documents.add_versions([DocumentVersion(second, 1, "h", None, {}, stamp)])
+        with storage.read() as tx:
+            assert tx.documents.get(second, NS) is None
+            assert tx.documents.latest_by_uri(NS, "file:///p.md") is not None
 
     def test_documents_stored_together_are_found_by_their_uris_at_once(
         self, storage: Storage
