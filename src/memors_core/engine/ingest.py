@@ -232,13 +232,14 @@ class Ingest:
         uris named when it began (``latest``, kept up to date here), and
         ``rows``, where a new document's rows wait to be stored with the
         batch's."""
-        if touch:
-            tx.namespaces.touch(namespace)
         doc_hash = text.content_hash(body)
         prepared = self._within_limit(body, prepared)
         pieces = prepared[0]
         stamp = stamp or now()
-        previous = _previous(tx, namespace, uri, latest)
+        with tx.pipelined():  # (the namespace needs no answer: it goes with the look-up)
+            if touch:
+                tx.namespaces.touch(namespace)
+            previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
             if rows is not None:

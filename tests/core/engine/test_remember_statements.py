@@ -64,8 +64,9 @@ def test_a_remembers_answer_is_what_the_store_holds(memory):
 
 def test_a_remembers_inserts_do_not_wait_for_each_other(memory, monkeypatch):
     """Its five inserts (document, version, passages, mentions, profiles)
-    need no answer but the passages' numbers: on PostgreSQL they are sent
-    in the driver's pipeline mode, where none waits for the one before."""
+    need no answer but the passages' numbers, nor does registering its
+    namespace: on PostgreSQL they are sent in the driver's pipeline mode,
+    where none waits for the one before."""
     if memory.store.tx.engine != "postgres":
         return  # (SQLite's statements are calls in its own process)
     import psycopg
@@ -86,3 +87,6 @@ def test_a_remembers_inserts_do_not_wait_for_each_other(memory, monkeypatch):
     inserts = [(table, piped) for table, piped in inserts if table in rows]
     assert [table for table, _ in inserts] == list(rows), inserts
     assert all(piped for _, piped in inserts), inserts
+    # and the namespace's registration goes with the look-up of the uri
+    touched = [piped for q, piped in sent if q.startswith("INSERT INTO namespaces")]
+    assert touched == [True], sent
