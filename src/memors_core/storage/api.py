@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -59,6 +59,9 @@ from memors_core.domain.rows import (
 )
 from memors_core.domain.search import Hit, Ranked, SearchQuery
 from memors_core.semantic import KIND
+
+#: What a brief read returns (:meth:`Storage.brief_read`).
+_T = TypeVar("_T")
 
 
 @attrs.frozen
@@ -989,6 +992,14 @@ class Storage(Protocol):
 
     def read(self) -> AbstractContextManager[Tx]:
         """A read transaction: one consistent snapshot (inside an open transaction, that one)."""
+
+    def brief_read(self, read: Callable[[Tx], _T]) -> _T:
+        """``read(tx)`` in a read transaction (the open one, inside one), for
+        a read that is usually one statement: an engine may send the
+        transaction's begin, that statement and its end as one message (on
+        PostgreSQL one round trip where there were two). Should ``read``
+        send a second statement, it is run again in a whole read
+        transaction, so it must only read."""
 
     def write(self, *, namespace: str | None = None) -> AbstractContextManager[Tx]:
         """A write transaction (a savepoint inside one); MemorsError on a store opened

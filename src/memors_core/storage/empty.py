@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from memors_core.domain.ids import address, parse_address
 from memors_core.domain.search import Ranked
@@ -77,6 +77,10 @@ def _empty(annotation: str) -> Callable[..., Any] | None:
     if make is None:
         return None
     return lambda *a, **k: make()
+
+
+#: What a brief read returns.
+T = TypeVar("T")
 
 
 class _EmptyRepository:
@@ -162,6 +166,9 @@ class EmptyStore:
     @contextlib.contextmanager
     def read(self) -> Iterator[EmptyTx]:
         yield self.tx
+
+    def brief_read(self, read: Callable[[EmptyTx], T]) -> T:
+        return read(self.tx)
 
     def write(self, *, namespace: str | None = None) -> contextlib.AbstractContextManager[EmptyTx]:
         return self.refuse()

@@ -29,7 +29,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -84,6 +84,10 @@ DEFAULT_POOL_SIZE = 4
 STATISTICS_EVERY_S = 5.0
 
 
+#: What a brief read returns.
+T = TypeVar("T")
+
+
 class NoStoreYet(BadInput):
     """A read-only open found a database without the memors schema."""
 
@@ -92,11 +96,15 @@ def is_postgres_url(location: object) -> bool:
     return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
 
 
+class _NotBrief(Exception):
+    """A brief read's second statement: its transaction ended with its first."""
+
+
 class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("begin", "conn", "scope")
+    __slots__ = ("begin", "brief", "conn", "scope")
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
@@ -104,6 +112,9 @@ class _Session(Session):
         #: A read's first statements, not sent yet: they go with its first
         #: statement, in one message (:meth:`PgStore._begin_with`).
         self.begin: str | None = None
+        #: In a brief read (:meth:`PgStore.brief_read`): "waiting" until its
+        #: statement went with the read's begin and end, then "sent".
+        self.brief: str | None = None
         #: What the write transaction holds: None for the whole store, else
         #: the namespaces whose locks it took.
         self.scope: frozenset[str] | None = None
@@ -351,6 +362,8 @@ class PgStore(Transactions):
         conn = session.conn
         if conn is None:
             raise RuntimeError("a PostgreSQL store's connection is used inside a transaction only")
+        if session.brief == "sent":  # (its transaction ended with its one statement)
+            raise _NotBrief
         if session.begin is not None:  # used as is: the transaction is begun first
             self._begin_with(session)
             conn = session.conn
@@ -431,6 +444,8 @@ class PgStore(Transactions):
         assert begin is not None
         session.begin = None
         text = begin if sql is None else f"{begin}; {sql}"
+        if sql is not None and session.brief == "waiting":
+            text, session.brief = f"{text}; COMMIT", "sent"  # (the read's one statement)
 
         def send(conn: psycopg.Connection) -> psycopg.Cursor:
             if prepare is not None:
@@ -625,6 +640,23 @@ class PgStore(Transactions):
                 if conn is not None and conn.info.transaction_status != pq.TransactionStatus.IDLE:
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("COMMIT")
+
+    def brief_read(self, read: Callable[[PgTx], T]) -> T:
+        """``read(tx)`` with the read's begin, its first statement and its
+        end in one message (:meth:`memors_core.storage.api.Storage.brief_read`);
+        a read that sends a second statement is run again in a whole read."""
+        session = self._session
+        if not session.depth:
+            session.brief = "waiting"
+            try:
+                with self.read() as tx:
+                    return read(tx)
+            except _NotBrief:
+                pass
+            finally:
+                session.brief = None
+        with self.read() as tx:
+            return read(tx)
 
     @contextlib.contextmanager
     def _translated(self) -> Iterator[None]:

@@ -6,9 +6,9 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
@@ -24,6 +24,10 @@ from memors_core.storage.sqlite.indexing import flush as flush_search
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 log = get_logger("memors.store")
+
+
+#: What a brief read returns.
+T = TypeVar("T")
 
 
 class SqliteStore(Transactions):
@@ -200,6 +204,11 @@ class SqliteStore(Transactions):
         in which every write is refused (``query_only``)."""
         with self._lock:
             yield from self._read()
+
+    def brief_read(self, read: Callable[[SqliteTx], T]) -> T:
+        """(A statement is a call in this process: a read as any other.)"""
+        with self.read() as tx:
+            return read(tx)
 
     def _read(self) -> Iterator[SqliteTx]:
         session = self._the_session

@@ -27,6 +27,33 @@ class TransactionContract(StorageFixtures):
             assert tx.counters.read("tries") == {}
             assert tx.namespaces.names() == []
 
+    def test_a_brief_read_answers_as_a_read_whatever_it_sends(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            _, [first, second] = add_document(tx, ["First.", "Second."])
+        # one statement (on a server, sent with the read's begin and end)
+        one = storage.brief_read(lambda tx: tx.passages.get(first))
+        assert one is not None and one.text == "First."
+        # two: the read runs again whole, and answers as one read would
+        runs: list[int] = []
+
+        def both(tx):  # type: ignore[no-untyped-def]
+            runs.append(1)
+            return tx.passages.get(first), tx.passages.get(second)
+
+        a, b = storage.brief_read(both)
+        assert a is not None and b is not None and (a.text, b.text) == ("First.", "Second.")
+        assert 1 <= len(runs) <= 2
+        # inside a transaction, it is part of it
+        with storage.write() as tx:
+            _, [third] = add_document(tx, ["Third."])
+            seen = storage.brief_read(lambda inner: inner.passages.get(third))
+            assert seen is not None and seen.text == "Third."
+        # nothing is left open: a write goes on as ever
+        with storage.write() as tx:
+            tx.counters.bump("after")
+        with storage.read() as tx:
+            assert tx.counters.read("after")
+
     def test_after_commit_runs_once_the_write_commits(self, storage: Storage) -> None:
         called: list[str] = []
         with storage.write() as tx:

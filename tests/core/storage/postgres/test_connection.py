@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from memors_core import Memory
+from memors_core.engine import views
 from memors_core.errors import MemorsError, StoreBusy
 from memors_core.storage.postgres.connection import (
     LOCK_SPACE,
@@ -94,35 +95,62 @@ def _messages(monkeypatch) -> list[str]:
     return sent
 
 
-def test_a_get_is_two_round_trips_the_read_begun_with_its_one_statement(postgres_url, monkeypatch):
-    # A read's BEGIN goes with its first statement, and get of a passage asks
-    # for the row, its tombstone and its entities in that one statement: then
-    # the COMMIT. (It was five: BEGIN, the passage, its tombstone, its
-    # entities, COMMIT.) The statement is prepared once per connection, so
-    # the server plans it once: the first get on a connection sends the
-    # PREPARE before it, the next ones only EXECUTE it.
+def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
+    postgres_url, monkeypatch
+):
+    # A get of a passage asks for the row, its tombstone and its entities in
+    # one statement, so its read is brief (Storage.brief_read): its BEGIN,
+    # that statement and its COMMIT go in one message. (It was five round
+    # trips: BEGIN, the passage, its tombstone, its entities, COMMIT; then
+    # two.) The statement is prepared once per connection, so the server
+    # plans it once: the first get on a connection sends the PREPARE before
+    # it, the next ones only EXECUTE it.
     monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # every get on the one connection
     with Memory.open(postgres_url) as memory:
         memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
         address = memory.search("elects a leader").results[0].address
         sent = _messages(monkeypatch)
         first = memory.get(address)
-        assert len(sent) == 3, sent
+        assert len(sent) == 2, sent
         assert sent[0].startswith("PREPARE memors_") and "FROM passages p" in sent[0]
         name = sent[0].split()[1]
         for _ in range(2):
             sent.clear()
             view = memory.get(address)
             assert view == first and len(view.entities) == 2 and view.status == "live"
-            assert len(sent) == 2, sent
+            assert len(sent) == 1, sent
             assert sent[0].startswith("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ")
-            assert sent[0].endswith(f"; EXECUTE {name}(%s, %s)")
-            assert sent[1] == "COMMIT"
+            assert sent[0].endswith(f"; EXECUTE {name}(%s, %s); COMMIT")
+        # the connection is free and idle after it: a write goes on as ever
+        memory.remember("[[Zab]] orders the log.", uri="z")
         # a read that asks nothing sends nothing
         sent.clear()
         with memory.store.read():
             pass
         assert sent == []
+
+
+def test_a_get_that_needs_more_than_its_one_statement_reads_again_whole(postgres_url, monkeypatch):
+    # A brief read that sends a second statement runs again in a whole read
+    # (one snapshot); what it answers is what a whole read answers.
+    with Memory.open(postgres_url) as memory:
+        made = memory.remember("[[Raft]] elects a leader.\n\nIt keeps a log.", uri="r")
+        memory.forget(made.passages[1])
+        with memory.store.read() as tx:
+            whole = [
+                views.get(tx, "passage", p.rsplit("/", 1)[1], "default") for p in made.passages
+            ]
+        runs: list[int] = []
+
+        def two_gets(tx):
+            runs.append(1)
+            return [views.get(tx, "passage", p.rsplit("/", 1)[1], "default") for p in made.passages]
+
+        sent = _messages(monkeypatch)
+        assert memory.store.brief_read(two_gets) == whole
+        assert len(runs) == 2  # the first ended with its first statement
+        assert sent[0].endswith("; COMMIT") and sent[-1] == "COMMIT", sent
+        assert [memory.get(p) for p in made.passages] == whole
 
 
 def test_opening_a_store_is_ten_round_trips(postgres_url, monkeypatch):
