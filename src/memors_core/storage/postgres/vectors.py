@@ -160,12 +160,14 @@ class PgVectors(SqlVectors):
 #: a vector whose passage is not there: a benchmark's vectors written alone).
 Near = tuple[int, float, str | None, str | None]
 
-# The namespace's vectors and every namespace's, and the walk the graph
-# takes for ``limit`` passages (in ``memors.walk``: 0 where the namespace
-# is scanned exactly instead, which the next statement then reads without
-# starting the walk), as :func:`walk` decides it; pgvector's breadth set
-# for the walk. One row, whatever the namespace holds.
-_WALK = f"""SELECT s.vectors, w.every,
+# The namespace's vectors, and the walk the graph takes for ``limit``
+# passages: ``BREADTH`` candidates per passage asked over the namespace's
+# share of every vector, at least 40 (in ``memors.walk``; 0 where the
+# namespace is scanned exactly instead, a small one or a small share of a
+# large store, which the next statement then reads without starting the
+# walk); pgvector's breadth set for the walk. One row, whatever the
+# namespace holds.
+_WALK = f"""SELECT s.vectors,
            set_config('memors.walk', CASE WHEN s.vectors >= :exact AND w.breadth <= {MOST_BREADTH}
                                           THEN w.breadth ELSE 0 END::text, true),
            set_config('hnsw.ef_search', least(greatest(w.breadth, 40), {MOST_BREADTH})::text, true)
@@ -185,15 +187,6 @@ _GRAPH = """SELECT n.passage, n.cosine, p.id, p.text FROM (
             LIMIT current_setting('memors.walk')::int
         ) near WHERE namespace = :ns ORDER BY cosine DESC, passage LIMIT :limit
     ) n LEFT JOIN passages p ON p.rowid = n.passage ORDER BY n.cosine DESC, n.passage"""
-
-
-def walk(mine: int, every: int, limit: int) -> int:
-    """How many of every namespace's nearest vectors the graph is walked
-    for, to find ``limit`` of a namespace holding ``mine`` of ``every``
-    vectors; 0 where the namespace is scanned exactly (a small one, or a
-    small share of a large store). ``_WALK`` computes the same in SQL."""
-    breadth = max(40, -(-BREADTH * limit * every // mine))
-    return breadth if mine >= EXACT_BELOW and breadth <= MOST_BREADTH else 0
 
 
 def nearest(
@@ -223,12 +216,13 @@ def nearest(
                 "limit": limit,
             },
         )
-        mine, every = cur.fetchone()[:2]
+        mine = cur.fetchone()[0]
         cur.nextset()
         rows = cur.fetchall()
         if not mine:
             return []
-        if walk(int(mine), int(every), limit) and len(rows) >= min(limit, int(mine)):
+        # (a namespace scanned exactly was walked for none: too few found)
+        if len(rows) >= min(limit, int(mine)):
             return _near(rows)
         return exact(db, namespace, query, limit)
     rows = db.all(
