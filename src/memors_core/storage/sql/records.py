@@ -42,6 +42,16 @@ def live(alias: str) -> str:
     return f"NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = {alias}.id)"
 
 
+def version_rows(version: int) -> str:
+    """SQL: a document's version's passages, ``(passage, position)``, for
+    the parameters (document, version). Version 1 is the passages' own
+    order (no link rows are written for it, which keeps bulk loads lean);
+    later versions are link rows."""
+    if version == 1:
+        return "SELECT id AS passage, position FROM passages WHERE document = ?1 AND version = ?2"
+    return "SELECT passage, position FROM version_passages WHERE document = ?1 AND version = ?2"
+
+
 def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple[Any, ...]]:
     """An SQL restriction of ``column`` to ``ids`` (None: no restriction)."""
     if ids is None:
@@ -215,15 +225,7 @@ class SqlDocuments(Repo):
         return [VersionSize(_version(r[:6]), r[6]) for r in rows]
 
     def version_passages(self, document: str, version: int) -> list[str]:
-        # Version 1 is the passages' own order (no link rows are written for
-        # it, which keeps bulk loads lean); later versions are link rows.
-        if version == 1:
-            sql = "SELECT id FROM passages WHERE document = ? AND version = ? ORDER BY position"
-        else:
-            sql = (
-                "SELECT passage FROM version_passages WHERE document = ? AND version = ? "
-                "ORDER BY position"
-            )
+        sql = f"{version_rows(version)} ORDER BY position"
         return [r[0] for r in self.all(sql, (document, version))]
 
     def link_passage(self, document: str, version: int, position: int, passage: str) -> None:
@@ -378,18 +380,11 @@ class SqlPassages(Repo):
         return found
 
     def live_of_version(self, document: str, version: int) -> list[tuple[str, list[str]]]:
-        # Version 1 is the passages' own order; later versions are link rows
-        # (as in ``version_passages``). One statement where a remember's
-        # answer took three: on a server engine each is a round trip.
-        if version == 1:
-            rows = (
-                "SELECT id AS passage, position FROM passages WHERE document = ?1 AND version = ?2"
-            )
-        else:
-            rows = "SELECT passage, position FROM version_passages WHERE document = ?1 AND version = ?2"
+        # One statement where a remember's answer took three: on a server
+        # engine each is a round trip.
         found: dict[str, list[str]] = {}
         for passage, canonical in self.all(
-            f"""SELECT x.passage, e.canonical FROM ({rows}) x
+            f"""SELECT x.passage, e.canonical FROM ({version_rows(version)}) x
                 LEFT JOIN mentions m ON m.passage = x.passage
                 LEFT JOIN entities e ON e.id = m.entity
                 WHERE NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = x.passage)
