@@ -275,6 +275,14 @@ try:  # pytest fixtures, when pytest is present
             if postgres.available() is None:
                 postgres.drop_stale()
 
+    def pytest_unconfigure(config: pytest.Config) -> None:
+        # The databases this process's tests released and that still wait (each
+        # xdist worker is a process of its own).
+        if test_engine() == "postgres" and "psycopg" in sys.modules:
+            from memors_core.testing import postgres
+
+            postgres.drop_released()
+
     def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
         if test_engine() == "sqlite":
             return

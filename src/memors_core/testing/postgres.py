@@ -2,9 +2,10 @@
 
 A test that runs on the PostgreSQL engine needs a store of its own.
 Creating a database and running every migration costs about a second; a
-``CREATE DATABASE … TEMPLATE`` copy of one already migrated costs ~50–90
+``CREATE DATABASE … TEMPLATE`` copy of one already migrated costs ~30
 ms. :func:`new_database` makes such a copy and returns its address;
-:func:`drop_database` removes it. The template is built once per schema
+:func:`drop_database` releases it, to be dropped a few databases later
+(:data:`DROP_LAG`: a copy made right after a drop is ten times slower). The template is built once per schema
 (its name carries a hash of every migration, the kinds' own included), by
 whichever test process gets there first.
 
@@ -18,6 +19,7 @@ local socket); the role needs CREATEDB.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import socket
@@ -189,15 +191,58 @@ def new_database() -> str:
     return _with_dbname(admin_url(), name)
 
 
+#: How many released databases wait before the oldest is dropped. Dropping
+#: a database deletes its ~600 files; on ext4 (without a journal, as on the
+#: CI machines) the next database's files are then slow to create while the
+#: deleted inodes are recent, so a copy right after a drop took 250-400 ms
+#: where one made while the last few databases still exist takes ~30 ms
+#: (docs/performance.md, "A test database a test"). The cost: a few more
+#: databases of ~10 MB alive at a time.
+DROP_LAG = 6
+
+#: Databases released but not dropped yet, oldest first (this process's).
+_released: list[str] = []
+_released_by: int | None = None  # the process that released them (a fork starts afresh)
+
+
 def drop_database(url: str) -> None:
-    from psycopg import sql
+    """Release a database made by :func:`new_database`: it is dropped once
+    :data:`DROP_LAG` newer ones were released, or when the process ends
+    (:func:`drop_released`; :func:`drop_stale` drops what a killed process
+    left). A drop costs ~100 ms: PostgreSQL 15 ends each DROP DATABASE with
+    a checkpoint it waits for (dropping several in a row costs as much each)."""
     from psycopg.conninfo import conninfo_to_dict
 
-    name = conninfo_to_dict(url)["dbname"]
+    global _released_by
+    if _released_by != os.getpid():
+        _released.clear()  # a forked child: its parent drops its own
+        _released_by = os.getpid()
+    _released.append(conninfo_to_dict(url)["dbname"])
+    if len(_released) > DROP_LAG:
+        _drop(_released[:1])
+        del _released[:1]
+
+
+def drop_released() -> None:
+    """Drop every database this process released and has not dropped yet
+    (the pytest plugin calls it as the process's tests end; at exit too)."""
+    if _released_by == os.getpid() and _released:
+        names = list(_released)
+        _released.clear()
+        _drop(names)
+
+
+def _drop(names: list[str]) -> None:
+    from psycopg import sql
+
     with _connect_admin() as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
+        for name in names:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+atexit.register(drop_released)
 
 
 def _alive(pid: int) -> bool:
