@@ -230,6 +230,18 @@ def look_alike_document(passages: int, seed: int = 13) -> str:
     )
 
 
+def look_alike_notes(count: int) -> list[dict[str, str]]:
+    """Notes an agent logs daily, one a document: each differs from the
+    others in a number only, so every pair qualifies (one cluster)."""
+    line = (
+        "writer {w} records that the nightly backup of host {w} finished without errors "
+        "and the archive was verified against the catalogue before the tapes were rotated "
+        "into the vault for safe keeping until the next quarter when they are reused again, "
+        "run {n}"
+    )
+    return [{"text": line.format(w=k % 8, n=k // 8), "uri": f"note-{k}"} for k in range(count)]
+
+
 def run_shapes(mb: float, passages: int, seed: int) -> None:
     """9 MB documents in ``make bench`` (3 MB with ``--quick``, 1 MB in the
     harness's small smoke run), each remembered into a fresh store."""
@@ -282,6 +294,27 @@ def run_shapes(mb: float, passages: int, seed: int) -> None:
         "<= 3x",
     )
     report("  items created (none can qualify)", f"{result.created}")
+
+    notes = look_alike_notes(passages // 6)
+    start = time.perf_counter()
+    for note in notes:
+        text.pack_shingles(text.shingle_hashes(note["text"]))
+    linear = time.perf_counter() - start
+    memory = Memory.open(work / "notes.db")
+    try:
+        memory.remember_many(notes)
+        settle(memory)
+        scan, result = timed(lambda: memory.compact(kinds=["duplicate"], limit=0, full=True))
+    finally:
+        memory.close()
+    report(
+        f"first compact --kinds duplicate, {len(notes)} look-alike notes, one a document",
+        f"{scan:.2f} s",
+        f"linear pass {linear:.2f} s",
+        f"{scan / linear:.0f}x",
+        "none: every pair is counted",
+    )
+    report("  items created (one cluster)", f"{result.created}")
 
 
 # --- the run --------------------------------------------------------------------------

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from fractions import Fraction
 from typing import Any
 
+import attrs
+
 THRESHOLD = Fraction(3, 4)
 MAX_LISTED_PAIRS = 1000
 
@@ -51,7 +53,28 @@ def join(
     stats: dict[str, int] | None = None,
     progress: Callable[..., None] | None = None,
 ) -> list[tuple[int, int, int, int]]:
-    """The exact set-similarity self-join over sets laid end to end.
+    """:func:`join_arrays` as a list of ``(i, j, intersection, union)``."""
+    i, j, inter, union = join_arrays(flat, offsets, t, labels, stats, progress)
+    return list(zip(i.tolist(), j.tolist(), inter.tolist(), union.tolist(), strict=True))
+
+
+def _no_pairs() -> tuple[Any, Any, Any, Any]:
+    import numpy as np
+
+    empty = np.zeros(0, dtype=np.int64)
+    return empty, empty, empty, empty
+
+
+def join_arrays(
+    flat: Any,
+    offsets: Any,
+    t: Fraction = THRESHOLD,
+    labels: Any = None,
+    stats: dict[str, int] | None = None,
+    progress: Callable[..., None] | None = None,
+) -> tuple[Any, Any, Any, Any]:
+    """The exact set-similarity self-join over sets laid end to end, as four
+    arrays: the pairs' first sets, second sets, intersections and unions.
 
     Set ``i`` is ``flat[offsets[i]:offsets[i+1]]`` (distinct uint64 tokens).
     A prefix filter over one global token order — rarest first, ties by
@@ -79,14 +102,14 @@ def join(
 
     n = len(offsets) - 1
     if n < 2:
-        return []
+        return _no_pairs()
     num, den = t.numerator, t.denominator
     sizes = np.diff(offsets)
     prefix = sizes - (-((-num * sizes) // den)) + 1  # size - ceil(t * size) + 1
 
     ranked = _shared_ranks(flat)
     if ranked is None:
-        return []
+        return _no_pairs()
     ps, pr, pp = _prefix_entries(flat, offsets, sizes, prefix, *ranked)
     del ranked
     candidates = _candidates(ps, pr, pp, sizes, labels, t)
@@ -205,9 +228,21 @@ def _candidates(ps: Any, pr: Any, pp: Any, sizes: Any, labels: Any, t: Fraction)
         ok = np.minimum(si - pp[ex], sj - pp[ey]) * (num + den) >= num * (si + sj)
         if lab is not None:
             ok &= (lab[ex] != lab[ey]) | (lab[ex] < 0)  # never two sets of one document
-        found.append(np.minimum(i, j)[ok] * n + np.maximum(i, j)[ok])
+        # A pair sharing several prefix tokens is found once per token.
+        found.append(_distinct(np.minimum(i, j)[ok] * n + np.maximum(i, j)[ok]))
         a = b
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    if not found:
+        return np.zeros(0, dtype=np.int64)
+    return found[0] if len(found) == 1 else _distinct(np.concatenate(found))
+
+
+def _distinct(values: Any) -> Any:
+    """The distinct values, sorted (numpy 2.4's ``unique`` hashes
+    integers, ten times slower than this on 60 million of them)."""
+    import numpy as np
+
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
 def _verified(
@@ -217,52 +252,106 @@ def _verified(
     candidates: Any,
     t: Fraction,
     progress: Callable[..., None] | None,
-) -> list[tuple[int, int, int, int]]:
+) -> tuple[Any, Any, Any, Any]:
     """The candidates whose Jaccard is at least ``t``, counted in integers:
-    ``(i, j, intersection, union)``."""
+    four arrays ``i``, ``j``, intersection, union."""
     n = len(sizes)
     num, den = t.numerator, t.denominator
-    size_list = sizes.tolist()
+    ci, cj = candidates // n, candidates % n
+    inter = _intersections(flat, offsets, sizes, ci, cj, progress)
+    union = sizes[ci] + sizes[cj] - inter
+    ok = inter * den >= num * union
+    return ci[ok], cj[ok], inter[ok], union[ok]
 
-    out: list[tuple[int, int, int, int]] = []
-    frozen: dict[int, frozenset[int]] = {}
 
-    def as_set(i: int) -> frozenset[int]:
-        got = frozen.get(i)
-        if got is None:
-            got = frozen[i] = frozenset(flat[offsets[i] : offsets[i + 1]].tolist())
-        return got
+def _ranges(starts: Any, lengths: Any) -> Any:
+    """The indices ``starts[k] .. starts[k] + lengths[k] - 1``, laid end to end."""
+    import numpy as np
 
-    pairs = len(candidates)
-    for k, (i, j) in enumerate(
-        zip((candidates // n).tolist(), (candidates % n).tolist(), strict=True)
-    ):
-        if progress is not None and not k & 4095:
-            progress("verifying pairs", k, pairs, "pairs")
-        inter = len(as_set(i) & as_set(j))
-        union = size_list[i] + size_list[j] - inter
-        if inter * den >= num * union:
-            out.append((i, j, inter, union))
+    ends = np.cumsum(lengths)
+    every = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+    return every - np.repeat(ends - lengths - starts, lengths)
+
+
+#: A block's tokens of second sets, its first sets, and the cells of its
+#: table (first sets × their tokens).
+_BLOCK_TOKENS = 4_000_000
+_BLOCK_SETS = 256
+_BLOCK_CELLS = 32_000_000
+
+
+def _intersections(
+    flat: Any,
+    offsets: Any,
+    sizes: Any,
+    ci: Any,
+    cj: Any,
+    progress: Callable[..., None] | None = None,
+) -> Any:
+    """``|set ci[k] & set cj[k]|`` for pairs sorted by ``ci``, in numpy.
+
+    The tokens the pairs' sets share with another set are numbered densely
+    (a token found in one set meets nothing). A block of pairs with a few
+    hundred first sets lays those sets out as a table of booleans (set ×
+    token) and looks each token of each second set up in it: a few
+    gathers a token, where a Python set intersection a pair cost ~4 µs.
+    """
+    import numpy as np
+
+    out = np.zeros(len(ci), dtype=np.int64)
+    if not len(ci):
+        return out
+    # The sets the pairs name, their tokens laid end to end (``start``).
+    involved = _distinct(np.concatenate([ci, cj]))
+    tokens = flat[_ranges(offsets[involved], sizes[involved])]
+    start = np.zeros(len(involved) + 1, dtype=np.int64)
+    np.cumsum(sizes[involved], out=start[1:])
+    ordered = np.sort(tokens)
+    shared = _distinct(ordered[1:][ordered[1:] == ordered[:-1]])
+    del ordered
+    none = len(shared)  # the number of a token no other set has
+    if not none:
+        return out
+    at = np.minimum(np.searchsorted(shared, tokens), none - 1)
+    dense = np.where(shared[at] == tokens, at, none)
+    del at, tokens
+    column = np.full(none + 1, -1, dtype=np.int64)  # a shared token's column in the block's table
+    reach = np.cumsum(sizes[cj])
+    runs = np.flatnonzero(np.r_[True, ci[1:] != ci[:-1]])  # where each first set's pairs start
+    run_tokens = np.r_[0, np.cumsum(sizes[ci[runs]])]
+    p = 0
+    while p < len(ci):
+        q = int(np.searchsorted(reach, (int(reach[p - 1]) if p else 0) + _BLOCK_TOKENS, "right"))
+        r0 = int(np.searchsorted(runs, p, "right")) - 1  # the run p is in
+        k = np.arange(1, min(_BLOCK_SETS, len(runs) - r0) + 1)
+        fits = k * (run_tokens[r0 + k] - run_tokens[r0]) <= _BLOCK_CELLS
+        k_runs = int(k[fits][-1]) if fits.any() else 1
+        if r0 + k_runs < len(runs):
+            q = min(q, int(runs[r0 + k_runs]))
+        q = max(q, p + 1)
+        if progress is not None:
+            progress("verifying pairs", p, len(ci), "pairs")
+        new_first = np.r_[True, ci[p + 1 : q] != ci[p : q - 1]]
+        firsts, row = ci[p:q][new_first], np.cumsum(new_first) - 1
+        local = np.searchsorted(involved, firsts)
+        mine = dense[_ranges(start[local], sizes[firsts])]
+        mine_row = np.repeat(np.arange(len(firsts), dtype=np.int64), sizes[firsts])
+        kept = mine < none
+        cols = _distinct(mine[kept])
+        col_of = np.searchsorted(cols, mine[kept])
+        column[cols] = np.arange(len(cols), dtype=np.int64)
+        width = len(cols)
+        table = np.zeros(len(firsts) * width + 1, dtype=bool)  # the last cell: no token
+        table[mine_row[kept] * width + col_of] = True
+        seconds = cj[p:q]
+        local = np.searchsorted(involved, seconds)
+        theirs = column[dense[_ranges(start[local], sizes[seconds])]]
+        owner = np.repeat(np.arange(q - p, dtype=np.int64), sizes[seconds])
+        cell = np.where(theirs >= 0, row[owner] * width + theirs, len(firsts) * width)
+        out[p:q] = np.bincount(owner[table[cell]], minlength=q - p)
+        column[cols] = -1
+        p = q
     return out
-
-
-class _UnionFind:
-    def __init__(self) -> None:
-        self.parent: dict[str, str] = {}
-
-    def find(self, x: str) -> str:
-        parent = self.parent
-        root = x
-        while parent.setdefault(root, root) != root:
-            root = parent[root]
-        while parent[x] != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    def union(self, a: str, b: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
 
 
 def _cross_pairs(g: list[tuple[str, str]], h: list[tuple[str, str]]) -> int:
@@ -277,6 +366,21 @@ def _inner_pairs(g: list[tuple[str, str]]) -> int:
     if n < 2:
         return 0
     return n * (n - 1) // 2 - sum(k * (k - 1) // 2 for k in Counter(d for _p, d in g).values())
+
+
+@attrs.frozen
+class _Edges:
+    """Qualifying edges between groups of identical sets, as arrays in one
+    order (a group's own copies first, then the join's pairs): the groups
+    ``a`` and ``b`` (``a == b`` for a group's copies in several documents),
+    the Jaccard as ``inter / union`` (1/1 for copies) and ``count``, the
+    pairs of passages from different documents the edge stands for."""
+
+    a: Any
+    b: Any
+    inter: Any
+    union: Any
+    count: Any
 
 
 def clusters(
@@ -295,21 +399,21 @@ def clusters(
     qualifying pairs of passages from different documents). ``stats``
     counts the ``passages`` read and the join's ``candidates``;
     ``progress(step, done, total, unit)`` hears the join's steps.
+
+    Every member of a group on an edge belongs to the edge's cluster: a
+    group of one document pairs with every member of the other side's
+    other documents, and a group of several documents is linked by its own
+    copies. So clusters are the connected components of the groups, found
+    and summed with numpy: memory is a few dozen bytes an edge, where a
+    cluster of thousands of look-alike notes holds millions of them.
     """
     members, flat, offsets, labels = _identical_groups(records)
     if stats is not None:
         stats["passages"] = stats.get("passages", 0) + sum(map(len, members))
     edges = _edges(members, flat, offsets, labels, t, stats, progress)
-    uf, witness = _linked(members, edges)
     if progress is not None:
-        progress("grouping", 0, len(edges), "pairs")
-    comp_edges: dict[str, list[tuple[int, int, Fraction]]] = defaultdict(list)
-    for edge, seen_by in zip(edges, witness, strict=True):
-        comp_edges[uf.find(seen_by)].append(edge)
-    by_root: dict[str, list[str]] = defaultdict(list)
-    for p in list(uf.parent):
-        by_root[uf.find(p)].append(p)
-    out = [_cluster(members, by_root[root], es) for root, es in comp_edges.items()]
+        progress("grouping", 0, len(edges.a), "pairs")
+    out = _components_of(members, edges)
     out.sort(key=lambda c: c["members"][0])
     return out
 
@@ -365,77 +469,115 @@ def _edges(
     t: Fraction,
     stats: dict[str, int] | None,
     progress: Callable[..., None] | None,
-) -> list[tuple[int, int, Fraction]]:
-    """The qualifying edges between groups ``(i, j, jaccard)``; ``(i, i, 1)``
-    for a group of identical sets from different documents."""
-    edges: list[tuple[int, int, Fraction]] = []
-    for gi, g in enumerate(members):
-        if _inner_pairs(g):
-            edges.append((gi, gi, Fraction(1)))
+) -> _Edges:
+    """The qualifying edges between groups (see :class:`_Edges`)."""
+    import numpy as np
+
+    copies = [(g, n) for g, group in enumerate(members) if (n := _inner_pairs(group))]
+    own = np.asarray([g for g, _n in copies], dtype=np.int64)
+    own_count = np.asarray([n for _g, n in copies], dtype=np.int64)
     if progress is not None:
         progress("comparing", 0, len(members), "sets")
-    for i, j, inter, union in join(flat, offsets, t, labels, stats, progress):
-        if _cross_pairs(members[i], members[j]):
-            edges.append((i, j, Fraction(inter, union)))
-    return edges
+    i, j, inter, union = join_arrays(flat, offsets, t, labels, stats, progress)
+    size = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
+    # Two groups of one document each (never the same one: the join's
+    # labels) pair every member with every member.
+    count = size[i] * size[j]
+    for k in np.flatnonzero((labels[i] < 0) | (labels[j] < 0)).tolist():
+        count[k] = _cross_pairs(members[int(i[k])], members[int(j[k])])
+    kept = count > 0
+    ones = np.ones(len(own), dtype=np.int64)
+    return _Edges(
+        a=np.concatenate([own, i[kept]]),
+        b=np.concatenate([own, j[kept]]),
+        inter=np.concatenate([ones, inter[kept]]),
+        union=np.concatenate([ones, union[kept]]),
+        count=np.concatenate([own_count, count[kept]]),
+    )
 
 
-def _linked(
-    members: list[list[tuple[str, str]]], edges: list[tuple[int, int, Fraction]]
-) -> tuple[_UnionFind, list[str]]:
-    """The passages joined by the edges, and each edge's witness: a passage
-    that has a qualifying partner in the edge (its cluster's)."""
-    uf = _UnionFind()
-    witness: list[str] = []
-    for i, j, _jac in edges:
-        g, h = members[i], members[j]
-        if i == j:
-            for p, _d in g[1:]:
-                uf.union(g[0][0], p)
-            witness.append(g[0][0])
-            continue
-        first = None
-        for side, other in ((g, h), (h, g)):
-            other_docs = Counter(d for _q, d in other)
-            for p, doc in side:
-                if other_docs.keys() - {doc}:
-                    partner = next(q for q, d in other if d != doc)
-                    uf.union(p, partner)
-                    first = first or p
-        witness.append(first)  # type: ignore[arg-type]  # (an edge always has a partner)
-    return uf, witness
+def _roots(n: int, a: Any, b: Any) -> Any:
+    """Each of ``n`` nodes' component (its smallest node) under the edges
+    ``a``–``b``: roots hooked under the smaller root across an edge, then
+    every node pointed at its root, until no edge joins two roots."""
+    import numpy as np
+
+    parent = np.arange(n, dtype=np.int64)
+    while len(a):
+        ra, rb = parent[a], parent[b]
+        apart = ra != rb
+        if not apart.any():
+            break
+        a, b, ra, rb = a[apart], b[apart], ra[apart], rb[apart]
+        np.minimum.at(parent, np.maximum(ra, rb), np.minimum(ra, rb))
+        while True:
+            up = parent[parent]
+            if np.array_equal(up, parent):
+                break
+            parent = up
+    return parent
 
 
-def _cluster(
-    members: list[list[tuple[str, str]]],
-    passages: list[str],
-    es: list[tuple[int, int, Fraction]],
-) -> dict[str, Any]:
-    """One cluster of ``passages`` from its edges ``es``: its lowest
-    Jaccard, its pairs of passages from different documents (up to
-    :data:`MAX_LISTED_PAIRS` listed) and their count."""
+def _components_of(members: list[list[tuple[str, str]]], edges: _Edges) -> list[dict[str, Any]]:
+    """One cluster per connected component of the edges' groups."""
+    import numpy as np
+
+    if not len(edges.a):
+        return []
+    root = _roots(len(members), edges.a, edges.b)
+    comp = root[edges.a]
+    order = np.argsort(comp, kind="stable")  # by component, each in the edges' order
+    starts = np.flatnonzero(np.r_[True, comp[order][1:] != comp[order][:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    pair_count = np.add.reduceat(edges.count[order], starts)
+    # The lowest Jaccard: a ratio of set sizes (far below 2**26) compares
+    # exactly as a float, and float(inter / union) is what Fraction gives.
+    ratio = edges.inter / edges.union
+    lowest = np.minimum.reduceat(ratio[order], starts)
+    on_edge = np.zeros(len(members), dtype=bool)
+    on_edge[edges.a] = True
+    on_edge[edges.b] = True
+    groups = np.flatnonzero(on_edge)
+    by_comp = groups[np.argsort(root[groups], kind="stable")]
+    g_starts = np.searchsorted(root[by_comp], comp[order][starts])
+    g_ends = np.r_[g_starts[1:], len(by_comp)]
+    out = []
+    for c in range(len(starts)):
+        passages = sorted(
+            p for g in by_comp[g_starts[c] : g_ends[c]].tolist() for p, _d in members[g]
+        )
+        listed = _listed(members, edges, ratio, order[starts[c] : ends[c]])
+        out.append(
+            {
+                "members": passages,
+                "jaccard": float(lowest[c]),
+                "pairs": sorted(listed),
+                "pair_count": int(pair_count[c]),
+            }
+        )
+    return out
+
+
+def _listed(
+    members: list[list[tuple[str, str]]], edges: _Edges, ratio: Any, es: Any
+) -> list[tuple[str, str, float]]:
+    """The first :data:`MAX_LISTED_PAIRS` pairs of passages from different
+    documents that the edges ``es`` stand for (each stands for one at
+    least, so no more edges than that are read)."""
     pairs: list[tuple[str, str, float]] = []
-    count = 0
-    for i, j, jac in es:
+    for k in es[:MAX_LISTED_PAIRS].tolist():
+        i, j, jac = int(edges.a[k]), int(edges.b[k]), float(ratio[k])
         g, h = members[i], members[j]
-        count += _inner_pairs(g) if i == j else _cross_pairs(g, h)
-        if len(pairs) >= MAX_LISTED_PAIRS:
-            continue
         if i == j:
             it = ((g[x], g[y]) for x in range(len(g)) for y in range(x + 1, len(g)))
         else:
-            it = ((a, b) for a in g for b in h)
+            it = ((p, q) for p in g for q in h)
         for (p, dp), (q, dq) in it:
             if dp != dq:
-                pairs.append((min(p, q), max(p, q), float(jac)))
+                pairs.append((min(p, q), max(p, q), jac))
                 if len(pairs) >= MAX_LISTED_PAIRS:
-                    break
-    return {
-        "members": sorted(passages),
-        "jaccard": float(min(e[2] for e in es)),
-        "pairs": sorted(pairs),
-        "pair_count": count,
-    }
+                    return pairs
+    return pairs
 
 
 def prefix_piece(blob: bytes) -> tuple[int, bytes]:
@@ -508,7 +650,7 @@ class NearDuplicates:
         for group in self.members:
             group.sort()
         self._sets: dict[int, frozenset[int]] = {}
-        self._adjacent: list[dict[int, Fraction]] | None = None
+        self._ranked: tuple[Any, Any, Any, Any] | None = None
 
     def _set(self, g: int) -> frozenset[int]:
         got = self._sets.get(g)
@@ -518,41 +660,58 @@ class NearDuplicates:
             got = self._sets[g] = frozenset(tokens)
         return got
 
-    def _jaccard(self, g: int, h: int) -> Fraction | None:
-        """The Jaccard of two groups' sets if it qualifies, else None."""
-        if g == h:
-            return Fraction(1)
+    def _counts(self, g: int, h: int) -> tuple[int, int] | None:
+        """Two groups' intersection and union if their Jaccard qualifies."""
         a, b = self._set(g), self._set(h)
         inter = len(a & b)
         union = len(a) + len(b) - inter
         if inter * THRESHOLD.denominator >= THRESHOLD.numerator * union:
-            return Fraction(inter, union)
+            return inter, union
         return None
 
-    @property
-    def adjacent(self) -> list[dict[int, Fraction]]:
-        """For each group, the groups it qualifies with (itself at 1: its
-        copies in other documents) and their Jaccard."""
-        if self._adjacent is not None:
-            return self._adjacent
-        n = len(self.blobs)
-        adjacent: list[dict[int, Fraction]] = [{g: Fraction(1)} for g in range(n)]
-        if n <= self.SMALL:
-            for g in range(n):
-                for h in range(g + 1, n):
-                    jac = self._jaccard(g, h)
-                    if jac is not None:
-                        adjacent[g][h] = adjacent[h][g] = jac
-        else:
-            import numpy as np
+    def _jaccard(self, g: int, h: int) -> Fraction | None:
+        """The Jaccard of two groups' sets if it qualifies, else None."""
+        if g == h:
+            return Fraction(1)
+        got = self._counts(g, h)
+        return Fraction(*got) if got is not None else None
 
+    def _neighbours(self) -> tuple[Any, Any, Any, Any]:
+        """For each group, the groups it qualifies with (itself at 1: its
+        copies in other documents), best first (highest Jaccard, then
+        smallest first member), as arrays laid end to end: where each
+        group's run starts (one more entry: the end), the neighbour, the
+        intersection and the union."""
+        if self._ranked is not None:
+            return self._ranked
+        import numpy as np
+
+        n = len(self.blobs)
+        if n <= self.SMALL:
+            found = [
+                (g, h, *c) for g in range(n) for h in range(g + 1, n) if (c := self._counts(g, h))
+            ]
+            i, j, inter, union = (
+                np.asarray([f[k] for f in found], dtype=np.int64) for k in range(4)
+            )
+        else:
             flat = np.frombuffer(b"".join(self.blobs), dtype=np.uint64)
             offsets = np.zeros(n + 1, dtype=np.int64)
             np.cumsum([len(b) // 8 for b in self.blobs], out=offsets[1:])
-            for i, j, inter, union in join(flat, offsets, THRESHOLD):
-                adjacent[i][j] = adjacent[j][i] = Fraction(inter, union)
-        self._adjacent = adjacent
-        return adjacent
+            i, j, inter, union = join_arrays(flat, offsets, THRESHOLD)
+        own = np.arange(n, dtype=np.int64)
+        ones = np.ones(n, dtype=np.int64)
+        src = np.concatenate([own, i, j])
+        dst = np.concatenate([own, j, i])
+        inter = np.concatenate([ones, inter, inter])
+        union = np.concatenate([ones, union, union])
+        first = np.empty(n, dtype=np.int64)  # each group's rank by its first member
+        first[sorted(range(n), key=lambda g: self.members[g][0])] = own
+        # A ratio of set sizes (far below 2**26) orders exactly as a float.
+        order = np.lexsort((first[dst], -(inter / union), src))
+        starts = np.searchsorted(src[order], np.arange(n + 1, dtype=np.int64))
+        self._ranked = (starts, dst[order], inter[order], union[order])
+        return self._ranked
 
     def _partner(self, ident: str, among: Iterable[str]) -> str | None:
         """The first of ``among`` in another document than ``ident``."""
@@ -565,14 +724,18 @@ class NearDuplicates:
         g = self.group.get(ident)
         if g is None:
             return None
-        found: tuple[Fraction, str] | None = None
-        for h, jac in self.adjacent[g].items():
-            other = self._partner(ident, self.members[h])
-            if other is not None and (
-                found is None or jac > found[0] or (jac == found[0] and other < found[1])
+        starts, dst, inters, unions = self._neighbours()
+        found: tuple[int, int, str] | None = None  # inter, union, member
+        for k in range(int(starts[g]), int(starts[g + 1])):
+            h, inter, union = int(dst[k]), int(inters[k]), int(unions[k])
+            if found is not None and (
+                inter * found[1] < found[0] * union or self.members[h][0] >= found[2]
             ):
-                found = (jac, other)
-        return found
+                break  # a lower Jaccard, or no smaller member at this one from here on
+            other = self._partner(ident, self.members[h])
+            if other is not None and (found is None or other < found[2]):
+                found = (inter, union, other)
+        return (Fraction(found[0], found[1]), found[2]) if found is not None else None
 
     def matches(self, members: Iterable[str], kept: set[str]) -> dict[str, tuple[Fraction, str]]:
         """Each member that is not kept but is a near duplicate of a kept
