@@ -32,6 +32,7 @@ import os
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -256,6 +257,30 @@ def reindex(
     return Reindexed(namespace=namespace, added=added, vectors=now, model=semantic.MODEL)
 
 
+#: The background threads started, stopped when the interpreter exits.
+_started: list[weakref.ref[Background]] = []
+
+
+def _stop_at_exit(background: Background) -> None:
+    """Stop ``background`` at exit if nobody did: a program that ends
+    without closing its Memory would otherwise kill the thread inside the
+    model (onnxruntime then aborts the process: "terminate called without
+    an active exception")."""
+    if not _started:
+        import atexit
+
+        atexit.register(_stop_started)
+    _started[:] = [ref for ref in _started if ref() is not None]
+    _started.append(weakref.ref(background))
+
+
+def _stop_started() -> None:
+    for ref in _started:
+        background = ref()
+        if background is not None:
+            background.stop()
+
+
 class Background:
     """Vectors made by a daemon thread of this process (see the module).
 
@@ -286,6 +311,7 @@ class Background:
                 self._thread = threading.Thread(
                     target=self._run, name="memors-vectors", daemon=True
                 )
+                _stop_at_exit(self)
                 self._thread.start()
             self._cond.notify_all()
 

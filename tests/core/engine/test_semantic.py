@@ -506,6 +506,45 @@ def test_closing_stops_a_background_run_between_two_batches(vector_store, monkey
         assert again.make_vectors() == 9
 
 
+EXITS_MID_EMBEDDING = """
+import sys, time
+from memors_core import Memory
+
+memory = Memory.open(sys.argv[1])
+memory.remember_many(
+    {"text": f"Note {n} about the garden shed, its leaking roof and the rain."}
+    for n in range(6000)
+)
+total = memory.vectors_waiting()
+deadline = time.monotonic() + 300
+while memory.vectors_waiting() == total and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(total, memory.vectors_waiting(), flush=True)
+# ends here, Memory not closed, the background thread inside the model
+"""
+
+
+@pytest.mark.engine_independent("a program of its own on a SQLite file")
+def test_a_program_that_ends_without_closing_exits_cleanly_while_vectors_are_made(tmp_path):
+    # It used to die inside onnxruntime ("terminate called without an active
+    # exception", SIGABRT) as the interpreter killed the thread mid-batch.
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", EXITS_MID_EMBEDDING, str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "terminate called" not in run.stderr
+    total, left = map(int, run.stdout.split())
+    assert 0 < left < total  # it ended while the thread was making vectors
+    with Memory.open(tmp_path / "m.db") as again:  # what was made is stored
+        assert again.vectors_waiting() == left
+
+
 # A short chat between two friends, each turn remembered with its speaker
 # as entity, as an agent remembers a conversation.
 CHAT = (
