@@ -273,19 +273,26 @@ def run_shapes(mb: float, passages: int, seed: int) -> None:
             "<= 1.5x",
         )
 
+    def first_duplicate_compact(name: str, texts: list[str], load: Callable[[Any], Any]):
+        """The linear pass over ``texts`` (tokenise, shingle, hash), and the
+        first full ``compact --kinds duplicate`` of a store ``load`` filled."""
+        start = time.perf_counter()
+        for piece in texts:
+            text.pack_shingles(text.shingle_hashes(piece))
+        linear = time.perf_counter() - start
+        memory = Memory.open(work / f"{name}.db")
+        try:
+            load(memory)
+            settle(memory)
+            scan, result = timed(lambda: memory.compact(kinds=["duplicate"], limit=0, full=True))
+        finally:
+            memory.close()
+        return linear, scan, result
+
     body = look_alike_document(passages)
-    pieces = text.split_passages(body)
-    start = time.perf_counter()
-    for piece in pieces:
-        text.pack_shingles(text.shingle_hashes(piece))
-    linear = time.perf_counter() - start
-    memory = Memory.open(work / "look-alike.db")
-    try:
-        memory.remember(body)
-        settle(memory)
-        scan, result = timed(lambda: memory.compact(kinds=["duplicate"], limit=0, full=True))
-    finally:
-        memory.close()
+    linear, scan, result = first_duplicate_compact(
+        "look-alike", text.split_passages(body), lambda memory: memory.remember(body)
+    )
     report(
         f"first compact --kinds duplicate, {passages} look-alike passages of one document",
         f"{scan:.2f} s",
@@ -296,17 +303,9 @@ def run_shapes(mb: float, passages: int, seed: int) -> None:
     report("  items created (none can qualify)", f"{result.created}")
 
     notes = look_alike_notes(passages // 6)
-    start = time.perf_counter()
-    for note in notes:
-        text.pack_shingles(text.shingle_hashes(note["text"]))
-    linear = time.perf_counter() - start
-    memory = Memory.open(work / "notes.db")
-    try:
-        memory.remember_many(notes)
-        settle(memory)
-        scan, result = timed(lambda: memory.compact(kinds=["duplicate"], limit=0, full=True))
-    finally:
-        memory.close()
+    linear, scan, result = first_duplicate_compact(
+        "notes", [note["text"] for note in notes], lambda memory: memory.remember_many(notes)
+    )
     report(
         f"first compact --kinds duplicate, {len(notes)} look-alike notes, one a document",
         f"{scan:.2f} s",

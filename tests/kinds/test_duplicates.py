@@ -557,7 +557,8 @@ def test_the_join_with_document_labels_drops_exactly_the_same_document_pairs(set
     offsets = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum([len(s) for s in ordered], out=offsets[1:])
     flat = np.asarray([t for s in ordered for t in s], dtype=np.uint64)
-    got = {(i, j) for i, j, _inter, _union in duplicate.join(flat, offsets, THRESHOLD, labels)}
+    first, second, _inter, _union = duplicate.join(flat, offsets, THRESHOLD, labels)
+    got = set(zip(first.tolist(), second.tolist(), strict=True))
     want = set()
     for i, j in combinations(range(len(sets)), 2):
         (a, la), (b, lb) = sets[i], sets[j]

@@ -42,19 +42,7 @@ def similar_pairs(
     offsets = np.zeros(len(sets) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     flat = np.fromiter((tok for s in sets for tok in s), dtype=np.uint64, count=int(offsets[-1]))
-    return join(flat, offsets, t)
-
-
-def join(
-    flat: Any,
-    offsets: Any,
-    t: Fraction = THRESHOLD,
-    labels: Any = None,
-    stats: dict[str, int] | None = None,
-    progress: Callable[..., None] | None = None,
-) -> list[tuple[int, int, int, int]]:
-    """:func:`join_arrays` as a list of ``(i, j, intersection, union)``."""
-    i, j, inter, union = join_arrays(flat, offsets, t, labels, stats, progress)
+    i, j, inter, union = join(flat, offsets, t)
     return list(zip(i.tolist(), j.tolist(), inter.tolist(), union.tolist(), strict=True))
 
 
@@ -65,7 +53,7 @@ def _no_pairs() -> tuple[Any, Any, Any, Any]:
     return empty, empty, empty, empty
 
 
-def join_arrays(
+def join(
     flat: Any,
     offsets: Any,
     t: Fraction = THRESHOLD,
@@ -478,7 +466,7 @@ def _edges(
     own_count = np.asarray([n for _g, n in copies], dtype=np.int64)
     if progress is not None:
         progress("comparing", 0, len(members), "sets")
-    i, j, inter, union = join_arrays(flat, offsets, t, labels, stats, progress)
+    i, j, inter, union = join(flat, offsets, t, labels, stats, progress)
     size = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
     # Two groups of one document each (never the same one: the join's
     # labels) pair every member with every member.
@@ -698,7 +686,7 @@ class NearDuplicates:
             flat = np.frombuffer(b"".join(self.blobs), dtype=np.uint64)
             offsets = np.zeros(n + 1, dtype=np.int64)
             np.cumsum([len(b) // 8 for b in self.blobs], out=offsets[1:])
-            i, j, inter, union = join_arrays(flat, offsets, THRESHOLD)
+            i, j, inter, union = join(flat, offsets, THRESHOLD)
         own = np.arange(n, dtype=np.int64)
         ones = np.ones(n, dtype=np.int64)
         src = np.concatenate([own, i, j])
