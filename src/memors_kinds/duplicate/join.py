@@ -49,7 +49,7 @@ def similar_pairs(
 def _no_pairs() -> tuple[Any, Any, Any, Any]:
     import numpy as np
 
-    empty = np.zeros(0, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int32)
     return empty, empty, empty, empty
 
 
@@ -200,7 +200,7 @@ def _candidates(ps: Any, pr: Any, pp: Any, sizes: Any, labels: Any, t: Fraction)
     count = upper - np.arange(len(e), dtype=np.int64) - 1  # later sets within t-reach
     total = np.cumsum(count)
     found: list[Any] = []
-    step = 4_000_000
+    step = 1_000_000  # pairs generated at a time: ~100 MB of temporaries
     a = 0
     while a < len(e):
         done = int(total[a - 1]) if a else 0
@@ -216,21 +216,30 @@ def _candidates(ps: Any, pr: Any, pp: Any, sizes: Any, labels: Any, t: Fraction)
         ok = np.minimum(si - pp[ex], sj - pp[ey]) * (num + den) >= num * (si + sj)
         if lab is not None:
             ok &= (lab[ex] != lab[ey]) | (lab[ex] < 0)  # never two sets of one document
-        # A pair sharing several prefix tokens is found once per token.
+        # A pair sharing several prefix tokens is found once per token:
+        # the distinct ones so far are merged in as soon as what waits
+        # outgrows them (look-alikes share ten tokens and more a pair).
         found.append(_distinct(np.minimum(i, j)[ok] * n + np.maximum(i, j)[ok]))
+        if sum(map(len, found)) > max(len(found[0]), step) * 2:
+            found = [_distinct(np.concatenate(found), runs=True)]
         a = b
     if not found:
         return np.zeros(0, dtype=np.int64)
-    return found[0] if len(found) == 1 else _distinct(np.concatenate(found))
+    return found[0] if len(found) == 1 else _distinct(np.concatenate(found), runs=True)
 
 
-def _distinct(values: Any) -> Any:
+def _distinct(values: Any, runs: bool = False) -> Any:
     """The distinct values, sorted (numpy 2.4's ``unique`` hashes
-    integers, ten times slower than this on 60 million of them)."""
+    integers, ten times slower than this on 60 million of them); ``runs``:
+    the values are sorted runs laid end to end, which a stable sort merges."""
     import numpy as np
 
-    ordered = np.sort(values)
+    ordered = np.sort(values, kind="stable" if runs else None)
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
+#: Candidates verified at a time: the verification's arrays stay bounded.
+_VERIFY_STEP = 4_000_000
 
 
 def _verified(
@@ -242,14 +251,28 @@ def _verified(
     progress: Callable[..., None] | None,
 ) -> tuple[Any, Any, Any, Any]:
     """The candidates whose Jaccard is at least ``t``, counted in integers:
-    four arrays ``i``, ``j``, intersection, union."""
+    four arrays ``i``, ``j``, intersection, union (32-bit: sixteen bytes a
+    qualifying pair, where millions of them are the cost of look-alikes)."""
+    import numpy as np
+
     n = len(sizes)
     num, den = t.numerator, t.denominator
-    ci, cj = candidates // n, candidates % n
-    inter = _intersections(flat, offsets, sizes, ci, cj, progress)
-    union = sizes[ci] + sizes[cj] - inter
-    ok = inter * den >= num * union
-    return ci[ok], cj[ok], inter[ok], union[ok]
+    total = len(candidates)
+    parts: list[tuple[Any, Any, Any, Any]] = []
+    for a in range(0, total, _VERIFY_STEP):
+        chunk = candidates[a : a + _VERIFY_STEP]
+        ci, cj = chunk // n, chunk % n
+        inter = _intersections(flat, offsets, sizes, ci, cj, progress, a, total)
+        union = sizes[ci] + sizes[cj] - inter
+        ok = inter * den >= num * union
+        kept = [x[ok].astype(np.int32) for x in (ci, cj, inter, union)]
+        parts.append((kept[0], kept[1], kept[2], kept[3]))
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return _no_pairs()
+    first, second, inter, union = (np.concatenate([p[k] for p in parts]) for k in range(4))
+    return first, second, inter, union
 
 
 def _ranges(starts: Any, lengths: Any) -> Any:
@@ -275,8 +298,11 @@ def _intersections(
     ci: Any,
     cj: Any,
     progress: Callable[..., None] | None = None,
+    before: int = 0,
+    total: int | None = None,
 ) -> Any:
-    """``|set ci[k] & set cj[k]|`` for pairs sorted by ``ci``, in numpy.
+    """``|set ci[k] & set cj[k]|`` for pairs sorted by ``ci``, in numpy
+    (``progress`` hears ``before`` + the pairs done, of ``total``).
 
     The tokens the pairs' sets share with another set are numbered densely
     (a token found in one set meets nothing). A block of pairs with a few
@@ -318,7 +344,7 @@ def _intersections(
             q = min(q, int(runs[r0 + k_runs]))
         q = max(q, p + 1)
         if progress is not None:
-            progress("verifying pairs", p, len(ci), "pairs")
+            progress("verifying pairs", before + p, total or len(ci), "pairs")
         new_first = np.r_[True, ci[p + 1 : q] != ci[p : q - 1]]
         firsts, row = ci[p:q][new_first], np.cumsum(new_first) - 1
         local = np.searchsorted(involved, firsts)
@@ -462,7 +488,7 @@ def _edges(
     import numpy as np
 
     copies = [(g, n) for g, group in enumerate(members) if (n := _inner_pairs(group))]
-    own = np.asarray([g for g, _n in copies], dtype=np.int64)
+    own = np.asarray([g for g, _n in copies], dtype=np.int32)
     own_count = np.asarray([n for _g, n in copies], dtype=np.int64)
     if progress is not None:
         progress("comparing", 0, len(members), "sets")
@@ -474,7 +500,7 @@ def _edges(
     for k in np.flatnonzero((labels[i] < 0) | (labels[j] < 0)).tolist():
         count[k] = _cross_pairs(members[int(i[k])], members[int(j[k])])
     kept = count > 0
-    ones = np.ones(len(own), dtype=np.int64)
+    ones = np.ones(len(own), dtype=np.int32)
     return _Edges(
         a=np.concatenate([own, i[kept]]),
         b=np.concatenate([own, j[kept]]),
