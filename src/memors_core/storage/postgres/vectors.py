@@ -201,7 +201,9 @@ def nearest(
     their passages are found first (by index, from the entities through
     their mentions) and only their vectors read, by key: a planner that
     guessed the list's size would otherwise scan every vector of the
-    namespace (160 ms at 100,000 passages)."""
+    namespace (160 ms at 100,000 passages). The texts are read for the
+    ``limit`` nearest only, not for every passage of the entities (1.88 ->
+    1.37 ms p50 for people of ~340 passages at 100,000)."""
     query = literal(vector)
     if limit <= 0:
         return []
@@ -232,12 +234,13 @@ def nearest(
                JOIN passages p ON p.id = m.passage
                WHERE e.canonical = ANY(?) AND e.namespace = ?
            ), q AS MATERIALIZED (SELECT ?::vector AS v)
-           SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine, p.id, p.text
-           FROM pool CROSS JOIN q CROSS JOIN LATERAL (
-               SELECT passage, vector FROM passage_vectors
-               WHERE passage = pool.rowid AND namespace = ?
-           ) v LEFT JOIN passages p ON p.rowid = v.passage
-           ORDER BY cosine DESC, v.passage LIMIT ?""",
+           SELECT n.passage, n.cosine, p.id, p.text FROM (
+               SELECT v.passage, 1 - (v.vector <=> q.v) AS cosine
+               FROM pool CROSS JOIN q CROSS JOIN LATERAL (
+                   SELECT passage, vector FROM passage_vectors
+                   WHERE passage = pool.rowid AND namespace = ?
+               ) v ORDER BY cosine DESC, v.passage LIMIT ?
+           ) n LEFT JOIN passages p ON p.rowid = n.passage ORDER BY n.cosine DESC, n.passage""",
         (list(entities), namespace, query, namespace, limit),
     )
     return _near(rows)
