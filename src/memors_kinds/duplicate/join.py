@@ -258,11 +258,17 @@ def _verified(
     n = len(sizes)
     num, den = t.numerator, t.denominator
     total = len(candidates)
+    named = np.zeros(n, dtype=bool)  # the sets some candidate names
+    for a in range(0, total, _VERIFY_STEP):
+        chunk = candidates[a : a + _VERIFY_STEP]
+        named[chunk // n] = True
+        named[chunk % n] = True
+    tokens = _SharedTokens.of(flat, offsets, sizes, np.flatnonzero(named))
     parts: list[tuple[Any, Any, Any, Any]] = []
     for a in range(0, total, _VERIFY_STEP):
         chunk = candidates[a : a + _VERIFY_STEP]
         ci, cj = chunk // n, chunk % n
-        inter = _intersections(flat, offsets, sizes, ci, cj, progress, a, total)
+        inter = tokens.intersections(sizes, ci, cj, progress, a, total)
         union = sizes[ci] + sizes[cj] - inter
         ok = inter * den >= num * union
         kept = [x[ok].astype(np.int32) for x in (ci, cj, inter, union)]
@@ -291,81 +297,99 @@ _BLOCK_SETS = 256
 _BLOCK_CELLS = 32_000_000
 
 
-def _intersections(
-    flat: Any,
-    offsets: Any,
-    sizes: Any,
-    ci: Any,
-    cj: Any,
-    progress: Callable[..., None] | None = None,
-    before: int = 0,
-    total: int | None = None,
-) -> Any:
-    """``|set ci[k] & set cj[k]|`` for pairs sorted by ``ci``, in numpy
-    (``progress`` hears ``before`` + the pairs done, of ``total``).
+@attrs.frozen
+class _SharedTokens:
+    """The tokens of some sets (``involved``, sorted), laid end to end
+    (set ``involved[k]``'s from ``start[k]``), each numbered among those
+    two or more of the sets hold (``dense``; ``none`` for a token one set
+    alone holds, which meets nothing)."""
 
-    The tokens the pairs' sets share with another set are numbered densely
-    (a token found in one set meets nothing). A block of pairs with a few
-    hundred first sets lays those sets out as a table of booleans (set ×
-    token) and looks each token of each second set up in it: a few
-    gathers a token, where a Python set intersection a pair cost ~4 µs.
-    """
-    import numpy as np
+    involved: Any
+    start: Any
+    dense: Any
+    none: int
 
-    out = np.zeros(len(ci), dtype=np.int64)
-    if not len(ci):
+    @classmethod
+    def of(cls, flat: Any, offsets: Any, sizes: Any, involved: Any) -> _SharedTokens:
+        import numpy as np
+
+        tokens = flat[_ranges(offsets[involved], sizes[involved])]
+        start = np.zeros(len(involved) + 1, dtype=np.int64)
+        np.cumsum(sizes[involved], out=start[1:])
+        ordered = np.sort(tokens)
+        shared = _distinct(ordered[1:][ordered[1:] == ordered[:-1]])
+        del ordered
+        none = len(shared)
+        at = np.minimum(np.searchsorted(shared, tokens), max(none - 1, 0))
+        dense = np.where(shared[at] == tokens, at, none) if none else np.full(len(tokens), 0)
+        return cls(involved, start, dense, none)
+
+    def of_sets(self, sets: Any, sizes: Any) -> Any:
+        """The numbered tokens of ``sets`` (some of ``involved``), laid end to end."""
+        import numpy as np
+
+        return self.dense[_ranges(self.start[np.searchsorted(self.involved, sets)], sizes[sets])]
+
+    def intersections(
+        self,
+        sizes: Any,
+        ci: Any,
+        cj: Any,
+        progress: Callable[..., None] | None,
+        before: int,
+        total: int,
+    ) -> Any:
+        """``|set ci[k] & set cj[k]|`` for pairs sorted by ``ci``, in numpy
+        (``progress`` hears ``before`` + the pairs done, of ``total``).
+
+        A block of pairs with a few hundred first sets lays those sets out
+        as a table of booleans (set × token) and looks each token of each
+        second set up in it: a few gathers a token, where a Python set
+        intersection a pair cost ~4 µs.
+        """
+        import numpy as np
+
+        out = np.zeros(len(ci), dtype=np.int64)
+        if not len(ci) or not self.none:
+            return out
+        none = self.none
+        column = np.full(none + 1, -1, dtype=np.int64)  # a shared token's column in a block's table
+        reach = np.cumsum(sizes[cj])
+        runs = np.flatnonzero(np.r_[True, ci[1:] != ci[:-1]])  # where each first set's pairs start
+        run_tokens = np.r_[0, np.cumsum(sizes[ci[runs]])]
+        p = 0
+        while p < len(ci):
+            q = int(
+                np.searchsorted(reach, (int(reach[p - 1]) if p else 0) + _BLOCK_TOKENS, "right")
+            )
+            r0 = int(np.searchsorted(runs, p, "right")) - 1  # the run p is in
+            k = np.arange(1, min(_BLOCK_SETS, len(runs) - r0) + 1)
+            fits = k * (run_tokens[r0 + k] - run_tokens[r0]) <= _BLOCK_CELLS
+            k_runs = int(k[fits][-1]) if fits.any() else 1
+            if r0 + k_runs < len(runs):
+                q = min(q, int(runs[r0 + k_runs]))
+            q = max(q, p + 1)
+            if progress is not None:
+                progress("verifying pairs", before + p, total, "pairs")
+            new_first = np.r_[True, ci[p + 1 : q] != ci[p : q - 1]]
+            firsts, row = ci[p:q][new_first], np.cumsum(new_first) - 1
+            mine = self.of_sets(firsts, sizes)
+            mine_row = np.repeat(np.arange(len(firsts), dtype=np.int64), sizes[firsts])
+            kept = mine < none
+            cols = _distinct(mine[kept])
+            col_of = np.searchsorted(cols, mine[kept])
+            column[cols] = np.arange(len(cols), dtype=np.int64)
+            width = len(cols)
+            table = np.zeros(len(firsts) * width + 1, dtype=bool)  # the last cell: no token
+            table[mine_row[kept] * width + col_of] = True
+            seconds = cj[p:q]
+            theirs = column[self.of_sets(seconds, sizes)]
+            owner = np.repeat(np.arange(q - p, dtype=np.int64), sizes[seconds])
+            cell = np.where(theirs >= 0, row[owner] * width + theirs, len(firsts) * width)
+            out[p:q] = np.bincount(owner[table[cell]], minlength=q - p)
+            column[cols] = -1
+            p = q
         return out
-    # The sets the pairs name, their tokens laid end to end (``start``).
-    involved = _distinct(np.concatenate([ci, cj]))
-    tokens = flat[_ranges(offsets[involved], sizes[involved])]
-    start = np.zeros(len(involved) + 1, dtype=np.int64)
-    np.cumsum(sizes[involved], out=start[1:])
-    ordered = np.sort(tokens)
-    shared = _distinct(ordered[1:][ordered[1:] == ordered[:-1]])
-    del ordered
-    none = len(shared)  # the number of a token no other set has
-    if not none:
-        return out
-    at = np.minimum(np.searchsorted(shared, tokens), none - 1)
-    dense = np.where(shared[at] == tokens, at, none)
-    del at, tokens
-    column = np.full(none + 1, -1, dtype=np.int64)  # a shared token's column in the block's table
-    reach = np.cumsum(sizes[cj])
-    runs = np.flatnonzero(np.r_[True, ci[1:] != ci[:-1]])  # where each first set's pairs start
-    run_tokens = np.r_[0, np.cumsum(sizes[ci[runs]])]
-    p = 0
-    while p < len(ci):
-        q = int(np.searchsorted(reach, (int(reach[p - 1]) if p else 0) + _BLOCK_TOKENS, "right"))
-        r0 = int(np.searchsorted(runs, p, "right")) - 1  # the run p is in
-        k = np.arange(1, min(_BLOCK_SETS, len(runs) - r0) + 1)
-        fits = k * (run_tokens[r0 + k] - run_tokens[r0]) <= _BLOCK_CELLS
-        k_runs = int(k[fits][-1]) if fits.any() else 1
-        if r0 + k_runs < len(runs):
-            q = min(q, int(runs[r0 + k_runs]))
-        q = max(q, p + 1)
-        if progress is not None:
-            progress("verifying pairs", before + p, total or len(ci), "pairs")
-        new_first = np.r_[True, ci[p + 1 : q] != ci[p : q - 1]]
-        firsts, row = ci[p:q][new_first], np.cumsum(new_first) - 1
-        local = np.searchsorted(involved, firsts)
-        mine = dense[_ranges(start[local], sizes[firsts])]
-        mine_row = np.repeat(np.arange(len(firsts), dtype=np.int64), sizes[firsts])
-        kept = mine < none
-        cols = _distinct(mine[kept])
-        col_of = np.searchsorted(cols, mine[kept])
-        column[cols] = np.arange(len(cols), dtype=np.int64)
-        width = len(cols)
-        table = np.zeros(len(firsts) * width + 1, dtype=bool)  # the last cell: no token
-        table[mine_row[kept] * width + col_of] = True
-        seconds = cj[p:q]
-        local = np.searchsorted(involved, seconds)
-        theirs = column[dense[_ranges(start[local], sizes[seconds])]]
-        owner = np.repeat(np.arange(q - p, dtype=np.int64), sizes[seconds])
-        cell = np.where(theirs >= 0, row[owner] * width + theirs, len(firsts) * width)
-        out[p:q] = np.bincount(owner[table[cell]], minlength=q - p)
-        column[cols] = -1
-        p = q
-    return out
 
 
 def _cross_pairs(g: list[tuple[str, str]], h: list[tuple[str, str]]) -> int:
@@ -541,7 +565,8 @@ def _components_of(members: list[list[tuple[str, str]]], edges: _Edges) -> list[
     root = _roots(len(members), edges.a, edges.b)
     comp = root[edges.a]
     order = np.argsort(comp, kind="stable")  # by component, each in the edges' order
-    starts = np.flatnonzero(np.r_[True, comp[order][1:] != comp[order][:-1]])
+    comp_sorted = comp[order]
+    starts = np.flatnonzero(np.r_[True, comp_sorted[1:] != comp_sorted[:-1]])
     ends = np.r_[starts[1:], len(order)]
     pair_count = np.add.reduceat(edges.count[order], starts)
     # The lowest Jaccard: a ratio of set sizes (far below 2**26) compares
@@ -553,7 +578,7 @@ def _components_of(members: list[list[tuple[str, str]]], edges: _Edges) -> list[
     on_edge[edges.b] = True
     groups = np.flatnonzero(on_edge)
     by_comp = groups[np.argsort(root[groups], kind="stable")]
-    g_starts = np.searchsorted(root[by_comp], comp[order][starts])
+    g_starts = np.searchsorted(root[by_comp], comp_sorted[starts])
     g_ends = np.r_[g_starts[1:], len(by_comp)]
     out = []
     for c in range(len(starts)):
