@@ -82,7 +82,7 @@ def test_a_hybrid_search_reads_the_words_ranking_while_the_question_is_embedded(
 
     def embedded_once_the_words_are_read(query):
         # (a search that embedded its question first would wait here in vain)
-        if not words_read.wait(60):
+        if not words_read.wait(300):  # (only a search that embeds first waits it out)
             raise AssertionError("the words' ranking was not read while the question was embedded")
         return embed(query)
 
@@ -516,8 +516,7 @@ memory.remember_many(
     for n in range(6000)
 )
 total = memory.vectors_waiting()
-deadline = time.monotonic() + 300
-while memory.vectors_waiting() == total and time.monotonic() < deadline:
+while memory.vectors_waiting() == total:  # until the first chunk is stored
     time.sleep(0.02)
 print(total, memory.vectors_waiting(), flush=True)
 # ends here, Memory not closed, the background thread inside the model
@@ -535,14 +534,16 @@ def test_a_program_that_ends_without_closing_exits_cleanly_while_vectors_are_mad
         [sys.executable, "-c", EXITS_MID_EMBEDDING, str(tmp_path / "m.db")],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1800,  # (only against a hang: it takes seconds)
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "terminate called" not in run.stderr
     total, left = map(int, run.stdout.split())
     assert 0 < left < total  # it ended while the thread was making vectors
-    with Memory.open(tmp_path / "m.db") as again:  # what was made is stored
-        assert again.vectors_waiting() == left
+    with Memory.open(tmp_path / "m.db") as again:
+        # What was made is stored: at least what it had seen (a chunk may
+        # have been stored while the program was ending, on a busy machine).
+        assert again.vectors_waiting() <= left
 
 
 # A short chat between two friends, each turn remembered with its speaker
