@@ -5,9 +5,10 @@ Creating a database and running every migration costs about a second; a
 ``CREATE DATABASE … TEMPLATE`` copy of one already migrated costs ~30
 ms. :func:`new_database` makes such a copy and returns its address;
 :func:`drop_database` releases it, to be dropped a few databases later
-(:data:`DROP_LAG`: a copy made right after a drop is ten times slower). The template is built once per schema
-(its name carries a hash of every migration, the kinds' own included), by
-whichever test process gets there first.
+(:data:`DROP_LAG`: a copy made right after a drop is ten times slower).
+The template is built once per schema (its name carries a hash of every
+migration, the kinds' own included), by whichever test process gets
+there first.
 
 The template's name and the server's answer are looked up once per
 process: a test run asks for a database per test.
