@@ -199,6 +199,10 @@ class PgStore(Transactions):
         connect_args: dict[str, Any] = {
             "autocommit": True,
             "cursor_factory": psycopg.ClientCursor,
+            # psycopg prepares a bound statement run five times on its own,
+            # and at a rollback it deallocates every prepared statement of
+            # the connection, memors' own (:meth:`PgStore.prepared`) too.
+            "prepare_threshold": None,
             "connect_timeout": max(1, timeout_ms // 1000),
         }
         if not _names_itself(url):  # each host may name itself (pg_stat_activity, logs)

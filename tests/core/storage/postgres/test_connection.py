@@ -197,6 +197,24 @@ def test_a_connection_dropped_between_reads_is_replaced_at_the_first_statement(
         assert memory.get(address).address == address
 
 
+def test_a_rolled_back_write_leaves_the_prepared_get_in_place(postgres_url, monkeypatch):
+    # psycopg prepares a statement run five times itself, and on a rollback
+    # it deallocated every prepared statement of the connection, memors'
+    # own too: the next get failed with "prepared statement does not exist".
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # every transaction on the one connection
+    with Memory.open(postgres_url) as memory:
+        for n in range(8):  # each remember binds the same inserts again
+            memory.remember(f"Raft note {n}: the leader appends entries.", uri=f"raft/{n}")
+        address = memory.search("leader").results[0].address
+        assert memory.get(address).address == address  # get's statement prepared
+        with pytest.raises(RuntimeError), memory.store.write() as tx:
+            tx.passages.get("no-such-passage")
+            raise RuntimeError("the write is given up: rolled back")
+        assert memory.get(address).address == address
+        memory.remember("Raft note 9: a follower votes once a term.", uri="raft/9")
+        assert memory.get(address).address == address
+
+
 def test_a_prepared_statement_numbers_its_parameters_and_keeps_a_literal_percent():
     name, statement = _preparation("SELECT %s, 'a%%b' FROM t WHERE x = %s AND y LIKE '%%s'")
     assert statement == f"PREPARE {name} AS SELECT $1, 'a%b' FROM t WHERE x = $2 AND y LIKE '%s'"
