@@ -136,7 +136,12 @@ class OllamaStandIn:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # (stop() waits for the loop to see the request: half a second at
+        # serve_forever's default poll, in the teardown of every test using it)
+        server = self._server
+        self._thread = threading.Thread(
+            target=lambda: server.serve_forever(poll_interval=0.02), daemon=True
+        )
         self._thread.start()
         return self
 
