@@ -20,8 +20,10 @@ search, and p50/p95 of ``Memory.search`` (limit 10) over the questions of
 5-12 words, in hybrid mode (the question embedded each time, as a user's
 search does), lexical mode, hybrid through the MCP ``search`` tool (the
 SDK's client, in memory), and embedding the question alone. On PostgreSQL
-the same hybrid search with the vector step scanning exactly (every vector
-compared) follows, to show what the graph costs in recall and saves in time.
+the same hybrid search through a pool of one connection follows (the vector
+steps then run after the words' ranking instead of beside it, on a second
+connection), and with the vector step scanning exactly (every vector
+compared), to show what the graph costs in recall and saves in time.
 """
 
 from __future__ import annotations
@@ -161,6 +163,22 @@ def engine_rows(engine: str, corpus: Any, args: argparse.Namespace) -> None:
         if postgres:
             from memors_core.storage.postgres import vectors
 
+            # The same searches with a pool of one connection: the vector
+            # steps run after the words' ranking, not beside it.
+            os.environ["MEMORS_PG_POOL_SIZE"], pool = "1", os.environ.get("MEMORS_PG_POOL_SIZE")
+            try:
+                alone = Memory.open(url, background_vectors=False)
+            finally:
+                if pool is None:
+                    del os.environ["MEMORS_PG_POOL_SIZE"]
+                else:
+                    os.environ["MEMORS_PG_POOL_SIZE"] = pool
+            try:
+                rows_for(
+                    f"{name}, one connection", alone, corpus.questions, mid, args.rounds, full=False
+                )
+            finally:
+                alone.close()
             breadth, graph = vectors.BREADTH, vectors.EXACT_BELOW
             try:
                 for walk in [int(b) for b in args.breadths.split(",") if b]:

@@ -537,19 +537,28 @@ def _by_meaning(
     ``shares`` (for ``all``) its :class:`Ranked` has a ceiling of 1 and
     each hit's score is already its share (:func:`in_words_places`)."""
 
-    def near(depth: int, entities: tuple[str, ...] = ()) -> list[Hit]:
-        found = search.passages_like(namespace, _given(vector), depth, entities).rows
+    def near(depth: int, entities: tuple[str, ...] = (), within: Any = search) -> list[Hit]:
+        found = within.passages_like(namespace, _given(vector), depth, entities).rows
         return [h for h in found if h.score >= MIN_COSINE]
 
     def searcher(wanted: SearchQuery) -> Ranked:
         depth = max(fusion_depth(asked), limit)
-        lexical = search.passages(namespace, wanted, depth if mode == "hybrid" else limit)
         if mode == "semantic":
+            lexical = search.passages(namespace, wanted, limit)
             meaning = near(limit)
             found = meaning
         else:
-            meaning = near(depth)
-            named = near(depth, wanted.entities) if wanted.entities else []
+            # The two vector rankings beside the words' (on PostgreSQL, on a
+            # second connection in the same snapshot), each waiting for the
+            # question's vector where it is still being made.
+            vectors = search.alongside(
+                lambda within: (
+                    near(depth, (), within),
+                    near(depth, wanted.entities, within) if wanted.entities else [],
+                )
+            )
+            lexical = search.passages(namespace, wanted, depth)
+            meaning, named = vectors()
             words, everyone, theirs = hybrid_weights(bool(wanted.entities))
             found = fuse((words, lexical.rows), (everyone, meaning), (theirs, named))[:limit]
         if shares:

@@ -767,6 +767,15 @@ class Search(Protocol):
         mention one of them. Empty on an engine without
         :attr:`Capabilities.vectors`."""
 
+    def alongside(self, work: Callable[[Search], _T]) -> Callable[[], _T]:
+        """``work`` done on this read's snapshot while the caller goes on:
+        its answer is had by calling what this returns (once, before the
+        read ends). An engine may run it at once on another connection that
+        sees exactly what this read sees (PostgreSQL, where the pool has one
+        free: a search's vector steps beside its words' ranking); otherwise
+        it runs, in this transaction, when its answer is asked for. ``work``
+        must only read."""
+
     def passages_beside(
         self, namespace: str, ids: Sequence[str], vector: bytes | None = None
     ) -> dict[str, list[Hit]]:

@@ -29,6 +29,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -120,6 +121,61 @@ class _Session(Session):
         self.scope: frozenset[str] | None = None
 
 
+#: A helper waits for a second connection of the pool this many seconds at
+#: a time (one made new takes a few ms), until the asker claims the work.
+SPARE_WAIT_S = 0.05
+
+
+class _Alongside:
+    """One :meth:`PgStore.alongside` work: run by a helper thread on a
+    second connection, unless the thread that asked for its answer claims
+    it first (no connection came free by then) and runs it itself: it is
+    run exactly once."""
+
+    def __init__(self, store: PgStore, snapshot: str, work: Callable[[Any], Any], tx: Any):
+        self.store, self.snapshot, self.work, self.tx = store, snapshot, work, tx
+        self.guard = threading.Lock()
+        self.state = "waiting"  # then "claimed" (the asker runs it) or "running"
+        self.done = threading.Event()
+        self.outcome: tuple[bool, Any] = (False, None)
+
+    def run(self) -> None:
+        """The helper thread's part."""
+        pool, conn = self.store.pool, None
+        waited = 0.0
+        while conn is None and self.state == "waiting" and waited < pool.timeout:
+            try:
+                conn = pool.getconn(SPARE_WAIT_S)
+            except PoolTimeout:
+                waited += SPARE_WAIT_S
+        with self.guard:
+            mine = conn is not None and self.state == "waiting"
+            self.state = "running" if mine else "claimed"
+        if not mine or conn is None:
+            if conn is not None:
+                pool.putconn(conn)
+            return
+        try:
+            self.outcome = (True, self.store._alongside(conn, self.snapshot, self.work))
+        except BaseException as exc:  # the asker's to raise
+            self.outcome = (False, exc)
+        finally:
+            self.done.set()
+
+    def answer(self) -> Any:
+        """The asker's part: the work's answer (or its error)."""
+        with self.guard:
+            if self.state == "waiting":
+                self.state = "claimed"
+        if self.state == "claimed":
+            return self.work(self.tx)
+        self.done.wait()
+        ok, value = self.outcome
+        if not ok:
+            raise value
+        return value
+
+
 class PgStore(Transactions):
     """A pool of psycopg connections to one PostgreSQL database holding a memors store.
 
@@ -158,6 +214,9 @@ class PgStore(Transactions):
             MIGRATE_LOCK: threading.RLock(),
         }
         self._turns_guard = threading.Lock()
+        #: The threads that run :meth:`alongside` work (made at its first use).
+        self._helpers: ThreadPoolExecutor | None = None
+        self._helpers_guard = threading.Lock()
         self._statistics_checked = float("-inf")
         #: The words this process has had stemmed, where it writes (a bulk
         #: insert's terms are counted here: ``storage/postgres/terms.py``).
@@ -340,6 +399,10 @@ class PgStore(Transactions):
     def close(self) -> None:
         if self.terms is not None:
             self.terms.close()
+        with self._helpers_guard:
+            helpers, self._helpers = self._helpers, None
+        if helpers is not None:
+            helpers.shutdown()
         self.pool.close()
 
     # --- the current thread's session ------------------------------------------
@@ -382,6 +445,7 @@ class PgStore(Transactions):
         timeout: float | None = None,
         *,
         deferred: bool = False,
+        taken: psycopg.Connection | None = None,
     ) -> Iterator[psycopg.Connection]:
         """A connection of the pool for one transaction, its first statements
         (``begin``, or what it returns when called: one round trip) sent;
@@ -390,12 +454,13 @@ class PgStore(Transactions):
         free connection (the pool's own by default). ``deferred`` (``begin``
         a string): nothing is sent here; ``begin`` goes with the
         transaction's first statement, in one message
-        (:meth:`_begin_with`)."""
+        (:meth:`_begin_with`). ``taken``: a connection already taken from
+        the pool, used instead (and given back the same way)."""
         if session.conn is not None:  # a maintenance step's own connection
             session.conn.execute(begin() if callable(begin) else begin)
             yield session.conn
             return
-        session.conn = self._getconn(timeout)
+        session.conn = self._getconn(timeout) if taken is None else taken
         try:
             if deferred:
                 assert isinstance(begin, str)
@@ -632,11 +697,16 @@ class PgStore(Transactions):
         if session.depth:
             yield session.tx
             return
+        yield from self._outermost(session, READ_BEGIN)
+
+    def _outermost(
+        self, session: _Session, begin: str, taken: psycopg.Connection | None = None
+    ) -> Iterator[PgTx]:
         # Begun with its first statement, in one message (PostgreSQL takes a
         # repeatable read's snapshot at its first statement in any case); a
         # read that sent none ends without a word. (A refused write rolls
         # back to the savepoint, so the snapshot stays usable.)
-        with self._translated(), self._checked_out(session, READ_BEGIN, deferred=True):
+        with self._translated(), self._checked_out(session, begin, deferred=True, taken=taken):
             try:
                 yield from self._outermost_read(session)
             finally:
@@ -644,6 +714,46 @@ class PgStore(Transactions):
                 if conn is not None and conn.info.transaction_status != pq.TransactionStatus.IDLE:
                     with contextlib.suppress(psycopg.Error):
                         conn.execute("COMMIT")
+
+    def alongside(self, work: Callable[[PgTx], T]) -> Callable[[], T]:
+        """``work(tx)`` on another connection of the pool, in a read that
+        imports this one's snapshot (``pg_export_snapshot``), while this
+        thread goes on; what it returns gives the answer
+        (:meth:`memors_core.storage.api.Search.alongside`). Outside a read,
+        in a brief one, or where the pool has no second connection free
+        before the answer is asked for, ``work`` runs here, when asked."""
+        session = self._session
+        if not session.reading or session.brief or self.pool.max_size < 2:
+            return functools.partial(work, session.tx)
+        # (a snapshot is exported from the transaction, not its savepoint)
+        cur = self.execute(
+            "RELEASE SAVEPOINT memors_read; SELECT pg_export_snapshot(); SAVEPOINT memors_read"
+        )
+        cur.nextset()
+        row = cur.fetchone()
+        assert row is not None
+        snapshot = row[0]
+        job = _Alongside(self, snapshot, work, session.tx)
+        with self._helpers_guard:
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(
+                    self.pool.max_size, thread_name_prefix="memors-alongside"
+                )
+            self._helpers.submit(job.run)
+        return job.answer
+
+    def _alongside(self, conn: psycopg.Connection, snapshot: str, work: Callable[[PgTx], T]) -> T:
+        """``work(tx)`` in a read of ``conn`` (taken from the pool) that
+        sees the exported ``snapshot``."""
+        session = self._session
+        assert not session.depth
+        begin = (
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+            f"SET TRANSACTION SNAPSHOT '{snapshot}'; SAVEPOINT memors_read"
+        )
+        reading = contextlib.contextmanager(self._outermost)(session, begin, conn)
+        with reading as tx:
+            return work(tx)
 
     def brief_read(self, read: Callable[[PgTx], T]) -> T:
         """``read(tx)`` with the read's begin, its first statement and its

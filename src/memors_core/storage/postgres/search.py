@@ -79,12 +79,15 @@ run on parallel workers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
 from memors_core.domain import search as rank
 from memors_core.storage.sql.repo import live_alias
 from memors_core.storage.sql.search import LIVE, PASSAGE, SqlSearch
+
+#: What work done alongside answers.
+T = TypeVar("T")
 
 # A query's statistics: its index's rows and length, and each of its terms
 # with the number of rows that hold it (0 for a term no row holds).
@@ -238,6 +241,11 @@ class PgSearch(SqlSearch):
             {"rows": [r for r, _ in ranked.rows]},
         )
         return {r[0]: r[1:] for r in got}
+
+    def alongside(self, work: Callable[[Any], T]) -> Callable[[], T]:
+        # (on a second connection, in this read's snapshot, where one is free)
+        answer: Callable[[], T] = self.db.alongside(lambda tx: work(tx.search))
+        return answer
 
     def passages_beside(
         self, namespace: str, ids: Sequence[str], vector: bytes | None = None

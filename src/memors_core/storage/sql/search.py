@@ -11,13 +11,17 @@ aliases, joined by `` ; ``) and, where it keeps vectors, ``_nearest``
 
 from __future__ import annotations
 
+import functools
+
 from memors_core.domain import search as rank
 from memors_core.storage.sql.repo import Repo, json_list
 
 TYPE_CHECKING = False  # (not typing's: this module is on ``memors-mcp search``'s lean path)
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterable, Sequence
-    from typing import Any
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 # The kinds of indexed rows, as both engines' indexes name them.
 PASSAGE, PAGE, FACT, ENTITY = "p", "g", "f", "e"
@@ -92,6 +96,10 @@ class SqlSearch(Repo):
         ranked = rank.Ranked(self._nearest(namespace, vector, limit, tuple(entities)), 1.0)
         rows = self._rows("SELECT rowid, id, text FROM passages", ranked)
         return rank.hits(ranked, rows, "passage")
+
+    def alongside(self, work: Callable[[Any], T]) -> Callable[[], T]:
+        # (here: in this transaction, when the answer is asked for)
+        return functools.partial(work, self)
 
     def passages_beside(
         self, namespace: str, ids: Sequence[str], vector: bytes | None = None

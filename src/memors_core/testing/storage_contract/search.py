@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from memors_core.domain.ids import address
 from memors_core.domain.search import idf
 from memors_core.storage.api import Storage
-from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
+from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, Opener, StorageFixtures
 from memors_core.testing.storage_contract.helpers import (
     forget,
     instant,
@@ -33,6 +35,26 @@ class SearchContract(StorageFixtures):
         assert "elects a raft leader" in hits[0].text
         with storage.read() as tx:
             assert len(tx.search.passages(NS, words("raft"), 1).rows) == 1
+
+    def test_work_alongside_a_read_sees_its_snapshot_and_raises_its_errors(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        other = open_storage()
+
+        def raft(search: Any) -> list[str]:
+            return [h.address for h in search.passages(NS, words("raft"), 10).rows]
+
+        with storage.read() as tx:
+            assert raft(tx.search) == [before]
+            remember(other, "Raft replicates the log to followers.")  # after the read began
+            assert tx.search.alongside(raft)() == [before]
+            failing = tx.search.alongside(lambda search: [raft(search), 1 / 0])
+            with pytest.raises(ZeroDivisionError):
+                failing()
+            assert raft(tx.search) == [before]
+        with storage.read() as tx:
+            assert len(tx.search.alongside(raft)()) == 2
 
     def test_a_forgotten_passage_is_not_found(self, storage: Storage) -> None:
         gone = remember(storage, "The heartbeat interval is fifty milliseconds.")

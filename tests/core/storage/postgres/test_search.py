@@ -8,6 +8,10 @@ purged rows leave them), any text as a query, and stemming like SQLite's.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from memors_core.domain.ids import address
@@ -232,3 +236,62 @@ def test_a_store_indexed_before_migration_18_finds_its_accented_words_after_it()
             assert len(memory.search("coffee").results) == 1  # ASCII words as before
             assert len(memory.search("zoe", granularity="fact").results) == 1
             assert [h.text for h in memory.search("Zoë", granularity="entity").results] == ["Zoë"]
+
+
+class TestAlongside(PostgresStorage):
+    """Work alongside a read (a hybrid search's vector steps) runs on a
+    second connection of the pool, in the read's own snapshot."""
+
+    @staticmethod
+    def _work(started: threading.Event) -> Callable[[Any], tuple[int, list[str]]]:
+        def work(search: Any) -> tuple[int, list[str]]:
+            started.set()
+            pid = search.tx.native("postgres").info.backend_pid
+            return pid, [h.address for h in search.passages(NS, words("raft"), 10).rows]
+
+        return work
+
+    def test_it_runs_on_another_connection_and_sees_what_the_read_sees(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        other = open_storage()
+        started = threading.Event()
+        with storage.read() as tx:
+            assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
+            remember(other, "Raft replicates the log to followers.")  # after the read began
+            answer = tx.search.alongside(self._work(started))
+            assert started.wait(300)  # (the helper has its connection: no claim is possible)
+            pid, found = answer()
+            assert pid != tx.native("postgres").info.backend_pid
+            assert found == [before]
+            # the read goes on, in its snapshot, on its own connection
+            assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
+        with storage.read() as tx:
+            assert len(tx.search.alongside(self._work(threading.Event()))()[1]) == 2
+
+    def test_with_one_connection_it_runs_in_the_read_itself(
+        self, open_storage: Opener, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+        storage = open_storage()
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        with storage.read() as tx:
+            pid, found = tx.search.alongside(self._work(threading.Event()))()
+            assert pid == tx.native("postgres").info.backend_pid and found == [before]
+
+    def test_its_error_reaches_the_asker_and_the_read_goes_on(self, storage: Storage) -> None:
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        started = threading.Event()
+
+        def fails(search: Any) -> None:
+            started.set()
+            search.passages(NS, words("raft"), 10)
+            raise LookupError("the work's own error")
+
+        with storage.read() as tx:
+            answer = tx.search.alongside(fails)
+            assert started.wait(300)
+            with pytest.raises(LookupError, match="the work's own error"):
+                answer()
+            assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
