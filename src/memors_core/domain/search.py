@@ -548,17 +548,17 @@ def _by_meaning(
             meaning = near(limit)
             found = meaning
         else:
-            # The two vector rankings beside the words' (on PostgreSQL, on a
-            # second connection in the same snapshot), each waiting for the
-            # question's vector where it is still being made.
-            vectors = search.alongside(
-                lambda within: (
-                    near(depth, (), within),
-                    near(depth, wanted.entities, within) if wanted.entities else [],
-                )
+            # The two vector rankings beside the words' (on PostgreSQL, each
+            # on a connection of its own in the same snapshot), each waiting
+            # for the question's vector where it is still being made.
+            by_all = search.alongside(lambda within: near(depth, (), within))
+            by_named: Callable[[], list[Hit]] = (
+                search.alongside(lambda within: near(depth, wanted.entities, within))
+                if wanted.entities
+                else list
             )
             lexical = search.passages(namespace, wanted, depth)
-            meaning, named = vectors()
+            meaning, named = by_all(), by_named()
             words, everyone, theirs = hybrid_weights(bool(wanted.entities))
             found = fuse((words, lexical.rows), (everyone, meaning), (theirs, named))[:limit]
         if shares:

@@ -105,7 +105,7 @@ class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("begin", "brief", "conn", "scope")
+    __slots__ = ("begin", "brief", "conn", "scope", "snapshot")
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
@@ -119,6 +119,8 @@ class _Session(Session):
         #: What the write transaction holds: None for the whole store, else
         #: the namespaces whose locks it took.
         self.scope: frozenset[str] | None = None
+        #: The read's snapshot as exported for work alongside it (one export a read).
+        self.snapshot: str | None = None
 
 
 #: A helper waits for a second connection of the pool this many seconds at
@@ -477,7 +479,7 @@ class PgStore(Transactions):
                     raise
             yield session.conn
         finally:
-            session.begin = None
+            session.begin = session.snapshot = None
             conn, session.conn = session.conn, None
             if conn is not None:  # (None: no connection came free to replace a lost one)
                 self.pool.putconn(conn)
@@ -725,15 +727,16 @@ class PgStore(Transactions):
         session = self._session
         if not session.reading or session.brief or self.pool.max_size < 2:
             return functools.partial(work, session.tx)
-        # (a snapshot is exported from the transaction, not its savepoint)
-        cur = self.execute(
-            "RELEASE SAVEPOINT memors_read; SELECT pg_export_snapshot(); SAVEPOINT memors_read"
-        )
-        cur.nextset()
-        row = cur.fetchone()
-        assert row is not None
-        snapshot = row[0]
-        job = _Alongside(self, snapshot, work, session.tx)
+        if session.snapshot is None:
+            # (a snapshot is exported from the transaction, not its savepoint)
+            cur = self.execute(
+                "RELEASE SAVEPOINT memors_read; SELECT pg_export_snapshot(); SAVEPOINT memors_read"
+            )
+            cur.nextset()
+            row = cur.fetchone()
+            assert row is not None
+            session.snapshot = row[0]
+        job = _Alongside(self, session.snapshot, work, session.tx)
         with self._helpers_guard:
             if self._helpers is None:
                 self._helpers = ThreadPoolExecutor(

@@ -295,3 +295,22 @@ class TestAlongside(PostgresStorage):
             with pytest.raises(LookupError, match="the work's own error"):
                 answer()
             assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
+
+    def test_two_works_alongside_one_read_share_its_one_snapshot(
+        self, storage: Storage, open_storage: Opener
+    ) -> None:
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        other = open_storage()
+        first, second = threading.Event(), threading.Event()
+        with storage.read() as tx:
+            mine = tx.native("postgres").info.backend_pid
+            assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
+            remember(other, "Raft replicates the log to followers.")  # after the read began
+            answers = [
+                tx.search.alongside(self._work(first)),
+                tx.search.alongside(self._work(second)),
+            ]
+            assert first.wait(300) and second.wait(300)  # (both on helpers' connections)
+            (pid_a, found_a), (pid_b, found_b) = (answer() for answer in answers)
+            assert found_a == found_b == [before]
+            assert len({mine, pid_a, pid_b}) == 3
