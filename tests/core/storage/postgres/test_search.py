@@ -280,6 +280,41 @@ class TestAlongside(PostgresStorage):
             pid, found = tx.search.alongside(self._work(threading.Event()))()
             assert pid == tx.native("postgres").info.backend_pid and found == [before]
 
+    def test_with_every_connection_busy_the_asker_runs_it_once_itself(
+        self, open_storage: Opener, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "2")
+        storage = open_storage()
+        before = address("passage", remember(storage, "Raft elects a leader."))
+        holding, release = threading.Event(), threading.Event()
+
+        def hold() -> None:  # another thread's read keeps the pool's second connection
+            with storage.read() as tx:
+                tx.search.passages(NS, words("raft"), 1)
+                holding.set()
+                release.wait(300)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        runs: list[int] = []
+
+        def work(search: Any) -> tuple[int, list[str]]:
+            runs.append(1)
+            return self._work(threading.Event())(search)
+
+        try:
+            assert holding.wait(300)
+            with storage.read() as tx:
+                assert tx.search.passages(NS, words("raft"), 10).rows  # the read has begun
+                answer = tx.search.alongside(work)
+                pid, found = answer()  # no connection free: claimed, run here
+                assert pid == tx.native("postgres").info.backend_pid and found == [before]
+        finally:
+            release.set()
+            holder.join(300)
+        storage.close()  # (waits for the helper, which found the work claimed)
+        assert runs == [1]
+
     def test_its_error_reaches_the_asker_and_the_read_goes_on(self, storage: Storage) -> None:
         before = address("passage", remember(storage, "Raft elects a leader."))
         started = threading.Event()
