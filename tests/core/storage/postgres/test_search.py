@@ -270,12 +270,20 @@ class TestAlongside(PostgresStorage):
         with storage.read() as tx:
             assert len(tx.search.alongside(self._work(threading.Event()))()[1]) == 2
 
+    @staticmethod
+    def _pooled(
+        open_storage: Opener, monkeypatch: pytest.MonkeyPatch, size: int
+    ) -> tuple[Storage, str]:
+        """A store whose pool holds ``size`` connections at most, and the address
+        of the one passage remembered in it."""
+        monkeypatch.setenv("MEMORS_PG_POOL_SIZE", str(size))
+        storage = open_storage()
+        return storage, address("passage", remember(storage, "Raft elects a leader."))
+
     def test_with_one_connection_it_runs_in_the_read_itself(
         self, open_storage: Opener, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
-        storage = open_storage()
-        before = address("passage", remember(storage, "Raft elects a leader."))
+        storage, before = self._pooled(open_storage, monkeypatch, 1)
         with storage.read() as tx:
             pid, found = tx.search.alongside(self._work(threading.Event()))()
             assert pid == tx.native("postgres").info.backend_pid and found == [before]
@@ -283,9 +291,7 @@ class TestAlongside(PostgresStorage):
     def test_with_every_connection_busy_the_asker_runs_it_once_itself(
         self, open_storage: Opener, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "2")
-        storage = open_storage()
-        before = address("passage", remember(storage, "Raft elects a leader."))
+        storage, before = self._pooled(open_storage, monkeypatch, 2)
         holding, release = threading.Event(), threading.Event()
 
         def hold() -> None:  # another thread's read keeps the pool's second connection
