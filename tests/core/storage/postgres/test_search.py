@@ -243,9 +243,13 @@ class TestAlongside(PostgresStorage):
     second connection of the pool, in the read's own snapshot."""
 
     @staticmethod
-    def _work(started: threading.Event) -> Callable[[Any], tuple[int, list[str]]]:
+    def _work(
+        started: threading.Event, meet: threading.Barrier | None = None
+    ) -> Callable[[Any], tuple[int, list[str]]]:
         def work(search: Any) -> tuple[int, list[str]]:
             started.set()
+            if meet is not None:  # (the works run at once, each holding its connection)
+                meet.wait(300)
             pid = search.tx.native("postgres").info.backend_pid
             return pid, [h.address for h in search.passages(NS, words("raft"), 10).rows]
 
@@ -342,14 +346,14 @@ class TestAlongside(PostgresStorage):
     ) -> None:
         before = address("passage", remember(storage, "Raft elects a leader."))
         other = open_storage()
-        first, second = threading.Event(), threading.Event()
+        first, second, meet = threading.Event(), threading.Event(), threading.Barrier(2)
         with storage.read() as tx:
             mine = tx.native("postgres").info.backend_pid
             assert [h.address for h in tx.search.passages(NS, words("raft"), 10).rows] == [before]
             remember(other, "Raft replicates the log to followers.")  # after the read began
             answers = [
-                tx.search.alongside(self._work(first)),
-                tx.search.alongside(self._work(second)),
+                tx.search.alongside(self._work(first, meet)),
+                tx.search.alongside(self._work(second, meet)),
             ]
             assert first.wait(300) and second.wait(300)  # (both on helpers' connections)
             (pid_a, found_a), (pid_b, found_b) = (answer() for answer in answers)
