@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from benchmarks.conversations import Question, generate
 from benchmarks.retrieval import (
@@ -165,14 +166,8 @@ def engine_rows(engine: str, corpus: Any, args: argparse.Namespace) -> None:
 
             # The same searches with a pool of one connection: the vector
             # steps run after the words' ranking, not beside it.
-            os.environ["MEMORS_PG_POOL_SIZE"], pool = "1", os.environ.get("MEMORS_PG_POOL_SIZE")
-            try:
+            with mock.patch.dict(os.environ, {"MEMORS_PG_POOL_SIZE": "1"}):
                 alone = Memory.open(url, background_vectors=False)
-            finally:
-                if pool is None:
-                    del os.environ["MEMORS_PG_POOL_SIZE"]
-                else:
-                    os.environ["MEMORS_PG_POOL_SIZE"] = pool
             try:
                 rows_for(
                     f"{name}, one connection", alone, corpus.questions, mid, args.rounds, full=False

@@ -699,8 +699,10 @@ class PgStore(Transactions):
         if session.depth:
             yield session.tx
             return
-        yield from self._outermost(session, READ_BEGIN)
+        with self._outermost(session, READ_BEGIN) as tx:
+            yield tx
 
+    @contextlib.contextmanager
     def _outermost(
         self, session: _Session, begin: str, taken: psycopg.Connection | None = None
     ) -> Iterator[PgTx]:
@@ -754,8 +756,7 @@ class PgStore(Transactions):
             "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
             f"SET TRANSACTION SNAPSHOT '{snapshot}'; SAVEPOINT memors_read"
         )
-        reading = contextlib.contextmanager(self._outermost)(session, begin, conn)
-        with reading as tx:
+        with self._outermost(session, begin, conn) as tx:
             return work(tx)
 
     def brief_read(self, read: Callable[[PgTx], T]) -> T:
