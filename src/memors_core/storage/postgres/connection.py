@@ -875,6 +875,14 @@ class PgStore(Transactions):
         self._prepare(conn, name, statement)
         return conn.execute(run, values)
 
+    def all_planned(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+        """:meth:`all` of a query :meth:`prepared`: for the reads a view
+        makes on every request whose planning costs more than their running
+        (a namespace's home: the stale pages' count planned 1.1 ms, ran in
+        0.2). Its parameters need types the server can tell from the text
+        (``CAST(? AS text) IS NULL``, not ``? IS NULL``)."""
+        return self.prepared(sql, params).fetchall()
+
     @staticmethod
     def _prepare(conn: psycopg.Connection, name: str, statement: str) -> None:
         """``statement`` (``PREPARE name AS …``) sent on ``conn`` unless it was."""

@@ -96,7 +96,7 @@ class SqlPages(Repo):
 
     def current_of(self, canonicals: Iterable[str]) -> dict[str, Page]:
         out: dict[str, Page] = {}
-        for row in self.all(
+        for row in self.planned(
             f"""SELECT {_COLS}, e.canonical FROM {_FROM}
                 WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("pg")}
                 ORDER BY pg.rowid""",
@@ -405,9 +405,10 @@ class SqlPages(Repo):
 
     def live_counts(self, namespace: str | None = None) -> dict[str, int]:
         return dict(
-            self.all(
+            self.planned(
                 f"""SELECT namespace, COUNT(*) FROM pages pg
-                    WHERE (?1 IS NULL OR pg.namespace = ?1) AND {live("pg")} GROUP BY namespace""",
+                    WHERE (CAST(?1 AS text) IS NULL OR pg.namespace = ?1) AND {live("pg")}
+                    GROUP BY namespace""",
                 (namespace,),
             )
         )
@@ -437,9 +438,10 @@ class SqlPages(Repo):
 
     def stale_counts(self, namespace: str | None = None) -> dict[str, int]:
         return dict(
-            self.all(
+            self.planned(
                 f"""SELECT pg.namespace, COUNT(*) FROM {_FROM}
-                    WHERE (?1 IS NULL OR pg.namespace = ?1) AND {live("pg")} AND {STALE_PAGE}
+                    WHERE (CAST(?1 AS text) IS NULL OR pg.namespace = ?1) AND {live("pg")}
+                    AND {STALE_PAGE}
                     GROUP BY pg.namespace""",
                 (namespace,),
             )

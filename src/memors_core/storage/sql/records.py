@@ -540,7 +540,7 @@ class SqlEntities(Repo):
     def canonical_list(self, namespace: str) -> list[Entity]:
         return [
             Entity(*r)
-            for r in self.all(
+            for r in self.planned(
                 f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.namespace = ? "
                 "AND e.canonical = e.id ORDER BY 4",
                 (namespace,),
@@ -559,7 +559,7 @@ class SqlEntities(Repo):
         # A renamed entity's name as first written is one of its other names.
         name_of = {e.id: e.name for e in entities}
         names: dict[str, list[str]] = {}
-        for entity, *_order, name in self.all(
+        for entity, *_order, name in self.planned(
             f"""SELECT a.entity, 0, a.created_at, a.alias FROM aliases a
                 WHERE a.entity IN (SELECT value FROM json_each(?1)) AND {live_alias("a")}
                 UNION ALL SELECT canonical, 1, created_at, name FROM entities
@@ -694,7 +694,7 @@ class SqlEntities(Repo):
         # The mentions alone (their index holds both columns): a purged
         # passage's mentions go with it, so each mention names a stored passage.
         return dict(
-            self.all(
+            self.planned(
                 """SELECT e.canonical, COUNT(DISTINCT m.passage)
                    FROM entities e JOIN mentions m ON m.entity = e.id
                    WHERE e.canonical IN (SELECT value FROM json_each(?))
@@ -895,7 +895,7 @@ class SqlFacts(Repo):
 
     def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
         return dict(
-            self.all(
+            self.planned(
                 f"""SELECT e.canonical, COUNT(*) FROM facts f JOIN entities e ON e.id = f.subject
                     WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("f")}
                     GROUP BY e.canonical""",

@@ -306,6 +306,9 @@ class SqliteStore(Transactions):
     def all(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
 
+    #: (apsw keeps each statement compiled in its cache: planned once already)
+    all_planned = all
+
     def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]

@@ -46,6 +46,9 @@ class _Db:
     def all(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
         return self.conn.execute(sql, params).fetchall()
 
+    #: (apsw keeps each statement compiled in its cache: planned once already)
+    all_planned = all
+
     def scalar(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> Any:
         row = self.one(sql, params)
         return None if row is None else row[0]

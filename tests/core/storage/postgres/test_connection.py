@@ -95,6 +95,29 @@ def _messages(monkeypatch) -> list[str]:
     return sent
 
 
+def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monkeypatch):
+    # The home's counts (live and stale pages, the listed entities' aliases,
+    # passages, facts and pages) cost the server more to plan than to run:
+    # the first home on a connection prepares them, the next ones only
+    # EXECUTE them, and answer the same.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")  # every read on the one connection
+    with Memory.open(postgres_url) as memory:
+        memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
+        memory.record_fact("Raft", "year", "2014")
+        sent = _messages(monkeypatch)
+        first = memory.overview()
+        names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
+        assert len(names) >= 6, sent
+        sent.clear()
+        again = memory.overview()
+        assert again == first
+        assert [e.passages for e in again.entities.entities] == [1, 1]
+        assert [e.facts for e in again.entities.entities] == [0, 1]  # Paxos, Raft
+        assert not [s for s in sent if "PREPARE" in s], sent
+        for name in names:
+            assert any(f"EXECUTE {name}" in s for s in sent), (name, sent)
+
+
 def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
     postgres_url, monkeypatch
 ):
