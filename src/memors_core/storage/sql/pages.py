@@ -321,8 +321,8 @@ class SqlPages(Repo):
         ]
 
     def is_stale(self, page: str) -> bool:
-        return (
-            self.one(f"SELECT 1 FROM {_FROM} WHERE pg.id = ? AND {STALE_PAGE}", (page,)) is not None
+        return bool(
+            self.planned(f"SELECT 1 FROM {_FROM} WHERE pg.id = ? AND {STALE_PAGE}", (page,))
         )
 
     def changes(self, page: Page) -> list[dict[str, str]]:

@@ -104,7 +104,7 @@ class SqlDocuments(Repo):
         """id -> (its latest version's title, its uri), for the documents of
         ``namespace`` among ``idents``: what a list of citations shows."""
         # (the namespace checked here, as in passages.get_many)
-        rows = self.all(
+        rows = self.planned(
             """SELECT d.id, (SELECT v.title FROM document_versions v WHERE v.document = d.id
                              ORDER BY v.version DESC LIMIT 1), d.uri, d.namespace
                FROM documents d WHERE d.id IN (SELECT value FROM json_each(?))""",
@@ -370,7 +370,7 @@ class SqlPassages(Repo):
         wanted = sorted(set(passages))
         found: dict[str, list[str]] = {}
         if wanted:
-            for passage, canonical in self.all(
+            for passage, canonical in self.planned(
                 "SELECT m.passage, e.canonical FROM mentions m JOIN entities e ON e.id = m.entity "
                 "WHERE m.passage IN (SELECT value FROM json_each(?)) "
                 "GROUP BY m.passage, e.canonical ORDER BY m.passage, MIN(e.rowid)",

@@ -24,7 +24,7 @@ from memors_core.storage.postgres.connection import (
     safe_location,
 )
 from memors_core.storage.postgres.schema import SCHEMA_VERSION
-from memors_core.testing import passages_about, run_cli
+from memors_core.testing import open_items, passages_about, run_cli
 from memors_core.testing import postgres as pg
 
 pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
@@ -113,6 +113,39 @@ def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monk
         assert again == first
         assert [e.passages for e in again.entities.entities] == [1, 1]
         assert [e.facts for e in again.entities.entities] == [0, 1]  # Paxos, Raft
+        assert not [s for s in sent if "PREPARE" in s], sent
+        for name in names:
+            assert any(f"EXECUTE {name}" in s for s in sent), (name, sent)
+
+
+def test_a_page_view_plans_its_reads_once_per_connection(postgres_url, monkeypatch):
+    # A page's view reads whether it is stale, its cited passages' entities
+    # and their documents' titles: prepared on the first view, executed after.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+    with Memory.open(postgres_url) as memory:
+        texts = passages_about("Quorum", 3, topic="Quorum log")
+        memory.remember_many([{"text": t, "uri": f"q-{i}"} for i, t in enumerate(texts)])
+        item = next(
+            i for i in open_items(memory, "page") if i["payload"]["entity"]["name"] == "Quorum"
+        )
+        refs = {p["text"]: p["ref"] for p in item["payload"]["passages"]}
+        body = "\n\n".join(f"{t.replace('[[', '').replace(']]', '')} [{refs[t]}]" for t in texts)
+        page = memory.submit(item["id"], content=f"# Quorum\n\n{body}\n", title="Quorum").address
+
+        def view() -> tuple:
+            shown = memory.get(page)
+            cited = memory.get_many(shown.sources)
+            titles = memory.labels([c.document for c in cited.values()])
+            return shown, cited, titles
+
+        sent = _messages(monkeypatch)
+        first = view()
+        names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
+        assert len(names) >= 3, sent
+        sent.clear()
+        again = view()
+        assert again == first and first[0].stale is False and len(first[1]) == 3
+        assert sorted(first[2].values()) == ["q-0", "q-1", "q-2"]
         assert not [s for s in sent if "PREPARE" in s], sent
         for name in names:
             assert any(f"EXECUTE {name}" in s for s in sent), (name, sent)
