@@ -682,11 +682,11 @@ class PgStore(Transactions):
         try:
             stale = [r[0] for r in conn.execute(STALE_STATISTICS)]
             for table in stale:
-                # (another writer analyzing it now is enough: never wait for it;
-                # a bulk load's staged terms are all dead rows once committed:
-                # vacuumed, their pages serve the next batches)
+                # (another writer analyzing it now is enough: never wait for it)
                 verb = (
-                    "VACUUM (SKIP_LOCKED, ANALYZE)" if table == STAGED else "ANALYZE (SKIP_LOCKED)"
+                    "VACUUM (SKIP_LOCKED, ANALYZE)"
+                    if table in VACUUMED
+                    else "ANALYZE (SKIP_LOCKED)"
                 )
                 conn.execute(sql.SQL(verb + " {}").format(sql.Identifier(table)))
         except psycopg.Error as exc:  # a role that may not analyze: the owner's turn
@@ -913,6 +913,14 @@ class PgStore(Transactions):
         row = self.execute(sql, params).fetchone()
         return None if row is None else row[0]
 
+
+#: The tables :meth:`PgStore._keep_statistics` vacuums as well: a bulk
+#: load's staged terms are all dead rows once committed (vacuumed, their
+#: pages serve the next batches), and the work queue's open items are
+#: counted on every namespace home and metrics scrape, from its index alone
+#: once its pages are marked all-visible (1.6 -> 0.6 ms for 6,800 open
+#: items; its rows carry their payloads, ten times the index's pages).
+VACUUMED = frozenset({STAGED, "work_items"})
 
 #: The store's tables whose planner statistics are stale by autovacuum's
 #: rule. Read from the statistics functions: ``pg_stat_user_tables`` groups

@@ -536,6 +536,58 @@ def test_a_bulk_load_leaves_the_planner_statistics_of_what_it_loaded(postgres_ur
     assert set(analysed) == {"passages", "mentions"}
 
 
+def test_a_compaction_leaves_the_work_queue_vacuumed_for_its_counts(postgres_url, monkeypatch):
+    # Without autovacuum, the store vacuums its work queue itself once a
+    # write changed much of it, so the open items a namespace's home counts
+    # are read from the queue's index alone, not from its rows (each with
+    # its payload).
+    from memors_core.storage.postgres import connection
+
+    monkeypatch.setattr(connection, "STATISTICS_EVERY_S", 0.0)  # checked after every write
+    with Memory.open(postgres_url) as memory:
+        memory.remember_many(
+            [
+                {"text": f"[[Node {i % 80}]] keeps shard {i} and answers its reads, copy {i}."}
+                for i in range(400)
+            ]
+        )
+        opened = memory.compact().created
+        assert opened >= 80  # (past autovacuum's rule: 50 rows and 10% changed)
+
+        def vacuumed() -> bool:
+            with memory.store.read() as tx:
+                return (
+                    tx.native("postgres")
+                    .execute(
+                        "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables "
+                        "WHERE relname = 'work_items'"
+                    )
+                    .fetchone()[0]
+                )
+
+        # (the server's statistics views show a write within about a second:
+        # the check after each later write vacuums once they do)
+        for n in range(300):
+            if vacuumed():
+                break
+            time.sleep(0.1)
+            memory.remember(f"A later note, number {n}.")
+        with memory.store.read() as tx:
+            db = tx.native("postgres")
+            db.execute("SET LOCAL enable_seqscan = off")  # (a table this small would be scanned)
+            plan = "\n".join(
+                r[0]
+                for r in db.execute(
+                    "EXPLAIN (ANALYZE, COSTS OFF) SELECT namespace, kind, COUNT(*) "
+                    "FROM work_items WHERE status = 'open' AND namespace = 'default' "
+                    "GROUP BY namespace, kind"
+                )
+            )
+        assert vacuumed()
+        assert "Index Only Scan" in plan and "Heap Fetches: 0" in plan, plan
+        assert sum(memory.overview().figures.open.values()) == opened
+
+
 def test_a_missing_store_opened_read_only_is_empty_of_no_engine_and_creates_nothing():
     """A database with no memors schema yet, opened read-only, reads as an
     empty store that is not an SQLite one: nothing found, writes refused in
