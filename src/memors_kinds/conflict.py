@@ -11,6 +11,7 @@ of discarding history), refused if the two facts would still overlap.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import attrs
@@ -18,11 +19,13 @@ import attrs
 from memors_core.plugins import (
     BadInput,
     Candidate,
+    Fact,
     Finding,
     Item,
     Kind,
     KindContext,
     KindRegistry,
+    Passage,
     Scan,
     address,
     fact_ref,
@@ -72,6 +75,41 @@ def _shown(valid_from: str | None, valid_to: str | None) -> str:
     return f"[{valid_from or '-inf'}, {valid_to or '+inf'})"
 
 
+#: Pairs whose facts (and the passages those cite) are read together (:class:`_Facts`).
+PAIRS_BATCH = 256
+
+
+class _Facts:
+    """The facts of a run of pairs and the passages they cite, read for all
+    of them at the first payload asked for: two statements a run where there
+    were three a pair (a candidate whose item stands reads nothing). One
+    subject's facts can make many pairs: each new value disagrees with
+    every other."""
+
+    def __init__(self, ctx: KindContext, ids: Iterable[str]) -> None:
+        self.ctx = ctx
+        self.wanted = sorted(set(ids))
+        self.rows: dict[str, Fact] | None = None
+        self.cited: dict[str, Passage] = {}
+
+    def payload(self, a: str, b: str) -> dict[str, Any]:
+        """A conflict item's payload: both facts, oldest first as given, and
+        the passages they cite."""
+        if self.rows is None:
+            self.rows = {f.id: f for f in self.ctx.store.facts.by_ids(self.wanted)}
+            cited = sorted({f.source for f in self.rows.values() if f.source})
+            self.cited = {p.id: p for p in self.ctx.store.passages.by_ids(cited)}
+        rows = [self.rows[i] for i in (a, b) if i in self.rows]
+        sources = [
+            {"fact": address("fact", fact.id), **to_json(passage_ref(self.cited[fact.source]))}
+            for fact in rows
+            if fact.source in self.cited
+        ]
+        # (which was recorded first helps decide which to keep)
+        facts = [{**to_json(fact_ref(fact)), "recorded_at": fact.recorded_at} for fact in rows]
+        return {"facts": facts, "sources": sources}
+
+
 class ConflictKind(Kind):
     name = "conflict"
     description = "settle two facts about one subject that overlap in time and disagree"
@@ -99,39 +137,37 @@ class ConflictKind(Kind):
             f"{f.get('subject')} {f.get('predicate')} {f.get('value')!r}" for f in facts
         )
 
-    def _candidate(self, ctx: KindContext, a: str, b: str) -> Candidate:
-        def payload() -> dict[str, Any]:
-            rows = ctx.store.facts.by_ids([a, b])
-            sources = []
-            for fact in rows:
-                for passage in ctx.store.passages.by_ids([fact.source] if fact.source else []):
-                    sources.append(
-                        {"fact": address("fact", fact.id), **to_json(passage_ref(passage))}
-                    )
-            facts = []
-            for fact in rows:  # which was recorded first helps decide which to keep
-                facts.append({**to_json(fact_ref(fact)), "recorded_at": fact.recorded_at})
-            return {"facts": facts, "sources": sources}
+    def _candidate(self, a: str, b: str, facts: _Facts) -> Candidate:
+        return Candidate(f"{a}|{b}", fingerprint(a, b), lambda: facts.payload(a, b))
 
-        return Candidate(f"{a}|{b}", fingerprint(a, b), payload)
+    def _candidates(self, ctx: KindContext, pairs: list[tuple[str, str]]) -> Iterator[Candidate]:
+        for start in range(0, len(pairs), PAIRS_BATCH):
+            run = pairs[start : start + PAIRS_BATCH]
+            facts = _Facts(ctx, (i for pair in run for i in pair))
+            for a, b in run:
+                yield self._candidate(a, b, facts)
 
     def scan(self, ctx: KindContext) -> Scan:
         only = scope = None
         if ctx.changes is not None:  # incremental: only subjects something touched
             only = set(ctx.changes.entities)
             # The open items about a touched subject are re-examined too: one
-            # that is no longer found is settled (obsolete).
-            scope = {
-                key
-                for key in ctx.store.items.open_keys(ctx.namespace, self.name)
-                if any(f.canonical in only for f in ctx.store.facts.by_ids(key.split("|")))
+            # that is no longer found is settled (obsolete). (Their facts read
+            # at once: a subject's conflicts can be many.)
+            keys = ctx.store.items.open_keys(ctx.namespace, self.name)
+            subject = {
+                f.id: f.canonical
+                for f in ctx.store.facts.by_ids({i for key in keys for i in key.split("|")})
             }
+            scope = {key for key in keys if any(subject.get(i) in only for i in key.split("|"))}
         pairs = ctx.store.facts.conflicting(ctx.namespace, only)
-        return Scan((self._candidate(ctx, p.first, p.second) for p in pairs), scope)
+        return Scan(self._candidates(ctx, [(p.first, p.second) for p in pairs]), scope)
 
     def current(self, ctx: KindContext, item: Item) -> Candidate | None:
         a, b = item.key.split("|")
-        return self._candidate(ctx, a, b) if ctx.store.facts.disagree(a, b) else None
+        return (
+            self._candidate(a, b, _Facts(ctx, (a, b))) if ctx.store.facts.disagree(a, b) else None
+        )
 
     def settles(self, ctx: KindContext, finding: Finding) -> str | None:
         if finding.rule != "contradiction" or len(finding.related) != 1:

@@ -91,3 +91,24 @@ def test_the_page_inputs_of_many_entities_are_read_a_batch_at_a_time(memory, mon
     assert len([s for s in seen if "JOIN mentions m" in s]) < 10
     assert len([s for s in seen if "FROM facts f" in s]) < 10
     assert len([s for s in seen if "FROM pages pg" in s]) < 10
+
+
+def test_many_conflicts_of_one_subject_are_read_a_batch_at_a_time(memory, monkeypatch):
+    # Forty values of one predicate about one subject disagree pairwise: 780
+    # conflict items. Their facts and the passages those cite were three
+    # reads a pair, and re-examining the subject's open items two a pair;
+    # they are a few a batch of 256 pairs.
+    memory.remember("[[Raft]] elects a leader among its nodes.", uri="raft")
+    for n in range(40):
+        memory.record_fact("Raft", "leader", f"n{n}")
+    seen = _compact_counted(memory, monkeypatch, kinds=["conflict"])
+    items = memory.items(kind="conflict", limit=1000).items
+    assert len(items) == 40 * 39 // 2
+    assert all(len(i.payload["facts"]) == 2 for i in items)
+    fact_reads = [s for s in seen if "FROM facts f" in s]
+    assert len(fact_reads) <= 8, len(fact_reads)
+    # one more value: the subject's open items are examined again, at once
+    memory.record_fact("Raft", "leader", "n40")
+    seen = _compact_counted(memory, monkeypatch, kinds=["conflict"])
+    assert len(memory.items(kind="conflict", limit=1000).items) == 41 * 40 // 2
+    assert len([s for s in seen if "FROM facts f" in s]) <= 8

@@ -865,12 +865,16 @@ class SqlFacts(Repo):
         return None if row is None else Fact(*row)
 
     def by_ids(self, ids: Iterable[str]) -> list[Fact]:
-        out = []
-        for ident in ids:
-            fact = self.get(ident)
-            if fact is not None:
-                out.append(fact)
-        return out
+        ids = list(ids)
+        rows = {
+            r[1]: Fact(*r)
+            for r in self.all(
+                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} "
+                "WHERE f.id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(set(ids))),),
+            )
+        }
+        return [rows[i] for i in ids if i in rows]
 
     def of_entity(self, canonical: str) -> list[Fact]:
         return [
