@@ -4,8 +4,8 @@ facts and tombstones (the append-only tables of schema.py)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memors_core.domain import dates, text
 from memors_core.domain.dates import now
@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     pass
 
 log = get_logger("memors")
+
+
+#: What :func:`in_order` makes of a row.
+T = TypeVar("T")
 
 
 def live(alias: str) -> str:
@@ -71,6 +75,18 @@ class SqlNamespaces(Repo):
 
     def names(self) -> list[str]:
         return [r[0] for r in self.all("SELECT name FROM namespaces ORDER BY name")]
+
+
+def in_order(repo: Repo, select: str, make: Callable[..., T], ids: Iterable[str]) -> list[T]:
+    """The rows of ``select`` (ending ``WHERE ….id IN``, its id second) for
+    ``ids``, read in one statement, each made by ``make``: in the order of
+    ``ids``, missing ones left out."""
+    ids = list(ids)
+    wanted = json.dumps(sorted(set(ids)))
+    rows = {
+        r[1]: make(*r) for r in repo.all(f"{select} (SELECT value FROM json_each(?))", (wanted,))
+    }
+    return [rows[i] for i in ids if i in rows]
 
 
 def _version(row: tuple[Any, ...]) -> DocumentVersion:
@@ -326,16 +342,7 @@ class SqlPassages(Repo):
         return self.text("SELECT hash FROM passages WHERE id = ?", (ident,))
 
     def by_ids(self, ids: Iterable[str]) -> list[Passage]:
-        ids = list(ids)
-        rows = {
-            r[1]: Passage(*r)
-            for r in self.all(
-                f"SELECT {PASSAGE_COLS} FROM passages p "
-                "WHERE p.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(ids),),
-            )
-        }
-        return [rows[i] for i in ids if i in rows]
+        return in_order(self, f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id IN", Passage, ids)
 
     def live_of_document(self, document: str) -> list[str]:
         return [
@@ -865,16 +872,7 @@ class SqlFacts(Repo):
         return None if row is None else Fact(*row)
 
     def by_ids(self, ids: Iterable[str]) -> list[Fact]:
-        ids = list(ids)
-        rows = {
-            r[1]: Fact(*r)
-            for r in self.all(
-                f"SELECT {_FACT_COLS} FROM {_FACT_FROM} "
-                "WHERE f.id IN (SELECT value FROM json_each(?))",
-                (json.dumps(sorted(set(ids))),),
-            )
-        }
-        return [rows[i] for i in ids if i in rows]
+        return in_order(self, f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE f.id IN", Fact, ids)
 
     def of_entity(self, canonical: str) -> list[Fact]:
         return [
