@@ -150,6 +150,32 @@ def test_texts_past_the_counting_limits_are_counted_or_left_to_the_server(
     assert staged == len(EDGES) - 1
 
 
+def test_a_batch_of_texts_without_words_stages_empty_rows(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(terms, "STAGED_FROM", 1)
+    staged, different = _staged_against_server(store_url, ["", "...", " - "])
+    assert (staged, different) == (3, [])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[], [0], [-1, 1], [2**63 - 1, -(2**63), 255, -256, 65536], list(range(-3000, 3000, 7))],
+)
+def test_numbers_packed_here_reach_the_server_as_they_are(
+    store_url: str, values: list[int]
+) -> None:
+    small = [v for v in values if -(2**15) <= v < 2**15]
+    with psycopg.connect(store_url) as conn:
+        cur = terms._binary(psycopg.Cursor(conn))
+        cur.execute(
+            "SELECT %b::bigint[], %b::smallint[], (%b::bigint[])[2:3]",
+            (terms.Int8Array(values), terms.Int2Array(small), terms.Int8Array(values)),
+        )
+        big, little, middle = cur.fetchone()
+    assert (big, little, middle) == (values, small, values[1:3])
+
+
 def _documents(count: int, seed: int) -> list[dict]:
     import random
 
