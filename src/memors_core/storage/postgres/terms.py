@@ -34,9 +34,7 @@ that, text by text, on shapes made to break it.
 from __future__ import annotations
 
 import struct
-import sys
 import threading
-from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -64,6 +62,11 @@ CACHE_WORDS = 100_000
 STAGED = "search_staged"
 
 T = TypeVar("T")
+
+#: A ``bigint`` and a ``smallint`` as an array's elements in binary: the
+#: value's length, then the value (big-endian).
+_INT8 = struct.Struct(">iq")
+_INT2 = struct.Struct(">ih")
 
 # The namespace's index number (first row, no word; made if the namespace
 # has no index yet), then each word's lexemes: hashed with it, and how many
@@ -107,7 +110,7 @@ class _Stemmed:
     is one lexeme at one position: ``lexeme`` maps it to that lexeme. The
     others (none: too long to index; several) are kept whole in ``odd``,
     and ``lexeme`` maps them to None. ``terms`` holds each lexeme's hashed
-    term."""
+    term, as an element of a ``bigint[]`` in binary."""
 
     __slots__ = ("lexeme", "odd", "seed", "terms")
 
@@ -115,22 +118,22 @@ class _Stemmed:
         self.seed = seed
         self.lexeme: dict[str, str | None] = {}
         self.odd: dict[str, list[tuple[str, int]]] = {}  # word -> [(lexeme, positions)]
-        self.terms: dict[str, int] = {}
+        self.terms: dict[str, bytes] = {}
 
     def __len__(self) -> int:
         return len(self.lexeme)
 
     def add(self, word: str, stems: list[tuple[str, int, int]]) -> None:
         for lexeme, term, _ in stems:
-            self.terms[lexeme] = term
+            self.terms[lexeme] = _INT8.pack(8, term)
         if len(stems) == 1 and stems[0][2] == 1:
             self.lexeme[word] = stems[0][0]
         else:
             self.lexeme[word] = None
             self.odd[word] = [(lexeme, positions) for lexeme, _, positions in stems]
 
-    def counted(self, tokens: list[str]) -> tuple[list[int], list[int]]:
-        """The hashed terms of a text whose words are ``tokens``,
+    def counted(self, tokens: list[str]) -> tuple[list[bytes], list[int]]:
+        """The hashed terms (in binary) of a text whose words are ``tokens``,
         and each one's number of positions (in no particular order: the
         index reads a passage's terms by value)."""
         times = Counter(tokens)
@@ -238,8 +241,9 @@ def _counted_rows(known: _Stemmed, split: list[tuple[str, list[str] | None]]) ->
     terms and counts of them all (in binary), where each passage's begin
     and end in them (from 1), and their lengths."""
     ids: list[str] = []
-    terms: list[int] = []
-    tfs: list[int] = []
+    terms: list[bytes] = []
+    tfs: list[bytes] = []
+    tf = _TFS.__getitem__
     los: list[int] = []
     his: list[int] = []
     lengths: list[int] = []
@@ -256,37 +260,34 @@ def _counted_rows(known: _Stemmed, split: list[tuple[str, list[str] | None]]) ->
         ids.append(ident)
         los.append(len(terms) + 1)
         terms.extend(hashed)
-        tfs.extend(counts)
+        tfs.extend(map(tf, counts))
         his.append(len(terms))
         lengths.append(length)
     return ids, Int8Array(terms), Int2Array(tfs), los, his, lengths
 
 
 class _Packed:
-    """A one-dimensional array of numbers in PostgreSQL's binary format,
-    made here at once: each element is its length (four bytes) and its
-    value (big-endian), written a byte column at a time."""
+    """A one-dimensional array in PostgreSQL's binary format, made from its
+    elements already in that format: joined at once, not dumped a number
+    at a time."""
 
     __slots__ = ("data",)
-    typecode = "q"
-    oid = 20
+    #: The elements' type, and an element: the value's length, then the value.
+    element = postgres.types["int8"].oid
+    layout = _INT8
 
-    def __init__(self, values: list[int]) -> None:
-        n = len(values)
-        if not n:
-            self.data = struct.pack(">iiI", 0, 0, self.oid)
-            return
-        raw = array(self.typecode, values)
-        if sys.byteorder == "little":
-            raw.byteswap()
-        size = raw.itemsize
-        width = 4 + size
-        body = bytearray(width * n)
-        body[3::width] = bytes([size]) * n  # (the length's other three bytes are 0)
-        packed = raw.tobytes()
-        for k in range(size):
-            body[4 + k :: width] = packed[k::size]
-        self.data = struct.pack(">iiIii", 1, 0, self.oid, n, 1) + body
+    def __init__(self, elements: list[bytes]) -> None:
+        if elements:
+            head = struct.pack(">iiIii", 1, 0, self.element, len(elements), 1)
+            self.data = head + b"".join(elements)
+        else:
+            self.data = struct.pack(">iiI", 0, 0, self.element)
+
+    @classmethod
+    def of(cls, values: list[int]) -> _Packed:
+        """The array of ``values``."""
+        size = cls.layout.size - 4
+        return cls([cls.layout.pack(size, v) for v in values])
 
 
 class Int8Array(_Packed):
@@ -299,8 +300,12 @@ class Int2Array(_Packed):
     """A ``smallint[]``."""
 
     __slots__ = ()
-    typecode = "h"
-    oid = 21
+    element = postgres.types["int2"].oid
+    layout = _INT2
+
+
+#: Each count's element of a ``smallint[]``, up to the cap.
+_TFS = [_INT2.pack(2, n) for n in range(TF_CAP + 1)]
 
 
 class _PackedDumper(Dumper):

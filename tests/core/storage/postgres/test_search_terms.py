@@ -170,7 +170,7 @@ def test_numbers_packed_here_reach_the_server_as_they_are(
         cur = terms._binary(psycopg.Cursor(conn))
         cur.execute(
             "SELECT %b::bigint[], %b::smallint[], (%b::bigint[])[2:3]",
-            (terms.Int8Array(values), terms.Int2Array(small), terms.Int8Array(values)),
+            (terms.Int8Array.of(values), terms.Int2Array.of(small), terms.Int8Array.of(values)),
         )
         big, little, middle = cur.fetchone()
     assert (big, little, middle) == (values, small, values[1:3])
