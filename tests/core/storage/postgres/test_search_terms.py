@@ -218,6 +218,26 @@ def test_a_bulk_load_leaves_the_servers_index_even_after_a_rebuild(store_url: st
         assert conn.execute("SELECT count(*) FROM search_staged").fetchone()[0] == 0
 
 
+@pytest.mark.parametrize("beyond", [20, 300], ids=["a-few-stemmed-there", "many-stemmed-there"])
+def test_a_batch_partly_left_to_the_server_is_indexed_as_the_server_would(
+    store_url: str, beyond: int
+) -> None:
+    # A batch's passages beyond ASCII are stemmed in the flush: a few there
+    # and then, many (256 or more) by the query the parallel workers may run.
+    namespace = f"mixed{beyond}"
+    docs = _documents(40, 5) + [
+        {"uri": f"cafe-{n}.txt", "text": f"Le caf\u00e9 {n} de Z\u00fcrich, na\u00efve leaders."}
+        for n in range(beyond)
+    ]
+    with Memory.open(store_url) as memory:
+        memory.remember_many(docs, namespace=namespace)
+        found = memory.search("cafe zurich", namespace=namespace).results
+    assert len(found) == min(beyond, 10)
+    with psycopg.connect(store_url) as conn:
+        rows, different = conn.execute(_PACKED + f" AND p.namespace = '{namespace}'").fetchone()
+    assert (rows, different) == (120 + beyond, 0)
+
+
 def test_the_application_role_bulk_loads_with_its_terms_counted() -> None:
     from .conftest import roles_database
 
