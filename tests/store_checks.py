@@ -338,7 +338,8 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
 @contextmanager
 def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every statement the store's driver runs inside the block (SQLite's
-    trace hook; on PostgreSQL every psycopg cursor's ``execute``)."""
+    trace hook; on PostgreSQL every psycopg cursor's ``execute``, a
+    prepared statement's ``EXECUTE`` as the query it runs)."""
     seen: list[str] = []
     if memory.store.tx.engine == "sqlite":
 
@@ -354,12 +355,25 @@ def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list
         return
     import psycopg
 
+    from memors_core.storage.postgres import connection
+
     execute = psycopg.Cursor.execute
+    preparation = connection._preparation
+    bodies: dict[str, str] = {}  # a prepared statement's name: what it runs
+
+    def named(rendered: str) -> tuple[str, str]:
+        name, statement = preparation(rendered)
+        bodies[name] = statement.split(" AS ", 1)[1]
+        return name, statement
 
     def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(str(query))
+        text = str(query)
+        if text.startswith("EXECUTE "):  # (a prepared statement: the query it runs)
+            text = bodies.get(text[len("EXECUTE ") :].split("(")[0].strip(), text)
+        seen.append(text)
         return execute(self, query, *args, **kwargs)
 
     with monkeypatch.context() as patch:
         patch.setattr(psycopg.Cursor, "execute", counted)
+        patch.setattr(connection, "_preparation", named)
         yield seen

@@ -152,6 +152,24 @@ def test_a_page_view_plans_its_reads_once_per_connection(postgres_url, monkeypat
             assert any(f"EXECUTE {name}" in s for s in sent), (name, sent)
 
 
+def test_a_remembers_answer_is_planned_once_per_connection(postgres_url, monkeypatch):
+    # A remember's answer (the new version's live passages and the entities
+    # they name) took longer to plan than to run: prepared on the first
+    # remember of a connection, executed on the next ones.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+    with Memory.open(postgres_url) as memory:
+        sent = _messages(monkeypatch)
+        first = memory.remember("[[Raft]] elects a leader.", uri="a")
+        names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
+        assert len(names) == 1, sent
+        sent.clear()
+        again = memory.remember("[[Raft]] keeps a log.\n\nIt ends terms.", uri="b")
+        assert not [s for s in sent if "PREPARE" in s], sent
+        assert any(f"EXECUTE {names[0]}" in s for s in sent), sent
+    assert len(first.passages) == 1 and len(again.passages) == 2
+    assert again.entities == first.entities
+
+
 def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
     postgres_url, monkeypatch
 ):
