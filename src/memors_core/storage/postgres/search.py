@@ -193,7 +193,7 @@ class PgSearch(SqlSearch):
         if limit <= 0 or not query:
             return rank.Ranked([], 0.0)
         entities = self._entity_terms(query)
-        found = self.all(
+        found = self.planned(
             _STATS,
             {"kind": kind, "ns": namespace, "words": " ".join(query.words), "entities": entities},
         )
@@ -263,7 +263,7 @@ class PgSearch(SqlSearch):
         side = """(SELECT {n} AS side, p.rowid, p.id, p.text FROM passages p
                    WHERE p.namespace = s.namespace AND p.rowid {op} s.rowid AND {live}
                    ORDER BY p.rowid {order} LIMIT 1)"""
-        rows = self.all(
+        rows = self.planned(
             f"""SELECT s.id, b.id, b.text, {cosine} FROM passages s
                 LEFT JOIN LATERAL (
                     {side.format(n=0, op="<", order="DESC", live=LIVE)}

@@ -394,7 +394,7 @@ class SqlPages(Repo):
         restrict, params = restrict_to("e.canonical", only)
         pages = [
             _page(r)
-            for r in self.all(
+            for r in self.planned(
                 f"""SELECT {_COLS} FROM {_FROM}
                     WHERE pg.namespace = ? AND {live("pg")} AND {STALE_PAGE} {restrict}
                     ORDER BY pg.rowid""",

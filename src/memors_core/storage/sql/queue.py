@@ -232,14 +232,15 @@ class SqlMergeCandidates(Repo):
 class SqlChangeLog(Repo):
     def head(self) -> int:
         # The engine's sequence: the log's numbers are never reused after pruning.
-        return self.number(self.tx.change_head_sql)
+        row = self.planned_one(self.tx.change_head_sql)
+        return int(row[0]) if row else 0
 
     def heads(self) -> ScanMark:
         tx = self.tx
         if tx.counted("passages") or tx.counted("tombstones"):
             return ScanMark(self.head(), tx.passages.head(), tx.tombstones.head())
         # One round trip for the three (a compaction reads them once per kind).
-        row = self.one(
+        row = self.planned_one(
             f"SELECT ({tx.change_head_sql}), ({tx.clock_sql.format(table='passages')}), "
             f"({tx.clock_sql.format(table='tombstones')})",
             ("passages", "tombstones"),

@@ -82,9 +82,12 @@ def in_order(repo: Repo, select: str, make: Callable[..., T], ids: Iterable[str]
     ``ids``, read in one statement, each made by ``make``: in the order of
     ``ids``, missing ones left out."""
     ids = list(ids)
+    if not ids:
+        return []
     wanted = json.dumps(sorted(set(ids)))
     rows = {
-        r[1]: make(*r) for r in repo.all(f"{select} (SELECT value FROM json_each(?))", (wanted,))
+        r[1]: make(*r)
+        for r in repo.planned(f"{select} (SELECT value FROM json_each(?))", (wanted,))
     }
     return [rows[i] for i in ids if i in rows]
 
@@ -488,7 +491,7 @@ class SqlEntities(Repo):
         return None if row is None else row[0]
 
     def named(self, namespace: str, folded: Iterable[str]) -> dict[str, str]:
-        return named_entities(self.all, namespace, folded)
+        return named_entities(self.planned, namespace, folded)
 
     def resolve(self, name_or_address: str, namespace: str) -> str:
         if name_or_address.startswith("memo://"):
@@ -523,9 +526,9 @@ class SqlEntities(Repo):
         return Ensured(ident, True)
 
     def get(self, ident: str, namespace: str | None = None) -> Entity | None:
-        row = self.one(
+        row = self.planned_one(
             f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id = ?1 "
-            "AND (?2 IS NULL OR e.namespace = ?2)",
+            "AND (CAST(?2 AS text) IS NULL OR e.namespace = ?2)",
             (ident, namespace),
         )
         return None if row is None else Entity(*row)
@@ -537,9 +540,12 @@ class SqlEntities(Repo):
         return entity
 
     def canonical_of(self, ids: Iterable[str]) -> set[str]:
+        ids = list(ids)
+        if not ids:
+            return set()
         return {
             r[0]
-            for r in self.all(
+            for r in self.planned(
                 "SELECT DISTINCT canonical FROM entities "
                 "WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps(sorted(ids)),),
@@ -679,7 +685,7 @@ class SqlEntities(Repo):
 
     def live_passages_of(self, canonicals: Iterable[str]) -> dict[str, list[Passage]]:
         found: dict[str, list[Passage]] = {}
-        for r in self.all(
+        for r in self.planned(
             f"""SELECT DISTINCT e.canonical, {PASSAGE_COLS}
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
@@ -729,7 +735,7 @@ class SqlEntities(Repo):
         restrict, params = restrict_to("e.canonical", only)
         return [
             NeedsPage(canonical, n)
-            for canonical, n in self.all(
+            for canonical, n in self.planned(
                 f"""SELECT e.canonical, COUNT(DISTINCT p.rowid) AS n
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
@@ -776,7 +782,7 @@ class SqlEntities(Repo):
             params = (ids, ids)
         return [
             IdPair(a, b)
-            for a, b in self.all(
+            for a, b in self.planned(
                 f"""SELECT a.id, b.id FROM entities a JOIN entities b
                  ON b.namespace = a.namespace AND b.folded = a.folded AND b.rowid > a.rowid
                WHERE a.namespace = ? AND a.canonical = a.id AND b.canonical = b.id
@@ -866,9 +872,9 @@ class SqlFacts(Repo):
         return copy
 
     def get(self, ident: str, namespace: str | None = None) -> Fact | None:
-        row = self.one(
+        row = self.planned_one(
             f"SELECT {_FACT_COLS} FROM {_FACT_FROM} WHERE f.id = ?1 "
-            "AND (?2 IS NULL OR f.namespace = ?2)",
+            "AND (CAST(?2 AS text) IS NULL OR f.namespace = ?2)",
             (ident, namespace),
         )
         return None if row is None else Fact(*row)
@@ -888,7 +894,7 @@ class SqlFacts(Repo):
 
     def of_entities(self, canonicals: Iterable[str]) -> dict[str, list[Fact]]:
         found: dict[str, list[Fact]] = {}
-        for r in self.all(
+        for r in self.planned(
             f"SELECT e.canonical, {_FACT_COLS} FROM {_FACT_FROM} "
             f"WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live('f')} "
             "ORDER BY f.rowid",
@@ -930,7 +936,7 @@ class SqlFacts(Repo):
         restrict, params = restrict_to("ea.canonical", only)
         return [
             IdPair(a, b)
-            for a, b in self.all(
+            for a, b in self.planned(
                 f"""SELECT a.id, b.id
                 FROM facts a JOIN entities ea ON ea.id = a.subject
                 JOIN entities eb ON eb.canonical = ea.canonical

@@ -28,6 +28,14 @@ class Repo:
         # for the reads a view makes on every request.
         self.planned = self.db.all_planned
 
+    def planned_one(
+        self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()
+    ) -> tuple[Any, ...] | None:
+        """The first row of :meth:`planned` (None for none): a look-up made
+        often enough that planning it each time costs more than running it."""
+        rows = self.planned(sql, params)
+        return rows[0] if rows else None
+
     def run(self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()) -> int:
         """Execute a statement; returns how many rows it changed."""
         changed: int = self.db.run(sql, params)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -168,6 +169,35 @@ def test_a_remembers_answer_is_planned_once_per_connection(postgres_url, monkeyp
         assert any(f"EXECUTE {names[0]}" in s for s in sent), sent
     assert len(first.passages) == 1 and len(again.passages) == 2
     assert again.entities == first.entities
+
+
+def test_a_compaction_and_a_search_plan_their_reads_once_per_connection(postgres_url, monkeypatch):
+    # An incremental compaction's scans (the change log's clocks, the
+    # entities due a page, their passages and facts, the facts in conflict,
+    # the merge candidates, the stale pages) and a search's look-ups (its
+    # words' statistics, the entities it names, the passages beside a hit)
+    # cost the server more to plan than to run: prepared on a connection's
+    # first, executed on the next.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+    with Memory.open(postgres_url) as memory:
+
+        def round(n: int) -> tuple:
+            memory.remember(f"[[Raft]] note {n}: the leader kept its lease.", uri=f"n{n}")
+            memory.record_fact("Raft", "leader", f"node {n}")
+            done = memory.compact(limit=0)
+            found = memory.search("Raft leader lease").results
+            return done.open, [r.text for r in found]
+
+        sent = _messages(monkeypatch)
+        for n in range(4):  # (the entity due a page from its third passage)
+            round(n)
+        prepared = {s.split()[1] for s in sent if s.startswith("PREPARE memors_")}
+        sent.clear()
+        opened, found = round(4)
+        assert not [s for s in sent if "PREPARE" in s], sent
+        executed = {m for s in sent for m in re.findall(r"EXECUTE (memors_\w+)", s)}
+        assert executed <= prepared and len(executed) >= 10, sent
+        assert opened and found and "note 4" in " ".join(found)
 
 
 def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
