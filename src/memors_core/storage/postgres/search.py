@@ -221,6 +221,8 @@ class PgSearch(SqlSearch):
             where, extra = keep
             params.update(extra)
         sql = _RANK.format(keep=where, cols=columns[0], join=columns[1])
+        # (planned each time: its best plan depends on how many rows hold
+        # each term, which a plan made once for every query would not know)
         return rank.Ranked(self.all(sql, params), top)
 
     def passages(self, namespace: str, query: str | rank.SearchQuery, limit: int) -> rank.Ranked:

@@ -134,7 +134,7 @@ class SqlSearch(Repo):
         if not query.entities:
             return []
         rowids = dict(
-            self.all(
+            self.planned(
                 "SELECT id, rowid FROM entities WHERE id IN (SELECT value FROM json_each(?))",
                 (json_list(query.entities),),
             )
