@@ -63,11 +63,6 @@ STAGED = "search_staged"
 
 T = TypeVar("T")
 
-#: A ``bigint`` and a ``smallint`` as an array's elements in binary: the
-#: value's length, then the value (big-endian).
-_INT8 = struct.Struct(">iq")
-_INT2 = struct.Struct(">ih")
-
 # The namespace's index number (first row, no word; made if the namespace
 # has no index yet), then each word's lexemes: hashed with it, and how many
 # positions each takes in the word (a word that yields nothing, too long to
@@ -81,8 +76,8 @@ _STEM = (
     "FROM s, unnest(%b::text[]) AS w(word), unnest(memors_search_vector(w.word)) AS u"
 )
 # Each passage's terms and counts: the batch's in one array each, sent in
-# binary (built here with a few strided copies, not a number at a time),
-# each passage's its slice of them. (As array literals, parsing them was a
+# binary (joined here from elements kept in that format, not dumped a
+# number at a time), each passage's its slice of them. (As array literals, parsing them was a
 # tenth of the server's time in a bulk load.)
 _STAGE = (
     "INSERT INTO search_staged(id, ix, terms, tfs, n) "
@@ -125,7 +120,7 @@ class _Stemmed:
 
     def add(self, word: str, stems: list[tuple[str, int, int]]) -> None:
         for lexeme, term, _ in stems:
-            self.terms[lexeme] = _INT8.pack(8, term)
+            self.terms[lexeme] = Int8Array.element_of(term)
         if len(stems) == 1 and stems[0][2] == 1:
             self.lexeme[word] = stems[0][0]
         else:
@@ -272,9 +267,10 @@ class _Packed:
     at a time."""
 
     __slots__ = ("data",)
-    #: The elements' type, and an element: the value's length, then the value.
+    #: The elements' type, and an element's layout: the value's length,
+    #: then the value (big-endian).
     element = postgres.types["int8"].oid
-    layout = _INT8
+    layout = struct.Struct(">iq")
 
     def __init__(self, elements: list[bytes]) -> None:
         if elements:
@@ -284,10 +280,14 @@ class _Packed:
             self.data = struct.pack(">iiI", 0, 0, self.element)
 
     @classmethod
+    def element_of(cls, value: int) -> bytes:
+        """``value`` as an element of this array, in binary."""
+        return cls.layout.pack(cls.layout.size - 4, value)
+
+    @classmethod
     def of(cls, values: list[int]) -> _Packed:
         """The array of ``values``."""
-        size = cls.layout.size - 4
-        return cls([cls.layout.pack(size, v) for v in values])
+        return cls(list(map(cls.element_of, values)))
 
 
 class Int8Array(_Packed):
@@ -301,11 +301,11 @@ class Int2Array(_Packed):
 
     __slots__ = ()
     element = postgres.types["int2"].oid
-    layout = _INT2
+    layout = struct.Struct(">ih")
 
 
 #: Each count's element of a ``smallint[]``, up to the cap.
-_TFS = [_INT2.pack(2, n) for n in range(TF_CAP + 1)]
+_TFS = [Int2Array.element_of(n) for n in range(TF_CAP + 1)]
 
 
 class _PackedDumper(Dumper):
