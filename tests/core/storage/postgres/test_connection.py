@@ -357,15 +357,18 @@ def test_threads_share_the_pool_and_read_at_once(postgres_url, monkeypatch):
         def reader() -> None:
             with store.read() as tx:
                 pids.append(tx.native("postgres").info.backend_pid)
-                inside.wait(60)  # three read transactions open at the same time
-                release.wait(60)
+                # three read transactions open at the same time (the bounds
+                # only end a run that hangs)
+                inside.wait(600)
+                release.wait(600)
 
         threads = [threading.Thread(target=reader) for _ in range(3)]
         for t in threads:
             t.start()
         release.set()
         for t in threads:
-            t.join(60)
+            t.join(600)
+        assert not [t for t in threads if t.is_alive()], "a reader hung"
         assert len(set(pids)) == 3  # three connections of the pool, one per transaction
         with store.write() as tx:  # and a writer after them
             tx.namespaces.touch("after-readers")
@@ -457,7 +460,8 @@ def test_writers_waiting_for_the_lock_leave_the_pool_to_searches(postgres_url, m
         finally:
             holder.close()
             for t in writers:
-                t.join(180)
+                t.join(600)  # (only ends a run that hangs)
+        assert not [t for t in writers if t.is_alive()], "a writer hung"
         assert outcomes == ["stored"] * 5
         assert len(memory.search("another process held the lock").results) == 5
 
@@ -518,7 +522,12 @@ def test_without_psycopg_a_postgres_address_names_the_extra(tmp_path, missing):
         "sys.exit(main(['--db', 'postgresql://u@127.0.0.1/db', 'search', 'x']))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120
+        # (the bound only ends a run that hangs)
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
