@@ -250,6 +250,30 @@ def test_retrieval_benchmark_reads_the_public_conversation_format(tmp_path):
     assert float(row[46:].split()[0]) > 0.5, out
 
 
+def test_real_turns_benchmark_sets_each_engine_beside_sqlite(tmp_path):
+    """benchmarks/real_turns.py on a tiny file in LoCoMo's format (written
+    here): every turn remembered, a compaction every two, every question
+    searched, each step's p50 per engine with PostgreSQL's ratio to SQLite."""
+    turns = [
+        {"speaker": "Ann", "dia_id": f"D1:{n}", "text": f"I walked Biscuit the puppy on day {n}."}
+        for n in range(1, 7)
+    ]
+    sample = {
+        "sample_id": "chat-1",
+        "conversation": {"session_1_date_time": "2 March, 2024", "session_1": turns},
+        "qa": [{"question": "What is the name of Ann's puppy?", "evidence": ["D1:1"]}],
+    }
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([sample]))
+    out = _bench("benchmarks.real_turns", "--locomo", str(path), "--every", "2").stdout
+    assert "6 real turns remembered one at a time, a compaction every 2, 1 questions" in out, out
+    for step in ("remember", "compact", "search"):
+        row = next(x for x in out.splitlines() if x.startswith(step))
+        assert float(row[24:].split()[0]) > 0, out
+        if "postgres: skipped" not in out:
+            assert re.search(r"postgres \d+\.\d\dx$", row), out
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
 def test_web_benchmark_prints_every_figure(engine):
     """benchmarks/web.py --quick: a store with a page citing 50 passages, an
