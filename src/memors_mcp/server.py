@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import anyio
 import attrs
@@ -32,6 +32,8 @@ from .paging import NOTE_BYTES, fit, json_bytes, shrink
 from .prompts import register_prompts
 from .resources import AddressReader, register_resources
 from .tools import build_tools, compact_budget
+
+T = TypeVar("T")
 
 log = get_logger("memors.mcp")
 
@@ -53,6 +55,8 @@ class MemorsMCPServer(MCPServer):
         self.namespace = namespace
         self.budget = budget  # of one tool answer, in bytes
         self.reader = AddressReader(memory, namespace)
+        #: Brief reads run on the event loop (:meth:`brief`): stdio's one client.
+        self.inline_reads = False
         # Each tool's argument names: any other is refused (call_tool).
         self.tool_params = {
             tool.name: set(tool.parameters["properties"]) for tool in kwargs.get("tools") or []
@@ -73,10 +77,21 @@ class MemorsMCPServer(MCPServer):
             )
         return listed
 
+    async def brief(self, call: Callable[[], T]) -> T:
+        """``call()`` (a read that takes well under a millisecond) on the event
+        loop over stdio, where one client's calls wait on each other anyway
+        and a worker thread's round trip costs as much as the read; on a
+        worker thread over HTTP, where a read waiting on the store (its pool
+        busy) must not hold up other clients' requests."""
+        if self.inline_reads:
+            return call()
+        return await anyio.to_thread.run_sync(call)
+
     async def run_stdio_async(self) -> None:
         """The SDK's stdio transport behind a strict reader: every request gets an answer."""
         from .stdio import run_checked_stdio
 
+        self.inline_reads = True
         await run_checked_stdio(self)
 
     async def get_prompt(

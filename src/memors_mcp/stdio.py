@@ -8,15 +8,25 @@ client never waits on a line the SDK would have dropped. Invalid UTF-8 is
 refused (as the CLI refuses it), never replaced and stored. At end of input
 the requests still in flight are finished and answered before the stream
 ends.
+
+Where the wire's ends are pipes or sockets (as a client that starts the
+server makes them), lines are read on the event loop as they come and an
+answer that fits the pipe's free room is written there at once: no worker
+thread wakes for a line or for an answer (two thread round trips a call,
+0.15-0.2 ms of a 1 ms call here). Other ends (a file, a terminal) are read
+and written on a worker thread, as a blocking read or write must be.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
 import fcntl
 import json
 import os
 import re
+import stat
+import termios
 from collections.abc import AsyncIterator, Iterator
 from typing import IO, Any
 
@@ -96,11 +106,32 @@ def describe_refusal(error: ValidationError) -> tuple[int, str]:
     return INVALID_REQUEST, "invalid request: " + "; ".join(dict.fromkeys(shown))
 
 
+#: Bytes of a pipe's room not counted on: a pipe holds its bytes in pages,
+#: and a page the reader has partly read keeps its read part until it has
+#: read the rest.
+PIPE_SLACK = 4096
+
+
+def _kind(fd: int) -> str:
+    """What the descriptor is: "pipe", "socket" or "other"."""
+    mode = os.fstat(fd).st_mode
+    return "pipe" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "other"
+
+
+def pipe_room(fd: int) -> int:
+    """Bytes a write to the pipe ``fd`` can take now without waiting for its reader."""
+    unread = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, unread)
+    return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)) - unread[0] - PIPE_SLACK
+
+
 class Wire:
     """Stdout, one whole line per write, shared by the SDK's writer and the refusals."""
 
     def __init__(self, out: IO[bytes]) -> None:
         self.out = out
+        #: Written on the event loop when the line fits the pipe's room.
+        self.pipe = _kind(out.fileno()) == "pipe"
         self.lock = anyio.Lock()
         self.pending: set[str] = set()
         self.drained = anyio.Event()
@@ -117,7 +148,10 @@ class Wire:
 
     async def send_line(self, data: bytes) -> None:
         async with self.lock:
-            await anyio.to_thread.run_sync(self._write, data)
+            if self.pipe and len(data) <= pipe_room(self.out.fileno()):
+                self._write(data)  # (room for all of it: the write does not wait)
+            else:  # a write that may wait for the reader waits on a thread
+                await anyio.to_thread.run_sync(self._write, data)
         match = _RESPONSE_HEAD.match(data)
         if match is not None:
             self.forget(json.loads(match[1]))
@@ -160,10 +194,7 @@ class CheckedStdin:
         return self._lines()
 
     async def _lines(self) -> AsyncIterator[str]:
-        while True:
-            raw = await anyio.to_thread.run_sync(self.source.readline, abandon_on_cancel=True)
-            if not raw:
-                break
+        async for raw in self._raw_lines():
             line = raw.strip()
             if not line:
                 continue
@@ -173,6 +204,33 @@ class CheckedStdin:
         if self.wire.pending:
             log.info("stdin_closed_finishing", in_flight=len(self.wire.pending))
         await self.wire.drained.wait()
+
+    async def _raw_lines(self) -> AsyncIterator[bytes]:
+        """The input's lines (the last one may lack its newline), until end of input."""
+        fd = self.source.fileno()
+        if _kind(fd) == "other":  # a file or a terminal: a blocking read, on a thread
+            while raw := await anyio.to_thread.run_sync(
+                self.source.readline, abandon_on_cancel=True
+            ):
+                yield raw
+            return
+        # A pipe or a socket: read on the loop once it has bytes (a read then
+        # returns what is there without waiting for more).
+        pending, scanned = bytearray(), 0
+        while True:
+            await anyio.wait_readable(fd)
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            pending += chunk
+            start = 0
+            while (end := pending.find(b"\n", scanned)) >= 0:
+                yield bytes(pending[start : end + 1])
+                start = scanned = end + 1
+            del pending[:start]
+            scanned = len(pending)
+        if pending:
+            yield bytes(pending)
 
     async def _checked(self, line: bytes) -> str | None:
         try:

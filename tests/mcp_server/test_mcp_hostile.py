@@ -50,9 +50,12 @@ def tool_call(n: int, name: str, arguments: Any) -> dict[str, Any]:
 
 
 class RawStdio:
-    """``memors-mcp serve`` over stdio, driven byte by byte; replies collected by id."""
+    """``memors-mcp serve`` over stdio, driven byte by byte; replies collected by id.
+    While ``reading`` is clear, the server's output is left in the pipe."""
 
     def __init__(self, db: Path) -> None:
+        self.reading = threading.Event()
+        self.reading.set()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memors_cli", "serve"],
             stdin=subprocess.PIPE,
@@ -71,17 +74,17 @@ class RawStdio:
 
     def _drain(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        while self.reading.wait() and (line := self.proc.stdout.readline()):
             self.lines.put(line)
 
     def _drain_err(self) -> None:
         assert self.proc.stderr is not None
         self.err = self.proc.stderr.read()
 
-    def send(self, message: dict[str, Any] | bytes) -> None:
+    def send(self, message: dict[str, Any] | bytes, end: bytes = b"\n") -> None:
         assert self.proc.stdin is not None
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
-        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.write(data + end)
         self.proc.stdin.flush()
 
     def _take(self, timeout: float) -> dict[str, Any] | None:
@@ -169,6 +172,79 @@ def test_stdio_finishes_requests_in_flight_when_stdin_closes(fresh_store, tmp_pa
     # every write that committed was acknowledged, and the other way round
     assert documents(db) == len(sent)
     assert "Traceback" not in err
+
+
+def test_stdio_reads_requests_however_the_pipe_splits_them(fresh_store, tmp_path: Path) -> None:
+    """Lines cut anywhere, several in one write, the last with no newline
+    before end of input: each request is read whole, once, and answered."""
+    wire = RawStdio(fresh_store("split.db"))
+    remember = json.dumps(tool_call(11, "remember", {"text": "[[Nile]] floods each summer."}))
+    ping = json.dumps({"jsonrpc": "2.0", "id": 12, "method": "ping"})
+    wire.send(remember[:30].encode(), end=b"")  # half a request: nothing to answer yet
+    time.sleep(0.2)  # (so that the server is likely to read the half alone)
+    wire.send(remember[30:].encode() + b"\n" + ping.encode() + b"\n" + ping[:9].encode(), end=b"")
+    assert not wire.reply(11)["result"].get("isError")
+    assert wire.reply(12)["result"] == {}
+    wire.send(ping[9:].replace("12", "13").encode(), end=b"")  # the last line: no newline
+    err = wire.close()
+    assert sorted(r["id"] for r in wire.replies if r.get("id") in (11, 12, 13)) == [11, 12, 13]
+    assert not [r for r in wire.replies if "error" in r], wire.replies
+    assert documents(fresh_store("split.db")) == 1
+    assert "Traceback" not in err
+
+
+def test_stdio_answers_longer_than_the_pipe_holds_arrive_whole(fresh_store, tmp_path: Path) -> None:
+    """A client that reads its answers late: more than the pipe holds waits
+    for it, and every answer arrives whole, one per line, in the order made."""
+    db = fresh_store("late.db")
+    wire = RawStdio(db)
+    wire.send(tool_call(2, "remember", {"text": "[[Harbour]] lights burn all night. " * 1200}))
+    address = wire.reply(2)["result"]["structuredContent"]["document"]
+    wire.reading.clear()  # the client stops reading: its pipe fills
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})  # (the read of its answer waits)
+    asked = list(range(4, 204))
+    for n in asked:
+        wire.send(tool_call(n, "get", {"address": address}))
+    time.sleep(0.5)  # (the server writes what the pipe holds, then waits)
+    wire.reading.set()
+    answers = [wire.reply(n) for n in asked]
+    assert all(a["result"]["structuredContent"]["address"] == address for a in answers)
+    assert sum(len(json.dumps(a)) for a in answers) > 3 * 65536  # far more than a pipe holds
+    in_order = [r["id"] for r in wire.replies if r.get("id") in asked]
+    assert in_order == asked  # (one client's gets are answered in turn)
+    assert "Traceback" not in wire.close()
+
+
+def test_stdio_serves_a_file_of_requests_into_a_file(fresh_store, tmp_path: Path) -> None:
+    """``memors-mcp serve < requests > answers``: ends that are files, not
+    pipes, are read and written too; every request is answered."""
+    db = fresh_store("files.db")
+    requests = [
+        INITIALIZE,
+        INITIALIZED,
+        tool_call(2, "remember", {"text": "[[Danube]] reaches the Black Sea."}),
+        tool_call(3, "get", {"address": "memo://passage/nonsense"}),
+        {"jsonrpc": "2.0", "id": 4, "method": "ping"},
+    ]
+    asked = tmp_path / "requests.jsonl"
+    asked.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    answered = tmp_path / "answers.jsonl"
+    with asked.open("rb") as source, answered.open("wb") as sink:
+        done = subprocess.run(
+            [sys.executable, "-m", "memors_cli", "serve"],
+            stdin=source,
+            stdout=sink,
+            stderr=subprocess.PIPE,
+            env=server_env(db),
+            timeout=DEADLINE,
+        )
+    assert done.returncode == 0, done.stderr.decode()
+    replies = {r["id"]: r for r in map(json.loads, answered.read_text().splitlines())}
+    assert sorted(replies) == [0, 2, 3, 4]
+    assert not replies[2]["result"].get("isError")
+    assert replies[3]["result"]["isError"]  # a tool error, answered
+    assert replies[4]["result"] == {}
+    assert documents(db) == 1
 
 
 def test_stdio_refuses_text_that_is_not_utf8_as_the_cli_does(fresh_store, tmp_path: Path) -> None:
