@@ -68,6 +68,7 @@ class _Rows:
 
     __slots__ = (
         "documents",
+        "entities",
         "links",
         "namespace",
         "passages",
@@ -86,11 +87,16 @@ class _Rows:
         self.passages: list[NewPassage] = []
         self.links: list[tuple[str, str]] = []
         self.profiles: list[tuple[str, str]] = []
+        #: The entities the batch's documents named, by name: looked up (or
+        #: made) once a transaction, not once a document.
+        self.entities: dict[str, str] = {}
 
     def store(self) -> None:
         """Store what waits, in the order its checks need (a version after
         its document, passages after their version)."""
         tx = self.tx
+        if not (self.documents or self.versions or self.passages):
+            return  # (links and profiles only ever come with passages)
         with tx.pipelined():  # (none of them waits for another's answer)
             tx.documents.insert_many(self.documents)
             tx.documents.add_versions(self.versions)
@@ -236,9 +242,13 @@ class Ingest:
         prepared = self._within_limit(body, prepared)
         pieces = prepared[0]
         stamp = stamp or now()
-        with tx.pipelined():  # (the namespace needs no answer: it goes with the look-up)
-            if touch:
-                tx.namespaces.touch(namespace)
+        if touch or latest is None:
+            with tx.pipelined():  # (the namespace needs no answer: it goes with the look-up)
+                if touch:
+                    tx.namespaces.touch(namespace)
+                previous = _previous(tx, namespace, uri, latest)
+        else:  # a bulk load's: its batch looked its uris up at once (entering a
+            # pipeline with nothing to send would cost a round trip of its own)
             previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
@@ -312,13 +322,14 @@ class Ingest:
         ensure = tx.entities.ensure
         # No plugin extracts entities (the usual case): no hook call per passage.
         extract = self.plugins.has_entity_extractors
-        doc_entities = [ensure(n, namespace).id for n in names]
-        known: dict[str, str] = {}
+        known = rows.entities  # (the batch's: one look-up a name a transaction)
 
         def entity(name: str) -> str:
             if name not in known:
                 known[name] = ensure(name, namespace).id
             return known[name]
+
+        doc_entities = [entity(n) for n in names]
 
         pieces, blobs, hashes, links, ready = prepared
         for position, (piece, shingles, phash, named, made) in enumerate(
