@@ -265,9 +265,11 @@ def test_real_turns_benchmark_sets_each_engine_beside_sqlite(tmp_path):
     }
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps([sample]))
-    out = _bench("benchmarks.real_turns", "--locomo", str(path), "--every", "2").stdout
+    out = _bench(
+        "benchmarks.real_turns", "--locomo", str(path), "--every", "2", "--copies", "3"
+    ).stdout
     assert "6 real turns remembered one at a time, a compaction every 2, 1 questions" in out, out
-    for step in ("remember", "compact", "search"):
+    for step in ("remember", "compact", "search", "bulk, 18 turns"):
         row = next(x for x in out.splitlines() if x.startswith(step))
         assert float(row[24:].split()[0]) > 0, out
         if "postgres: skipped" not in out:
