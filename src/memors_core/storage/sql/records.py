@@ -132,7 +132,7 @@ class SqlDocuments(Repo):
         return {r[0]: (r[1], r[2]) for r in rows if r[3] == namespace}
 
     def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
-        row = self.one(
+        row = self.planned_one(  # (every remember with a uri asks: planned once)
             f"""SELECT d.id, d.namespace, d.uri, d.created_at,
                        (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
                 FROM documents d WHERE d.namespace = ? AND d.uri = ? AND {live("d")}
@@ -478,11 +478,12 @@ _ENTITY_COLS = f"e.rowid, e.id, e.namespace, {entity_name('e')}, e.canonical, e.
 class SqlEntities(Repo):
     def find(self, name: str, namespace: str) -> str | None:
         key = text.match_key(name)
-        row = self.one(
+        # (a remember asks for each name it links: planned once a connection)
+        row = self.planned_one(
             "SELECT canonical FROM entities WHERE namespace = ? AND key = ?", (namespace, key)
         )
         if row is None:
-            row = self.one(
+            row = self.planned_one(
                 "SELECT e.canonical FROM aliases a JOIN entities e ON e.id = a.entity "
                 f"WHERE a.namespace = ? AND a.key = ? AND {live_alias('a')} "
                 "ORDER BY e.rowid LIMIT 1",
