@@ -8,6 +8,7 @@ transaction per batch while a helper process splits and shingles the next.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections import Counter
@@ -242,13 +243,13 @@ class Ingest:
         prepared = self._within_limit(body, prepared)
         pieces = prepared[0]
         stamp = stamp or now()
-        if touch or latest is None:
-            with tx.pipelined():  # (the namespace needs no answer: it goes with the look-up)
-                if touch:
-                    tx.namespaces.touch(namespace)
-                previous = _previous(tx, namespace, uri, latest)
-        else:  # a bulk load's: its batch looked its uris up at once (entering a
-            # pipeline with nothing to send would cost a round trip of its own)
+        # (the namespace needs no answer: it goes with the look-up; a bulk
+        # load's document sends neither, its batch having looked its uris up,
+        # and a pipeline with nothing in it would cost a round trip of its own)
+        sends = touch or latest is None
+        with tx.pipelined() if sends else contextlib.nullcontext():
+            if touch:
+                tx.namespaces.touch(namespace)
             previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
