@@ -127,10 +127,7 @@ def _part(p: str) -> str:
 
 
 _RANK = f"""
-    WITH w AS (
-        SELECT unnest(CAST(:terms AS bigint[])) AS term, unnest(CAST(:idfs AS float8[])) AS idf
-    ),
-    rare AS (
+    WITH rare AS (
         SELECT unnest(CAST(:rare AS bigint[])) AS term, unnest(CAST(:rare_idfs AS float8[])) AS idf
     ),
     hits AS (
@@ -145,20 +142,24 @@ _RANK = f"""
         SELECT p.rowid, sum(p.part) AS score FROM hits p
         WHERE TRUE {{keep}}
         GROUP BY p.rowid ORDER BY score DESC, p.rowid LIMIT :depth
+    )"""
+# ... then, with common terms, their parts added to the candidates'
+_WITH_COMMON = f""",
+    w AS (
+        SELECT unnest(CAST(:common AS bigint[])) AS term,
+               unnest(CAST(:common_idfs AS float8[])) AS idf
     ),
     extra AS (
-        SELECT cand.rowid, sum(w.idf * {_part("p")}) AS score
+        SELECT cand.rowid, sum(p.idf * {_part("p")}) AS score
         FROM cand JOIN search_docs d ON d.kind = :kind AND d.rowid = cand.rowid
         CROSS JOIN LATERAL (
-            SELECT c.term, d.tfs[array_position(d.terms, c.term)] AS tf, d.length
-            FROM unnest(CAST(:common AS bigint[])) c(term) WHERE d.tfs IS NOT NULL
+            SELECT c.idf, d.tfs[array_position(d.terms, c.term)] AS tf, d.length
+            FROM w c WHERE d.tfs IS NOT NULL
             UNION ALL
-            SELECT p.term, p.tf, p.length
-            FROM unnest(CAST(:common AS bigint[])) c(term)
-            JOIN search_postings p ON p.term = c.term AND p.rowid = cand.rowid
+            SELECT c.idf, p.tf, p.length
+            FROM w c JOIN search_postings p ON p.term = c.term AND p.rowid = cand.rowid
             WHERE d.tfs IS NULL
         ) p
-        JOIN w ON w.term = p.term
         WHERE p.tf IS NOT NULL
         GROUP BY cand.rowid
     )
@@ -167,6 +168,9 @@ _RANK = f"""
         FROM cand LEFT JOIN extra ON extra.rowid = cand.rowid
         ORDER BY score DESC, cand.rowid LIMIT :limit
     ) r {{join}} ORDER BY r.score DESC, r.rowid"""
+# ... or, without, the candidates are the answer (``:depth`` is ``:limit``).
+_RARE_ONLY = """
+    SELECT r.rowid, r.score{cols} FROM cand r {join} ORDER BY r.score DESC, r.rowid"""
 #: A ranked passage's id and text, read with its rank.
 _PASSAGE_COLUMNS = (", x.id, x.text", "JOIN passages x ON x.rowid = r.rowid")
 
@@ -216,13 +220,11 @@ class PgSearch(SqlSearch):
         rare, common = rank.split_common(rows, {str(t): n for t, n in holding.items()})
         if not rare or not rows:
             return rank.Ranked([], top)
-        terms = [t for t in holding if holding[t]]
         params = {
-            "terms": terms,
-            "idfs": [rank.idf(rows, holding[t]) for t in terms],
             "rare": [int(t) for t in rare],
             "rare_idfs": [rank.idf(rows, holding[int(t)]) for t in rare],
             "common": [int(t) for t in common],
+            "common_idfs": [rank.idf(rows, holding[int(t)]) for t in common],
             "avg": max(length / rows, 1e-9),
             "depth": rank.rerank_depth(limit) if common else limit,
             "limit": limit,
@@ -232,7 +234,9 @@ class PgSearch(SqlSearch):
         if keep is not None:
             where, extra = keep
             params.update(extra)
-        sql = _RANK.format(keep=where, cols=columns[0], join=columns[1])
+        sql = (_RANK + (_WITH_COMMON if common else _RARE_ONLY)).format(
+            keep=where, cols=columns[0], join=columns[1]
+        )
         # (planned each time: its best plan depends on how many rows hold
         # each term, which a plan made once for every query would not know)
         return rank.Ranked(self.all(sql, params), top)
