@@ -49,6 +49,7 @@ parts to those only, read from each candidate's ``search_docs`` row (by
 ``(term, rowid)`` in the postings for a row indexed before migration 15);
 for passages, it reads their id and text too. A ranked passage's
 neighbours, with their text and cosine, come in one more statement.
+All three are prepared once per connection.
 
 Why postings rather than a GIN index over a stored ``tsvector`` with a
 BM25 rerank of its candidates: the rerank has to read every candidate
