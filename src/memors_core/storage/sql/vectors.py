@@ -104,14 +104,17 @@ class SqlVectors(Repo):
         return self.number(f"SELECT count(*) {_MISSING}", (namespace, kind))
 
     def any_waiting(self, namespace: str) -> bool:
-        newest = self.scalar(
-            "SELECT max(passage) FROM passage_vectors WHERE namespace = ?", (namespace,)
-        )
+        # (one statement, planned once per connection: a hybrid search asks
+        # on every call, and its two look-ups took two round trips)
         return (
-            self.one(f"SELECT 1 {_NO_VECTOR} AND p.rowid > ? LIMIT 1", (namespace, newest or 0))
+            self.planned_one(
+                f"SELECT 1 {_NO_VECTOR} AND p.rowid > coalesce((SELECT max(v.passage) "
+                "FROM passage_vectors v WHERE v.namespace = ?), 0) LIMIT 1",
+                (namespace, namespace),
+            )
             is not None
         )
 
     def count(self, namespace: str) -> int:
-        got = self.one("SELECT vectors FROM vector_stats WHERE namespace = ?", (namespace,))
+        got = self.planned_one("SELECT vectors FROM vector_stats WHERE namespace = ?", (namespace,))
         return got[0] if got else 0
