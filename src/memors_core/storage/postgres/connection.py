@@ -110,8 +110,9 @@ class _Session(Session):
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
         self.conn: psycopg.Connection | None = None
-        #: A read's first statements, not sent yet: they go with its first
-        #: statement, in one message (:meth:`PgStore._begin_with`).
+        #: A transaction's first statements (its BEGIN, a write's locks),
+        #: not sent yet: they go with its first statement, in one message
+        #: (:meth:`PgStore._begin_with`).
         self.begin: str | None = None
         #: In a brief read (:meth:`PgStore.brief_read`): "waiting" until its
         #: statement went with the read's begin and end, then "sent".
@@ -592,21 +593,22 @@ class PgStore(Transactions):
             return
         deadline = time.monotonic() + self.busy_ms / 1000
 
-        def begin() -> str:
-            # One round trip: the transaction, and its locks first in it,
-            # waited for as long as this writer has left.
-            left = max(1, int((deadline - time.monotonic()) * 1000))
-            return (
-                "BEGIN ISOLATION LEVEL READ COMMITTED; "
-                f"SET LOCAL lock_timeout = {left}; "
-                f"{_lock_sql(lock, namespace)}; "
-                f"SET LOCAL lock_timeout = {int(self.busy_ms)}"
-            )
-
         turn = lock if namespace is None else ("namespace", namespace)
         with self._translated(), self._turn(turn, deadline):
             left = max(0.001, deadline - time.monotonic())
-            with self._checked_out(session, begin, left):
+            # The transaction and its locks first in it, waited for as long
+            # as this writer has left, go with its first statement, in one
+            # message: the server runs that statement the moment the lock
+            # is granted, where the writer used to hold the lock a round
+            # trip longer to learn it had it (under load, a millisecond or
+            # more of every write's turn: docs/performance.md).
+            begin = (
+                "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                f"SET LOCAL lock_timeout = {max(1, int(left * 1000))}; "
+                f"{_lock_sql(lock, namespace)}; "
+                f"SET LOCAL lock_timeout = {int(self.busy_ms)}"
+            )
+            with self._checked_out(session, begin, left, deferred=True):
                 session.scope = None if namespace is None else frozenset((namespace,))
                 try:
                     yield from self._outermost_write(session)
@@ -650,9 +652,29 @@ class PgStore(Transactions):
     # (the transaction machine's driver calls)
 
     def _send(self, session: Session, sql: str) -> None:
+        if (
+            sql == "ROLLBACK"
+            and isinstance(session, _Session)
+            and (session.begin is not None or session.conn is None)
+        ):
+            # (nothing was sent, or the connection was lost sending the
+            # first message: nothing to roll back, no lock to take)
+            session.begin = None
+            return
         self.conn.execute(sql)
 
     def _commit(self, session: Session) -> None:
+        if isinstance(session, _Session) and session.begin is not None:
+            # A write that sent nothing still takes its turn (its locks),
+            # begun and committed in one message.
+            try:
+                self._begin_with(session, "COMMIT")
+            except psycopg.Error:
+                if session.conn is not None:
+                    with contextlib.suppress(psycopg.Error):
+                        session.conn.execute("ROLLBACK")
+                raise
+            return
         conn = self.conn
         try:
             conn.execute("COMMIT")

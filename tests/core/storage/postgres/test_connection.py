@@ -239,6 +239,43 @@ def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
         assert sent == []
 
 
+def test_a_write_begins_and_takes_its_locks_with_its_first_statement(postgres_url, monkeypatch):
+    # A write's BEGIN and its locks go in one message with its first
+    # statement, so the server runs that statement the moment the lock is
+    # granted (they were a message of their own: the writer held the lock
+    # a round trip longer, learning it had it). A write that sends nothing
+    # still takes its turn, begun and committed in one message; one that
+    # fails before its first statement sends nothing at all.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+    with Memory.open(postgres_url) as memory:
+        memory.record_fact("Raft", "leader", "n1")  # (the first: its statements prepared)
+        sent = _messages(monkeypatch)
+        memory.record_fact("Raft", "term", "7")
+        assert sent[0].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; "), sent
+        rest = sent[0].partition("pg_advisory_xact_lock")[2]
+        assert rest and "; SET LOCAL lock_timeout = " in rest
+        first = rest.split("; SET LOCAL lock_timeout = ", 1)[1]
+        assert "; " in first and first.split("; ", 1)[1].strip(), sent[0]  # a statement follows
+        assert not any(m.startswith("BEGIN") for m in sent[1:]), sent
+        assert sent[-1] == "COMMIT"
+        with memory.store.read() as tx:
+            facts = tx.facts.live("default")
+        assert {(f.predicate, f.value) for f in facts} == {("leader", "n1"), ("term", "7")}
+
+        sent.clear()
+        with memory.store.write():
+            pass
+        assert len(sent) == 1 and sent[0].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; ")
+        assert sent[0].endswith("; COMMIT") and "pg_advisory_xact_lock" in sent[0]
+
+        sent.clear()
+        with pytest.raises(ValueError), memory.store.write(namespace="default"):
+            raise ValueError("before any statement")
+        assert sent == []
+        memory.record_fact("Raft", "term", "8")  # the connection goes on as ever
+        assert any(m.startswith("BEGIN") for m in sent)
+
+
 def test_a_get_that_needs_more_than_its_one_statement_reads_again_whole(postgres_url, monkeypatch):
     # A brief read that sends a second statement runs again in a whole read
     # (one snapshot); what it answers is what a whole read answers.
