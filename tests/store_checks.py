@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -335,6 +336,10 @@ def write_jsonl(path: Path, records: list[dict]) -> Path:
     return path
 
 
+#: A prepared statement's ``EXECUTE`` in a message, with its parameters' placeholders.
+_EXECUTED = re.compile(r"EXECUTE (memors_[0-9a-f]+)(?:\((?:%s(?:, )?)*\))?")
+
+
 @contextmanager
 def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every statement the store's driver runs inside the block (SQLite's
@@ -367,9 +372,9 @@ def statements(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> Iterator[list
         return name, statement
 
     def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        text = str(query)
-        if text.startswith("EXECUTE "):  # (a prepared statement: the query it runs)
-            text = bodies.get(text[len("EXECUTE ") :].split("(")[0].strip(), text)
+        # (a prepared statement's EXECUTE, alone or after the statements
+        # that begin its transaction: the query it runs)
+        text = _EXECUTED.sub(lambda m: bodies.get(m.group(1), m.group(0)), str(query))
         seen.append(text)
         return execute(self, query, *args, **kwargs)
 
