@@ -652,16 +652,15 @@ class PgStore(Transactions):
     # (the transaction machine's driver calls)
 
     def _send(self, session: Session, sql: str) -> None:
-        if (
-            sql == "ROLLBACK"
-            and isinstance(session, _Session)
-            and (session.begin is not None or session.conn is None)
-        ):
+        self.conn.execute(sql)
+
+    def _rollback(self, session: Session) -> None:
+        if isinstance(session, _Session) and (session.begin is not None or session.conn is None):
             # (nothing was sent, or the connection was lost sending the
             # first message: nothing to roll back, no lock to take)
             session.begin = None
             return
-        self.conn.execute(sql)
+        super()._rollback(session)
 
     def _commit(self, session: Session) -> None:
         if isinstance(session, _Session) and session.begin is not None:

@@ -17,8 +17,8 @@ the same on both and written here once:
 
 An engine opens and ends its transactions (its driver calls, locks and
 connection) and supplies the few statements in between:
-:meth:`Transactions._send`, :meth:`Transactions._commit` and
-:meth:`Transactions._before_commit`.
+:meth:`Transactions._send`, :meth:`Transactions._commit`,
+:meth:`Transactions._rollback` and :meth:`Transactions._before_commit`.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ class Transactions:
         """COMMIT the session's transaction."""
         self._send(session, "COMMIT")
 
+    def _rollback(self, session: Session) -> None:
+        """ROLLBACK the session's transaction (a driver's failure is ignored)."""
+        with contextlib.suppress(self.driver_error):
+            self._send(session, "ROLLBACK")
+
     # --- the machine ------------------------------------------------------------------
 
     @property
@@ -99,8 +104,7 @@ class Transactions:
             self._before_commit(session)
         except BaseException:
             self._end(session)
-            with contextlib.suppress(self.driver_error):
-                self._send(session, "ROLLBACK")
+            self._rollback(session)
             raise
         pending = self._end(session)
         self._commit(session)
