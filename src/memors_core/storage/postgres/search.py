@@ -225,11 +225,12 @@ class PgSearch(SqlSearch):
         rare, common = rank.split_common(rows, {str(t): n for t, n in holding.items()})
         if not rare or not rows:
             return rank.Ranked([], top)
+        rare_terms, common_terms = [int(t) for t in rare], [int(t) for t in common]
         params = {
-            "rare": [int(t) for t in rare],
-            "rare_idfs": [rank.idf(rows, holding[int(t)]) for t in rare],
-            "common": [int(t) for t in common],
-            "common_idfs": [rank.idf(rows, holding[int(t)]) for t in common],
+            "rare": rare_terms,
+            "rare_idfs": [rank.idf(rows, holding[t]) for t in rare_terms],
+            "common": common_terms,
+            "common_idfs": [rank.idf(rows, holding[t]) for t in common_terms],
             "avg": max(length / rows, 1e-9),
             "depth": rank.rerank_depth(limit) if common else limit,
             "limit": limit,
