@@ -21,6 +21,7 @@ from urllib.parse import quote
 import apsw
 
 from memors_core.errors import BadInput, MemorsError
+from memors_core.settings import busy_timeout_ms
 from memors_core.storage.sqlite.connection import SqliteStore
 from memors_core.storage.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -138,6 +139,9 @@ def _connect(path: Path, immutable: bool, release: Callable[[], None]) -> Sqlite
     target = "file:" + quote(str(path.resolve())) + "?" + mode
     try:
         conn = apsw.Connection(target, flags=flags)
+        # A reader too waits while a writer holds the file (a closing
+        # connection's checkpoint, a migration), where it failed at once.
+        conn.setbusytimeout(busy_timeout_ms())
     except apsw.CantOpenError:
         raise BadInput(f"cannot open the database {path} for reading") from None
     except apsw.Error as exc:

@@ -112,6 +112,29 @@ def test_a_writer_that_waited_the_whole_busy_timeout_is_not_made_to_wait_again(
     assert len(begun) == 1  # one wait for the lock, then the answer
 
 
+def test_a_reader_waits_for_a_process_holding_the_file_within_the_busy_timeout(
+    tmp_path, monkeypatch
+):
+    # metrics and lint open the store read-only; while another process held
+    # the file (a closing connection's checkpoint, a migration) they failed
+    # at once with "stayed locked", without waiting at all.
+    monkeypatch.setenv("MEMORS_BUSY_TIMEOUT_MS", "600000")  # (a hang-ender only)
+    path = tmp_path / "held.db"
+    with Memory.open(path) as memory:
+        memory.remember("A passage about [[Raft]].")
+    holder = apsw.Connection(str(path))
+    holder.execute("PRAGMA locking_mode = EXCLUSIVE")  # holds the file once it has read
+    holder.execute("SELECT COUNT(*) FROM sqlite_schema").fetchall()
+    release = threading.Timer(0.4, holder.close)
+    release.start()
+    try:
+        with Memory.open(path, readonly=True) as memory:
+            assert len(memory.entity("Raft").passages) == 1
+            assert memory.store.conn.execute("PRAGMA busy_timeout").fetchone()[0] == 600000
+    finally:
+        release.join()
+
+
 def test_foreign_keys_are_enforced(memory):
     with pytest.raises(apsw.ConstraintError, match="FOREIGN KEY"):
         memory.store.conn.execute(
