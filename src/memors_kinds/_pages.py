@@ -93,7 +93,9 @@ class Inputs:
 def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:
     """The entity as a payload shows it: address, name, aliases."""
     entity = ctx.store.entities.require(canonical)
-    shown: dict[str, Any] = to_json(entity_ref(entity, ctx.store.entities.aliases(canonical)))
+    # (its row already read: its other names looked up without reading it again)
+    aliases = ctx.store.entities.aliases_of([entity]).get(canonical, [])
+    shown: dict[str, Any] = to_json(entity_ref(entity, aliases))
     return shown
 
 

@@ -98,9 +98,28 @@ def selected_kinds(services: Services, kinds: Any) -> list[Kind]:
     return [services.kinds.get(n) for n in dict.fromkeys(kinds)]
 
 
-def _changes_since(tx: Tx, namespace: str, mark: ScanMark) -> Changes:
+#: The entities the change log names since a kind's mark, by (that mark,
+#: the clocks when they were read): what one compaction's kinds share.
+ChangesRead = dict[tuple[int, ScanMark], frozenset[str]]
+
+
+def _changes_since(
+    tx: Tx, namespace: str, mark: ScanMark, heads: ScanMark, read: ChangesRead | None = None
+) -> Changes:
+    """What changed in ``namespace`` since ``mark``, the clocks now being
+    ``heads``. A compaction's kinds, scanned one after the other, mostly
+    share one mark: the log is read once for them (``read``). The log only
+    grows past its clock (a change logged since moves ``heads``; a prune
+    removes entries no mark is below), so the same mark and clocks name the
+    same entities."""
+    key = (mark.changes, heads)
+    entities = None if read is None else read.get(key)
+    if entities is None:
+        entities = frozenset(tx.changes.entities_since(namespace, mark.changes))
+        if read is not None:
+            read[key] = entities
     return Changes(
-        entities=tx.changes.entities_since(namespace, mark.changes),
+        entities=set(entities),  # (each kind its own set: a kind may change it)
         passage_seq=mark.passages,
         tombstone_seq=mark.tombstones,
     )
@@ -114,11 +133,13 @@ def _scan_kind(
     full: bool,
     report: Reporter | None = None,
     base: int = 0,
+    read: ChangesRead | None = None,
 ) -> int:
     """Bring one kind's open items in line with its scanner; returns how many were created.
 
     A kind that supports it scans only what changed since its last scan
-    (its scan mark); ``full`` forces a rescan of everything.
+    (its scan mark); ``full`` forces a rescan of everything. ``read``: the
+    change log as the compaction's kinds before it read it.
     """
     heads = tx.changes.heads()
     mark = tx.changes.mark(namespace, kind.name)
@@ -128,7 +149,7 @@ def _scan_kind(
     if report is not None:
         ctx.on_progress = _kind_progress(report, kind.name, said, base)
     if incremental:
-        ctx.changes = _changes_since(tx, namespace, mark)
+        ctx.changes = _changes_since(tx, namespace, mark, heads, read)
     open_items = tx.items.open_keys(namespace, kind.name)
     seen: set[str] = set()
     created = refreshed = 0
@@ -257,14 +278,19 @@ def compact(
         )
     report = Reporter(progress) if progress else None
     touched = False  # the namespace is listed once one kind's scan committed
-    for kind in chosen:
+    pruned = False
+    read: ChangesRead = {}
+    for n, kind in enumerate(chosen, 1):
         if report is not None:
             report(True, task="compact", phase=kind.name, step="scanning", created=created)
         try:
             with store.write(namespace=namespace) as tx:
                 if not touched:
                     tx.namespaces.touch(namespace)
-                created += _scan_kind(services, tx, namespace, kind, full, report, created)
+                created += _scan_kind(services, tx, namespace, kind, full, report, created, read)
+                if n == len(chosen):  # the log pruned in the last kind's transaction
+                    tx.changes.prune(namespace)
+                    pruned = True
             touched = True
         except (StoreBusy, StoreUnavailable):
             raise  # the store's trouble, not the kind's: the next kind would meet it too
@@ -276,8 +302,9 @@ def compact(
             errors.append(
                 {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
             )
-    with store.write(namespace=namespace) as tx:
-        tx.changes.prune(namespace)
+    if not pruned:  # (no kind, or the last one failed)
+        with store.write(namespace=namespace) as tx:
+            tx.changes.prune(namespace)
     names = [k.name for k in chosen]
     with store.read() as tx:
         total = tx.items.count_open(namespace, names) if names else 0

@@ -9,6 +9,11 @@ Counted at the driver, on the run's engine.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from memors_core import hookimpl
+from memors_core.plugins.kinds import Kind, Scan
+from memors_core.testing import temporary_memory
 from store_checks import statements
 
 
@@ -112,3 +117,88 @@ def test_many_conflicts_of_one_subject_are_read_a_batch_at_a_time(memory, monkey
     seen = _compact_counted(memory, monkeypatch, kinds=["conflict"])
     assert len(memory.items(kind="conflict", limit=1000).items) == 41 * 40 // 2
     assert len([s for s in seen if "FROM facts f" in s]) <= 8
+
+
+def test_the_kinds_of_one_compaction_read_the_change_log_once(memory, monkeypatch):
+    # Every kind scanned what changed since its mark with two statements
+    # of its own (the log's entities, then their canonical ids); the kinds
+    # of one compaction mostly share one mark, and read the log once.
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
+    memory.compact()
+    memory.remember("[[Paxos]] agrees on one value.", uri="doc-p")
+    memory.record_fact("Raft", "leader", "n1")
+    seen = _compact_counted(memory, monkeypatch)
+    assert (
+        len([s for s in seen if s.lstrip().startswith("SELECT DISTINCT entity FROM changes")]) == 1
+    )
+    # and what it said reached every kind: Paxos needs no page yet, the
+    # new fact refreshed Raft's page item in place
+    assert {i.payload["entity"]["name"] for i in memory.items(kind="page").items} == {"Raft"}
+    page = memory.items(kind="page").items[0]
+    assert [f["value"] for f in page.payload["facts"]] == ["n1"]
+    # the log pruned in the last kind's transaction: no transaction of its own
+    commits = [s for s in seen if s.strip() == "COMMIT"]
+    assert len(commits) == len(memory.kinds.names()) + 1  # each kind's, and the answer's read
+
+
+class _Namer(Kind):
+    """Gives Raft another name in its incremental scans: a change logged
+    between two kinds of one compaction."""
+
+    name = "aaa_namer"
+    incremental = True
+
+    def scan(self, ctx):
+        if ctx.changes is not None:
+            raft = ctx.store.entities.find("Raft", ctx.namespace)
+            ctx.store.entities.add_alias(raft, ctx.namespace, "Raft protocol")
+        return Scan(iter(()), set())
+
+
+class _Watcher(Kind):
+    """Keeps the entities each of its incremental scans was told changed."""
+
+    name = "zzz_watcher"
+    incremental = True
+    told: ClassVar[list[set[str]]] = []
+
+    def scan(self, ctx):
+        if ctx.changes is not None:
+            self.told.append(set(ctx.changes.entities))
+        return Scan(iter(()), set())
+
+
+class _Kinds:
+    @hookimpl
+    def memors_register_kinds(self, registry):
+        registry.add(_Namer())
+        registry.add(_Watcher())
+
+
+def test_a_change_logged_between_two_kinds_reaches_the_later_one():
+    # The log read once is kept by the clocks it was read at: a kind that
+    # logs a change (here an alias) moves them, and the kinds after it
+    # read the log again, so none misses what changed before its scan.
+    with temporary_memory(plugins=[("kinds", _Kinds())]) as memory:
+        memory.remember("[[Raft]] elects a leader.", uri="raft")
+        memory.remember("[[Paxos]] agrees on one value.", uri="paxos")
+        memory.compact()  # every kind's first scan is a full one
+        memory.remember("[[Paxos]] agrees on a second value.", uri="paxos-2")
+        _Watcher.told.clear()
+        memory.compact()
+        raft = memory.entity("Raft").address.rsplit("/", 1)[1]
+        paxos = memory.entity("Paxos").address.rsplit("/", 1)[1]
+        assert len(_Watcher.told) == 1
+        assert {raft, paxos} <= _Watcher.told[0]
+
+
+def test_a_page_items_entity_is_read_once(memory, monkeypatch):
+    # The payload shows the entity and its other names: its row was read
+    # twice (once again to look its aliases up).
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
+    seen = _compact_counted(memory, monkeypatch, kinds=["page"])
+    assert [i.payload["entity"]["name"] for i in memory.items(kind="page").items] == ["Raft"]
+    reads = [s for s in seen if "FROM entities e WHERE e.id" in s and "PREPARE" not in s]
+    assert len(reads) == 1, reads

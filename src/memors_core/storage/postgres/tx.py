@@ -41,15 +41,13 @@ class PgChangeLog(SqlChangeLog):
         # log's clock is its highest number, and keeping it spares holding
         # that number in the store's one ``clock`` row, which writers of
         # other namespaces would wait for.
-        low = self.scalar(
-            "SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?", (namespace,)
+        # (one statement, one round trip; no mark: nothing is at or below NULL)
+        self.run(
+            "DELETE FROM changes WHERE namespace = ?1 AND seq <= "
+            "(SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?1) "
+            "AND seq < (SELECT MAX(seq) FROM changes)",
+            (namespace,),
         )
-        if low is not None:
-            self.run(
-                "DELETE FROM changes WHERE namespace = ? AND seq <= ? "
-                "AND seq < (SELECT MAX(seq) FROM changes)",
-                (namespace, low),
-            )
 
 
 # One statement per call, whatever the number of rows: the rows reach the

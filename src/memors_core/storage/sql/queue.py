@@ -280,11 +280,12 @@ class SqlChangeLog(Repo):
         self.run("DELETE FROM compact_marks WHERE namespace = ?", (namespace,))
 
     def prune(self, namespace: str) -> None:
-        low = self.scalar(
-            "SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?", (namespace,)
+        # (no mark: the lowest is NULL, and no entry is at or below it)
+        self.run(
+            "DELETE FROM changes WHERE namespace = ?1 AND seq <= "
+            "(SELECT MIN(change_seq) FROM compact_marks WHERE namespace = ?1)",
+            (namespace,),
         )
-        if low is not None:
-            self.run("DELETE FROM changes WHERE namespace = ? AND seq <= ?", (namespace, low))
 
 
 class SqlCounters(Repo):
