@@ -124,9 +124,9 @@ class SqlDocuments(Repo):
         ``namespace`` among ``idents``: what a list of citations shows."""
         # (the namespace checked here, as in passages.get_many)
         rows = self.planned(
-            """SELECT d.id, (SELECT v.title FROM document_versions v WHERE v.document = d.id
+            f"""SELECT d.id, (SELECT v.title FROM document_versions v WHERE v.document = d.id
                              ORDER BY v.version DESC LIMIT 1), d.uri, d.namespace
-               FROM documents d WHERE d.id IN (SELECT value FROM json_each(?))""",
+               FROM documents d WHERE d.id {self.tx.keys_in}""",
             (json.dumps(sorted(set(idents))),),
         )
         return {r[0]: (r[1], r[2]) for r in rows if r[3] == namespace}
@@ -1004,8 +1004,7 @@ class SqlTombstones(Repo):
 
     def get_many(self, idents: Iterable[str]) -> dict[str, Tombstone]:
         rows = self.all(
-            f"SELECT {TOMBSTONE_COLS} FROM tombstones "
-            "WHERE target IN (SELECT value FROM json_each(?))",
+            f"SELECT {TOMBSTONE_COLS} FROM tombstones WHERE target {self.tx.keys_in}",
             (json.dumps(sorted(set(idents))),),
         )
         return {r[2]: Tombstone(*r) for r in rows}

@@ -74,6 +74,9 @@ class SqlTx:
     hold_clock_sql: ClassVar[str]
     #: SQL of the change log's clock: the newest number its sequence gave.
     change_head_sql: ClassVar[str]
+    #: How a unique key is matched against a list of keys (a JSON array
+    #: parameter), where each is best looked up in the key's index.
+    keys_in: ClassVar[str] = "IN (SELECT value FROM json_each(?))"
 
     def __init__(self, db: Any) -> None:
         self.db = db
