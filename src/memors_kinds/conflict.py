@@ -154,7 +154,9 @@ class ConflictKind(Kind):
             # The open items about a touched subject are re-examined too: one
             # that is no longer found is settled (obsolete). (Their facts read
             # at once: a subject's conflicts can be many.)
-            keys = ctx.store.items.open_keys(ctx.namespace, self.name)
+            keys = ctx.open_keys
+            if keys is None:  # (scanned outside the engine's compaction)
+                keys = ctx.store.items.open_keys(ctx.namespace, self.name)
             subject = {
                 f.id: f.canonical
                 for f in ctx.store.facts.by_ids({i for key in keys for i in key.split("|")})

@@ -9,6 +9,7 @@ hooks and counts every event in the store's persisted counters.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from memors_core.domain import valid_text
@@ -151,6 +152,7 @@ def _scan_kind(
     if incremental:
         ctx.changes = _changes_since(tx, namespace, mark, heads, read)
     open_items = tx.items.open_keys(namespace, kind.name)
+    ctx.open_keys = MappingProxyType(open_items)
     seen: set[str] = set()
     created = refreshed = 0
     stamp = now()

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from memors_core.domain.rows import Item, Passage
+from memors_core.domain.rows import Item, OpenKey, Passage
 from memors_core.errors import PluginError
 from memors_core.settings import Limits
 
@@ -113,6 +113,11 @@ class KindContext:
     #: On a forced submission, the flags the checks raised (check -> flagged).
     flags: dict[str, Any] = attrs.Factory(dict)
     changes: Changes | None = None
+    #: During a scan: the kind's open items in the namespace by key (id and
+    #: fingerprint), as the engine read them before calling ``scan``, in its
+    #: transaction; read-only. (What ``store.items.open_keys`` would answer,
+    #: without asking again.)
+    open_keys: Mapping[str, OpenKey] | None = None
     #: On submit, fields ``validate`` or ``apply`` add to the report (what
     #: the resolution does or did, beyond the stored address).
     report: dict[str, Any] = attrs.Factory(dict)

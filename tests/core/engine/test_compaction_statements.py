@@ -202,3 +202,21 @@ def test_a_page_items_entity_is_read_once(memory, monkeypatch):
     assert [i.payload["entity"]["name"] for i in memory.items(kind="page").items] == ["Raft"]
     reads = [s for s in seen if "FROM entities e WHERE e.id" in s and "PREPARE" not in s]
     assert len(reads) == 1, reads
+
+
+def test_a_kinds_open_items_are_read_once_a_scan(memory, monkeypatch):
+    # The engine reads a kind's open items to reconcile what the scan
+    # finds; the conflict kind re-examines the open items of a touched
+    # subject, and read them a second time. It is handed the engine's.
+    memory.remember("[[Raft]] elects a leader among its nodes.", uri="raft")
+    memory.record_fact("Raft", "leader", "n1")
+    memory.record_fact("Raft", "leader", "n2")
+    memory.compact(kinds=["conflict"])
+    memory.record_fact("Raft", "leader", "n3")
+    seen = _compact_counted(memory, monkeypatch, kinds=["conflict"])
+    open_reads = [
+        s for s in seen if s.lstrip().startswith("SELECT id, key, fingerprint FROM work_items")
+    ]
+    assert len(open_reads) == 1, open_reads
+    # and what it re-examined is still right: three values, three pairs
+    assert len(memory.items(kind="conflict").items) == 3
