@@ -298,7 +298,7 @@ class SqlPages(Repo):
         return sum(self.mark_stale(r[0], cause, address("fact", fact)) for r in rows)
 
     def live(self, namespace: str, only: Iterable[str] | None = None) -> list[Page]:
-        restrict, params = restrict_to("e.canonical", only)
+        restrict, params = restrict_to("e.canonical", only, self.tx.keys_in)
         return [
             _page(r)
             for r in self.all(
@@ -391,7 +391,7 @@ class SqlPages(Repo):
         return changes
 
     def stale(self, namespace: str, only: Iterable[str] | None = None) -> list[StalePage]:
-        restrict, params = restrict_to("e.canonical", only)
+        restrict, params = restrict_to("e.canonical", only, self.tx.keys_in)
         pages = [
             _page(r)
             for r in self.planned(

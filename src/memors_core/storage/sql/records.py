@@ -56,11 +56,14 @@ def version_rows(version: int) -> str:
     return "SELECT passage, position FROM version_passages WHERE document = ?1 AND version = ?2"
 
 
-def restrict_to(column: str, ids: Iterable[str] | None) -> tuple[str, tuple[Any, ...]]:
-    """An SQL restriction of ``column`` to ``ids`` (None: no restriction)."""
+def restrict_to(
+    column: str, ids: Iterable[str] | None, keys_in: str
+) -> tuple[str, tuple[Any, ...]]:
+    """An SQL restriction of ``column`` to ``ids`` (None: no restriction),
+    matched as the engine matches a key against a list (``tx.keys_in``)."""
     if ids is None:
         return "", ()
-    return f"AND {column} IN (SELECT value FROM json_each(?))", (json.dumps(sorted(ids)),)
+    return f"AND {column} {keys_in}", (json.dumps(sorted(ids)),)
 
 
 def dumps(value: Any) -> str:
@@ -690,7 +693,7 @@ class SqlEntities(Repo):
             f"""SELECT DISTINCT e.canonical, {PASSAGE_COLS}
                 FROM entities e JOIN mentions m ON m.entity = e.id
                 JOIN passages p ON p.id = m.passage
-                WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("p")}
+                WHERE e.canonical {self.tx.keys_in} AND {live("p")}
                 ORDER BY e.canonical, p.rowid""",
             (json.dumps(sorted(set(canonicals))),),
         ):
@@ -733,7 +736,7 @@ class SqlEntities(Repo):
     def needing_page(
         self, namespace: str, min_passages: int, only: Iterable[str] | None = None
     ) -> list[NeedsPage]:
-        restrict, params = restrict_to("e.canonical", only)
+        restrict, params = restrict_to("e.canonical", only, self.tx.keys_in)
         return [
             NeedsPage(canonical, n)
             for canonical, n in self.planned(
@@ -934,7 +937,7 @@ class SqlFacts(Repo):
         ]
 
     def conflicting(self, namespace: str, only: Iterable[str] | None = None) -> list[IdPair]:
-        restrict, params = restrict_to("ea.canonical", only)
+        restrict, params = restrict_to("ea.canonical", only, self.tx.keys_in)
         return [
             IdPair(a, b)
             for a, b in self.planned(
