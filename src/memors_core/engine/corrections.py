@@ -406,8 +406,7 @@ def _undo_duplicate(tx: Tx, namespace: str, item: Item) -> dict:
             placed.append((position, ident))
         tx.passages.insert_many(namespace, new, stamp)
         tx.passages.mention_many(links)
-        for position, ident in placed:
-            tx.documents.link_passage(doc_id, version, position, ident)
+        tx.documents.link_passages([(doc_id, version, position, i) for position, i in placed])
     if not restored:
         raise Refused(
             f"item {item.id} forgot no passage that can be brought back"

@@ -147,6 +147,11 @@ class Documents(Protocol):
         """Place ``passage`` at ``position`` of a later version (version 1's
         order is its passages' own)."""
 
+    def link_passages(self, links: Sequence[tuple[str, int, int, str]]) -> None:
+        """:meth:`link_passage` of many ``(document, version, position,
+        passage)``, in one statement where the engine pays a round trip
+        for each."""
+
     def version_dropping(self, passage: str) -> Dropped | None:
         """The document version that no longer holds ``passage``, if one does
         not: ``Dropped(document, version)``, the first such version."""

@@ -2251,8 +2251,20 @@ END $$;
 """
 )
 
+# Issue 32: a later version's places (version_passages) checked once per
+# statement, as its passages are since V13: a changed document's version
+# links all its passages in one statement, and the row trigger's call per
+# passage was a millisecond of a nine-passage document's remember.
+V20 = r"""
+DROP TRIGGER version_passages_version_unsealed ON version_passages;
+CREATE TRIGGER version_passages_version_unsealed AFTER INSERT ON version_passages
+    REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION memors_versions_unsealed();
+"""
+
 MIGRATIONS: list[str] = [
-    *(V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18, V19)
+    *(V1, V2, V3, V4, V5, V6, V7, V8, V9, V10, V11, V12, V13, V14, V15, V16, V17, V18, V19),
+    V20,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 #: The version from which a client stages a bulk insert's terms.

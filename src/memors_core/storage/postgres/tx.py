@@ -73,6 +73,10 @@ _INSERT_VERSIONS = (
     "INSERT INTO document_versions(document, version, text_hash, title, metadata, created_at) "
     "SELECT * FROM unnest(%b::text[], %b::int[], %b::text[], %b::text[], %b::text[], %b::text[])"
 )
+_LINK_PASSAGES = (
+    "INSERT INTO version_passages(document, version, position, passage) "
+    "SELECT * FROM unnest(%b::text[], %b::int[], %b::int[], %b::text[])"
+)
 _INSERT_MENTIONS = (
     "INSERT INTO mentions(passage, entity) SELECT * FROM unnest(%b::text[], %b::text[]) "
     "ON CONFLICT DO NOTHING"
@@ -105,6 +109,12 @@ class PgDocuments(_Bound, SqlDocuments):
                     [d.uri for d in documents],
                     [d.created_at for d in documents],
                 ),
+            ).close()
+
+    def link_passages(self, links: Sequence[tuple[str, int, int, str]]) -> None:
+        if links:
+            self._bound(
+                _LINK_PASSAGES, [list(column) for column in zip(*links, strict=True)]
             ).close()
 
     def add_versions(self, versions: Sequence[DocumentVersion]) -> None:

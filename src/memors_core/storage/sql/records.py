@@ -251,11 +251,15 @@ class SqlDocuments(Repo):
         return [r[0] for r in self.all(sql, (document, version))]
 
     def link_passage(self, document: str, version: int, position: int, passage: str) -> None:
-        self.run(
-            "INSERT INTO version_passages(document, version, position, passage) "
-            "VALUES (?, ?, ?, ?)",
-            (document, version, position, passage),
-        )
+        self.link_passages([(document, version, position, passage)])
+
+    def link_passages(self, links: Sequence[tuple[str, int, int, str]]) -> None:
+        if links:
+            self.db.executemany(
+                "INSERT INTO version_passages(document, version, position, passage) "
+                "VALUES (?, ?, ?, ?)",
+                links,
+            )
 
     def version_dropping(self, passage: str) -> Dropped | None:
         row = self.one(
@@ -339,7 +343,7 @@ class SqlPassages(Repo):
         # (the namespace is checked here: in the WHERE clause, SQLite's
         # planner walked the namespace's index instead of the ids)
         rows = self.all(
-            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id IN (SELECT value FROM json_each(?))",
+            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id {self.tx.keys_in}",
             (json.dumps(sorted(set(idents))),),
         )
         return {r[1]: Passage(*r) for r in rows if r[2] == namespace}

@@ -55,6 +55,16 @@ class DocumentContract(StorageFixtures):
             with pytest.raises(NotFound):
                 tx.documents.latest_version(uuid7())
 
+    def test_a_later_version_places_its_passages_at_once(self, storage: Storage) -> None:
+        with storage.write() as tx:
+            document, [a, b, c] = add_document(tx, ["A.", "B.", "C."])
+            tx.documents.add_version(DocumentVersion(document, 2, "h2", None, {}, now()))
+            tx.documents.link_passages([(document, 2, 0, c), (document, 2, 1, a)])
+            tx.documents.link_passages([])  # (nothing to place: nothing sent)
+        with storage.read() as tx:
+            assert tx.documents.version_passages(document, 2) == [c, a]
+            assert tx.documents.version_passages(document, 1) == [a, b, c]
+
     def test_a_forgotten_document_is_not_found_by_its_uri(self, storage: Storage) -> None:
         with storage.write() as tx:
             document, _ = add_document(tx, ["Text."], uri="file:///gone.md")
