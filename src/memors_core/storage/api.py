@@ -225,6 +225,10 @@ class Passages(Protocol):
         """The live passages of a document's version in their order, each with
         :meth:`entities_of` it: what a remember answers, in one look-up."""
 
+    def live_hashes_of_version(self, document: str, version: int) -> list[tuple[str, str]]:
+        """The live passages of a document's version in their order, each with
+        its text's hash, in one look-up: what a new version may keep."""
+
     def live_shingles(
         self,
         namespace: str,

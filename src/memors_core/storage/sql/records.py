@@ -416,6 +416,19 @@ class SqlPassages(Repo):
                 named.append(canonical)
         return list(found.items())
 
+    def live_hashes_of_version(self, document: str, version: int) -> list[tuple[str, str]]:
+        # (planned once per connection: every new version of a document asks)
+        return [
+            (passage, digest)
+            for passage, digest in self.planned(
+                f"""SELECT x.passage, p.hash FROM ({version_rows(version)}) x
+                    JOIN passages p ON p.id = x.passage
+                    WHERE NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = x.passage)
+                    ORDER BY x.position""",
+                (document, version),
+            )
+        ]
+
     def live_shingles(
         self,
         namespace: str,

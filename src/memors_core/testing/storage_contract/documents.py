@@ -38,6 +38,14 @@ class DocumentContract(StorageFixtures):
                 (added, []),
             ]
             assert tx.passages.live_of_version(document, 3) == []
+            # what a new version may keep: the live ones, each with its hash
+            hashes = {p: tx.passages.hash_of(p) for p in (kept, dropped, added)}
+            assert tx.passages.live_hashes_of_version(document, 1) == [(kept, hashes[kept])]
+            assert tx.passages.live_hashes_of_version(document, 2) == [
+                (kept, hashes[kept]),
+                (added, hashes[added]),
+            ]
+            assert tx.passages.live_hashes_of_version(document, 3) == []
             assert tx.passages.entities_of(kept) == [first, second]
             assert tx.documents.version_passages(document, 1) == [kept, dropped]
             assert tx.documents.version_passages(document, 2) == [kept, added]
