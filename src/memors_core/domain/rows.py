@@ -290,10 +290,12 @@ class StalePage:
 @attrs.frozen
 class LatestDocument:
     """A live document with the number of its latest version
-    (:meth:`~memors_core.storage.api.Documents.latest_by_uri`)."""
+    (:meth:`~memors_core.storage.api.Documents.latest_by_uri`), and that
+    version's row when the look-up read it (``last``)."""
 
     document: Document
     version: int
+    last: DocumentVersion | None = None
 
 
 @attrs.frozen

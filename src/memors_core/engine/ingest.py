@@ -270,7 +270,7 @@ class Ingest:
                 rows.store()  # what this document reads sees the batch before it
             rows = None
             doc_id, last = previous.document.id, previous.version
-            if _unchanged(tx, namespace, doc_id, last, (doc_hash, title, metadata), names):
+            if _unchanged(tx, namespace, previous, (doc_hash, title, metadata), names):
                 if counts_only:
                     return len(pieces), "unchanged"
                 return _remembered(tx, doc_id, last)
@@ -289,6 +289,7 @@ class Ingest:
             latest[uri] = LatestDocument(
                 previous.document if previous else Document(doc_id, namespace, uri, stamp),
                 version,
+                rows.versions[-1],  # (this version's row, stored with the batch)
             )
         where = _Where(namespace, doc_id, version, specifics.document_stamps(metadata))
         big = report is not None and len(pieces) > 256
@@ -403,15 +404,18 @@ def _previous(
 def _unchanged(
     tx: Tx,
     namespace: str,
-    doc_id: str,
-    last: int,
+    previous: LatestDocument,
     same_as: tuple[str, str | None, dict],
     names: list[str],
 ) -> bool:
-    """Whether version ``last`` already has this text hash, title and
-    metadata (``same_as``); if so the entities named this time are still
-    linked to its passages, and no new version is made."""
-    same = tx.documents.version(doc_id, last)
+    """Whether the document's latest version already has this text hash,
+    title and metadata (``same_as``); if so the entities named this time
+    are still linked to its passages, and no new version is made. (The
+    version's row as its look-up read it, else read now.)"""
+    doc_id, last = previous.document.id, previous.version
+    same = previous.last
+    if same is None or same.version != last:
+        same = tx.documents.version(doc_id, last)
     doc_hash, title, metadata = same_as
     if same is None or (same.text_hash, same.title, _dumps(same.metadata)) != (
         doc_hash,

@@ -111,8 +111,8 @@ class Documents(Protocol):
         ``namespace`` among ``idents``, forgotten or not, in one look-up."""
 
     def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
-        """The newest live document with ``uri``, and its latest version number
-        (``LatestDocument(document, version)``)."""
+        """The newest live document with ``uri``, its latest version number
+        and that version's row (``LatestDocument(document, version, last)``)."""
 
     def latest_by_uris(self, namespace: str, uris: Iterable[str]) -> dict[str, LatestDocument]:
         """:meth:`latest_by_uri` of many uris in one look-up: each uri that

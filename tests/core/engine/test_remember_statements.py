@@ -180,3 +180,25 @@ def test_a_new_version_is_read_and_placed_in_statements_a_document(memory, monke
     few = _new_version_statements(memory, monkeypatch, 3)
     many = _new_version_statements(memory, monkeypatch, 24)
     assert many == few, (few, many)
+
+
+def test_unchanged_documents_cost_no_statement_each(memory, monkeypatch):
+    # Loading again what the store holds (a corpus synced twice) read each
+    # document's latest version to find it unchanged; the batch's look-up
+    # of its uris reads those versions with them.
+    docs = [
+        {"text": f"[[Raft]] note {n}: the leader kept its lease.", "uri": f"n{n}"}
+        for n in range(20)
+    ]
+    memory.remember_many(docs)
+    counts = []
+    for some in (docs[:5], docs):
+        with statements(memory, monkeypatch) as seen:
+            out = memory.remember_many(some)
+        assert (out.unchanged, out.new, out.new_versions) == (len(some), 0, 0)
+        counts.append(len([s for s in seen if "PREPARE" not in s]))
+    assert counts[0] == counts[1], counts
+    # and a single remember of a known uri reads its version with it
+    with statements(memory, monkeypatch) as seen:
+        again = memory.remember(docs[0]["text"], uri="n0")
+    assert again.passages and not [s for s in seen if "FROM document_versions WHERE" in s]

@@ -100,6 +100,17 @@ def _version(row: tuple[Any, ...]) -> DocumentVersion:
 
 
 _VERSION_COLS = "document, version, text_hash, title, metadata, created_at"
+#: A document's latest version, joined to its row (``d``) as ``v``: its
+#: columns, and the join. (Every document has a version 1, written with it.)
+_LATEST_COLS = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
+_LATEST_JOIN = """LEFT JOIN document_versions v ON v.document = d.id
+    AND v.version = (SELECT MAX(x.version) FROM document_versions x WHERE x.document = d.id)"""
+
+
+def _latest(row: tuple[Any, ...]) -> LatestDocument:
+    """A document's row and its latest version's (``_LATEST_COLS``) as one."""
+    last = None if row[4] is None else _version(row[4:])
+    return LatestDocument(Document(*row[:4]), row[5], last)
 
 
 #: The latest version's title, else the URI, else the id: what a document is called.
@@ -136,13 +147,13 @@ class SqlDocuments(Repo):
 
     def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
         row = self.planned_one(  # (every remember with a uri asks: planned once)
-            f"""SELECT d.id, d.namespace, d.uri, d.created_at,
-                       (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
-                FROM documents d WHERE d.namespace = ? AND d.uri = ? AND {live("d")}
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {_LATEST_COLS}
+                FROM documents d {_LATEST_JOIN}
+                WHERE d.namespace = ? AND d.uri = ? AND {live("d")}
                 ORDER BY d.rowid DESC LIMIT 1""",
             (namespace, uri),
         )
-        return None if row is None else LatestDocument(Document(*row[:4]), row[4])
+        return None if row is None else _latest(row)
 
     def latest_by_uris(self, namespace: str, uris: Iterable[str]) -> dict[str, LatestDocument]:
         wanted = sorted(set(uris))
@@ -150,15 +161,14 @@ class SqlDocuments(Repo):
             return {}
         found: dict[str, LatestDocument] = {}
         for row in self.all(
-            f"""SELECT d.id, d.namespace, d.uri, d.created_at,
-                       (SELECT MAX(version) FROM document_versions v WHERE v.document = d.id)
-                FROM documents d
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {_LATEST_COLS}
+                FROM documents d {_LATEST_JOIN}
                 WHERE d.namespace = ? AND d.uri IN (SELECT value FROM json_each(?))
                   AND {live("d")}
                 ORDER BY d.rowid""",
             (namespace, json.dumps(wanted)),
         ):
-            found[row[2]] = LatestDocument(Document(*row[:4]), row[4])  # the newest of a uri wins
+            found[row[2]] = _latest(row)  # the newest of a uri wins
         return found
 
     def listing(self, namespace: str, sort: str, offset: int, limit: int) -> list[DocumentListed]:
