@@ -212,6 +212,60 @@ def test_same_uri_with_changed_text_is_a_new_version(memory):
     assert hits == [v2.passages[1]]
 
 
+_LIVE_PASSAGES = (
+    "SELECT COUNT(*) FROM passages p WHERE NOT EXISTS "
+    "(SELECT 1 FROM tombstones t WHERE t.target = p.id)"
+)
+
+
+def _versions_held(memory, uris: list[str]) -> dict[str, list[list[str]]]:
+    """Each uri's versions, each as its passages' texts in order."""
+    held = {}
+    for uri in uris:
+        with memory.store.read() as tx:
+            latest = tx.documents.latest_by_uri("default", uri)
+            assert latest is not None, uri
+            held[uri] = [
+                [
+                    p.text
+                    for p in tx.passages.by_ids(
+                        tx.documents.version_passages(latest.document.id, v)
+                    )
+                ]
+                for v in range(1, latest.version + 1)
+            ]
+    return held
+
+
+def test_a_bulk_load_of_new_versions_stores_what_one_at_a_time_does(memory, fresh_store):
+    # A batch naming known uris (changed, unchanged, named twice or three
+    # times in the batch itself) stores the versions remembering each
+    # document alone stores: the same versions, the same passages in each.
+    first = [{"uri": f"u{n}", "text": f"Alpha {n}.\n\nBeta {n}.\n\nGamma {n}."} for n in range(6)]
+    again = [
+        {"uri": "u0", "text": "Alpha 0.\n\nBeta 0 changed.\n\nGamma 0."},
+        {"uri": "u1", "text": "Alpha 1.\n\nBeta 1.\n\nGamma 1."},  # unchanged
+        {"uri": "u2", "text": "Gamma 2.\n\nAlpha 2."},  # reordered, one dropped
+        {"uri": "u0", "text": "Alpha 0.\n\nBeta 0 changed twice.\n\nGamma 0."},
+        {"uri": "new", "text": "A new one.\n\nWith two passages."},
+        {"uri": "new", "text": "A new one.\n\nWith two passages, the second changed."},
+        {"uri": "u0", "text": "Alpha 0.\n\nBeta 0.\n\nGamma 0."},  # the first text again
+        {"uri": "u3", "text": "Alpha 3.\n\nBeta 3.\n\nGamma 3.\n\nDelta 3."},
+    ]
+    uris = sorted({d["uri"] for d in first + again})
+    memory.remember_many(first)
+    out = memory.remember_many(again)
+    assert (out.new, out.new_versions, out.unchanged) == (1, 6, 1)
+    with Memory.open(fresh_store("alone.db")) as alone:
+        for doc in first + again:
+            alone.remember(doc["text"], uri=doc["uri"])
+        expected = _versions_held(alone, uris)
+        live_alone = value_of(alone, _LIVE_PASSAGES)
+    assert _versions_held(memory, uris) == expected
+    assert value_of(memory, _LIVE_PASSAGES) == live_alone  # the same ones superseded
+    assert len(expected["u0"]) == 4 and expected["u0"][-1] == ["Alpha 0.", "Beta 0.", "Gamma 0."]
+
+
 def test_same_uri_with_the_same_text_is_no_new_version(memory):
     a = memory.remember("Stable text.", uri="u", title="T")
     b = memory.remember("Stable text.", uri="u", title="T")

@@ -96,6 +96,10 @@ class _Rows:
         #: made) once a transaction, not once a document.
         self.entities: dict[str, str] = {}
 
+    def holds(self, document: str) -> bool:
+        """Whether a version of ``document`` waits here to be stored."""
+        return any(v.document == document for v in self.versions)
+
     def store(self) -> None:
         """Store what waits, in the order its checks need (a version after
         its document, passages after their version, a later version's
@@ -266,10 +270,9 @@ class Ingest:
             previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
-            if rows is not None:
-                rows.store()  # what this document reads sees the batch before it
-            rows = None
             doc_id, last = previous.document.id, previous.version
+            if rows is not None and rows.holds(doc_id):
+                rows.store()  # (what it reads of its last version waits in the batch)
             if _unchanged(tx, namespace, previous, (doc_hash, title, metadata), names):
                 if counts_only:
                     return len(pieces), "unchanged"
@@ -561,9 +564,9 @@ class _BulkLoad:
             with ingest.storage.write(namespace=namespace) as tx:
                 tx.namespaces.touch(namespace)
                 # One time for the transaction's rows; the documents its
-                # uris name already, looked up at once; new rows stored
-                # together (a document with an earlier version first
-                # stores what waits, and then its own rows, at once).
+                # uris name already, looked up at once; new rows and new
+                # versions stored together (a document whose last version
+                # waits among them has what waits stored before it reads).
                 stamp = now()
                 latest = tx.documents.latest_by_uris(
                     namespace, [d[1] for d in docs if d[1] is not None]

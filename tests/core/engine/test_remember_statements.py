@@ -202,3 +202,25 @@ def test_unchanged_documents_cost_no_statement_each(memory, monkeypatch):
     with statements(memory, monkeypatch) as seen:
         again = memory.remember(docs[0]["text"], uri="n0")
     assert again.passages and not [s for s in seen if "FROM document_versions WHERE" in s]
+
+
+def test_changed_documents_in_bulk_cost_one_read_each(memory, monkeypatch):
+    # A bulk load of new versions stored each document's rows on its own
+    # (five statements and their checks a document) after reading what it
+    # reads; each now reads what its last version holds (one statement)
+    # and its rows wait for the batch's.
+    if memory.store.tx.engine != "postgres":
+        pytest.skip("a round trip is PostgreSQL's (SQLite's trace counts each row it inserts)")
+    docs = [
+        {"text": f"[[Raft]] note {n}.\n\nIts leader kept the lease {n}.", "uri": f"n{n}"}
+        for n in range(25)
+    ]
+    memory.remember_many(docs)
+    counts = []
+    for some in (docs[:5], docs[5:]):  # 5, then 20 others: each one's first edit
+        edited = [{**d, "text": f"{d['text']}\n\nEdited."} for d in some]
+        with statements(memory, monkeypatch) as seen:
+            out = memory.remember_many(edited)
+        assert out.new_versions == len(some)
+        counts.append(len([s for s in seen if "PREPARE" not in s]))
+    assert counts[1] - counts[0] == 15, counts  # one read for each of 15 more
