@@ -14,7 +14,9 @@ both engines), times an MCP tool call through a real stdio server against
 a bare SDK no-op tool and against the library call, reads the store's
 size, and times the web views issue 32 sets targets on (the namespace
 home, a page citing 50 passages: :func:`web_figures` adds them to the
-store) through the real server. Then, on fresh stores, the 8-process
+store) through the real server, and last remembers the whole corpus
+again with a line added to each document (every document a new version:
+a changed copy synced again). Then, on fresh stores, the 8-process
 mixed load of ``benchmarks/writers.py`` (``--mixed-seconds``) and lexical
 search over ``--lexical-size`` conversation turns in one namespace, as
 ``benchmarks/retrieval.py`` measures it. Each step runs in a process of its own (``--step``), started
@@ -313,7 +315,19 @@ def _mcp_calls(url: str, args: argparse.Namespace, memors: Any, bare: Any) -> di
 # --- the run -------------------------------------------------------------------------------
 
 
-def engine_run(engine: str, args: argparse.Namespace, corpus: Path, change: Path) -> dict:
+def write_edited(corpus: Path, edited: Path) -> None:
+    """The corpus again, a line added to each document: a changed copy of
+    what the store holds (a wiki synced again), every document a new version."""
+    with corpus.open(encoding="utf-8") as src, edited.open("w", encoding="utf-8") as out:
+        for line in src:
+            doc = json.loads(line)
+            doc["text"] += "\n\nEdited once more, a line added at the end."
+            out.write(json.dumps(doc) + "\n")
+
+
+def engine_run(
+    engine: str, args: argparse.Namespace, corpus: Path, change: Path, edited: Path | None = None
+) -> dict:
     """Every step on one engine; its figures, printed as they come."""
     if engine == "postgres":
         from memors_core.testing import postgres
@@ -412,6 +426,15 @@ def engine_run(engine: str, args: argparse.Namespace, corpus: Path, change: Path
                     "",
                     f"static file p50 {w['static_p50']:.1f} ms; {w['load']}",
                 )
+        if edited is not None:  # last: it makes every document a new version
+            r = fig["remember_edited"] = run_step("remember", url, args, edited)
+            report(
+                f"{engine}: remember it all again, each edited",
+                f"{r['seconds']:.1f} s",
+                f"{r['documents']} new versions",
+                "",
+                r["load"],
+            )
     finally:
         drop()
     return fig
@@ -491,6 +514,7 @@ def table(figs: dict[str, dict]) -> None:
     row("remember, s", lambda f: f"{f['remember']['seconds']:.1f}")
     row("remember, peak RSS MiB", lambda f: f"{f['remember']['rss_mib']:.0f}")
     row("VACUUM (ANALYZE) after the load, s", lambda f: f"{f['analyze']:.1f}")
+    row("remember again, each edited, s", lambda f: f"{f['remember_edited']['seconds']:.1f}")
     row("compact full, s", lambda f: f"{f['compact_full']['seconds']:.1f}")
     row("compact full, peak RSS MiB", lambda f: f"{f['compact_full']['rss_mib']:.0f}")
     row("compact incremental (1%), s", lambda f: f"{f['compact']['seconds']:.2f}")
@@ -523,6 +547,7 @@ def ratios(lite: dict, pg: dict) -> None:
     n = lite.get("remember", {}).get("passages", 0)
     rows = [
         ("remember", lambda f: f["remember"]["seconds"], 1.5 if n <= 200_000 else 2.0),
+        ("remember again, each edited", lambda f: f["remember_edited"]["seconds"], 1.5),
         ("compact full", lambda f: f["compact_full"]["seconds"], None),
         ("compact incremental (1%)", lambda f: f["compact"]["seconds"], None),
         ("search 2 words p50", lambda f: f["search"]["p50_2"], None),
@@ -643,6 +668,8 @@ def run(args: argparse.Namespace) -> None:
         check=True,
         cwd=Path(__file__).parent.parent,
     )
+    edited = work / "edited.jsonl"
+    write_edited(corpus, edited)
     print(
         f"memors on {', '.join(engines)}: {args.size} passages (+1% for the change), "
         f"{os.cpu_count()} cores, python {sys.version.split()[0]}, {load()}"
@@ -650,7 +677,7 @@ def run(args: argparse.Namespace) -> None:
     )
     print(f"{'figure':<46} {'value':>12}  {'reference':<28} {'ratio':>8}  target / notes")
     try:
-        figs = {e: engine_run(e, args, corpus, change) for e in engines}
+        figs = {e: engine_run(e, args, corpus, change, edited) for e in engines}
     finally:
         shutil.rmtree(work)
     live = [e for e in engines if figs[e]]

@@ -80,11 +80,16 @@ def test_engines_harness_prints_every_figure(engine):
         f"{engine}: store size",
         f"{engine}: web namespace home, p50 / p95",
         f"{engine}: web page citing 50 passages, p50 / p95",
+        f"{engine}: remember it all again, each edited",
         f"{engine}: 8 processes, mixed, one namespace",
         f"{engine}: lexical search p50 / p95",
         "remember, passages/s",
     ):
         assert figure in out, figure
+    # the corpus loaded again, edited: each of its documents a new version
+    again = next(line for line in out.splitlines() if "remember it all again" in line)
+    documents = int(again.split(" new versions")[0].split()[-1])
+    assert documents > 50, again
     # the same generated questions find passages on either engine
     hits = [line for line in out.splitlines() if "hits/query" in line]
     assert len(hits) == 2 and all(" 0.0 hits" not in line for line in hits), hits
