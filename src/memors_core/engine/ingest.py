@@ -416,9 +416,7 @@ def _unchanged(
     are still linked to its passages, and no new version is made. (The
     version's row as its look-up read it, else read now.)"""
     doc_id, last = previous.document.id, previous.version
-    same = previous.last
-    if same is None or same.version != last:
-        same = tx.documents.version(doc_id, last)
+    same = previous.last or tx.documents.version(doc_id, last)
     doc_hash, title, metadata = same_as
     if same is None or (same.text_hash, same.title, _dumps(same.metadata)) != (
         doc_hash,

@@ -100,8 +100,9 @@ def _version(row: tuple[Any, ...]) -> DocumentVersion:
 
 
 _VERSION_COLS = "document, version, text_hash, title, metadata, created_at"
-#: A document's latest version, joined to its row (``d``) as ``v``: its
-#: columns, and the join. (Every document has a version 1, written with it.)
+#: A version's columns as ``v``, and the join of a document's row (``d``)
+#: to its latest version as ``v``. (Every document has a version 1, written
+#: with it.)
 _LATEST_COLS = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
 _LATEST_JOIN = """LEFT JOIN document_versions v ON v.document = d.id
     AND v.version = (SELECT MAX(x.version) FROM document_versions x WHERE x.document = d.id)"""
@@ -172,9 +173,8 @@ class SqlDocuments(Repo):
         return found
 
     def listing(self, namespace: str, sort: str, offset: int, limit: int) -> list[DocumentListed]:
-        cols = ", ".join(f"v.{c.strip()}" for c in _VERSION_COLS.split(","))
         rows = self.all(
-            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {cols}
+            f"""SELECT d.id, d.namespace, d.uri, d.created_at, {_LATEST_COLS}
                 FROM documents d JOIN document_versions v ON v.document = d.id
                 WHERE d.namespace = ? AND {live("d")}
                   AND v.version = (SELECT MAX(x.version) FROM document_versions x
@@ -353,7 +353,7 @@ class SqlPassages(Repo):
         # (the namespace is checked here: in the WHERE clause, SQLite's
         # planner walked the namespace's index instead of the ids)
         rows = self.all(
-            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id {self.tx.keys_in}",
+            f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id IN (SELECT value FROM json_each(?))",
             (json.dumps(sorted(set(idents))),),
         )
         return {r[1]: Passage(*r) for r in rows if r[2] == namespace}
