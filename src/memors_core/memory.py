@@ -542,13 +542,13 @@ class Memory:
         with self.store.read() as tx:
             (figures,) = views.figures(tx, self.kinds.names(), namespace)
             listed = views.entities(tx, namespace, 0, entities)
-            done = audit.listing(tx, namespace, None, None).corrections
+            newest, total = audit.newest(tx, namespace, corrections)
         return NamespaceOverview(
             namespace=namespace,
             figures=figures,
             entities=listed,
-            corrections=done[::-1][:corrections],
-            corrections_total=len(done),
+            corrections=newest,
+            corrections_total=total,
         )
 
     def figures(self) -> list[NamespaceFigures]:
@@ -599,6 +599,8 @@ class Memory:
         label; passages, items and what is not there are left out)."""
         check_namespace(namespace)
         wanted = _parsed(addresses)
+        if not wanted:  # (nothing to look up: no read)
+            return {}
         with self.store.read() as tx:
             return views.labels(tx, namespace, wanted)
 

@@ -43,11 +43,18 @@ def listing(tx: Tx, namespace: str, action: str | None, target: str | None) -> C
     """The namespace's corrections, oldest first (of ``action``, about ``target``)."""
     return CorrectionList(
         namespace=namespace,
-        corrections=[
-            CorrectionEntry(c.id, c.action, c.target, c.detail, c.created_at, _summary(c))
-            for c in tx.corrections.list(namespace, action, target)
-        ],
+        corrections=[_entry(c) for c in tx.corrections.list(namespace, action, target)],
     )
+
+
+def newest(tx: Tx, namespace: str, limit: int) -> tuple[list[CorrectionEntry], int]:
+    """The namespace's ``limit`` newest corrections, newest first, and how many it has."""
+    rows, total = tx.corrections.newest(namespace, limit)
+    return [_entry(c) for c in rows], total
+
+
+def _entry(c: Correction) -> CorrectionEntry:
+    return CorrectionEntry(c.id, c.action, c.target, c.detail, c.created_at, _summary(c))
 
 
 def _summary(c: Correction) -> str:

@@ -38,12 +38,12 @@ class StoreCollector:
             # store's gauges read 0 instead of being absent.
             namespaces = sorted({"default", *tx.namespaces.names()})
             open_counts = tx.items.open_counts()
-            live_pages = tx.pages.live_counts()
-            pages = {ns: live_pages.get(ns, 0) for ns in namespaces}
-            stale_counts = tx.pages.stale_counts()
-            stale = {ns: stale_counts.get(ns, 0) for ns in namespaces}
-            counters = tx.counters.read(WORK_ITEMS_TOTAL)
-            marked = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
+            counts = tx.pages.counts()
+            pages = {ns: counts.get(ns, (0, 0))[0] for ns in namespaces}
+            stale = {ns: counts.get(ns, (0, 0))[1] for ns in namespaces}
+            read = tx.counters.read_many((WORK_ITEMS_TOTAL, PAGES_MARKED_STALE))
+            counters = read[WORK_ITEMS_TOTAL]
+            marked = read[PAGES_MARKED_STALE].get(("", ""), 0)
             waiting = None
             if vectors.unwanted(self.storage) is None:  # where this process makes vectors
                 waiting = {ns: tx.vectors.missing_count(ns) for ns in namespaces}

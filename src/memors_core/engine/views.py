@@ -317,20 +317,18 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
 
 def figures(tx: Tx, kinds: Iterable[str], namespace: str | None = None) -> list[NamespaceFigures]:
     """The figures of ``namespace`` (every namespace's, and ``default``'s
-    even when empty, if None), as the metrics count them, in five look-ups."""
+    even when empty, if None), as the metrics count them, in three look-ups."""
     names = [namespace] if namespace is not None else sorted({"default", *tx.namespaces.names()})
     open_counts = tx.items.open_counts(namespace)
-    live = tx.pages.live_counts(namespace)
-    stale = tx.pages.stale_counts(namespace)
-    done = sum(
-        n for (_kind, event), n in tx.counters.read(WORK_ITEMS_TOTAL).items() if event == "done"
-    )
-    marked = tx.counters.read(PAGES_MARKED_STALE).get(("", ""), 0)
+    pages = tx.pages.counts(namespace)
+    counters = tx.counters.read_many((WORK_ITEMS_TOTAL, PAGES_MARKED_STALE))
+    done = sum(n for (_kind, event), n in counters[WORK_ITEMS_TOTAL].items() if event == "done")
+    marked = counters[PAGES_MARKED_STALE].get(("", ""), 0)
     return [
         NamespaceFigures(
             namespace=ns,
-            pages=live.get(ns, 0),
-            stale=stale.get(ns, 0),
+            pages=pages.get(ns, (0, 0))[0],
+            stale=pages.get(ns, (0, 0))[1],
             open={
                 kind: open_counts.get((ns, kind), 0)
                 for kind in sorted({*kinds, *(k for (n, k) in open_counts if n == ns)})

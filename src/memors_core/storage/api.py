@@ -20,6 +20,7 @@ The rules the kinds, lint and metrics share ("needs a page", "stale",
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
@@ -525,12 +526,9 @@ class Pages(Protocol):
         ``StalePage(page, changes)``: with what changed (:meth:`changes`);
         ``only`` limits them to those canonical entities."""
 
-    def live_counts(self, namespace: str | None = None) -> dict[str, int]:
-        """Live pages per namespace (one with none left out; only ``namespace``'s if given)."""
-
-    def stale_counts(self, namespace: str | None = None) -> dict[str, int]:
-        """Live stale pages per namespace (one with none left out; only
-        ``namespace``'s if given)."""
+    def counts(self, namespace: str | None = None) -> dict[str, tuple[int, int]]:
+        """(live pages, live stale pages) per namespace, in one look-up (one
+        without a live page left out; only ``namespace``'s if given)."""
 
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
@@ -627,6 +625,10 @@ class Corrections(Protocol):
         self, namespace: str, action: str | None = None, target: str | None = None
     ) -> list[Correction]:
         """The corrections of ``namespace``, oldest first, of that action and target if given."""
+
+    def newest(self, namespace: str, limit: int) -> tuple[builtins.list[Correction], int]:
+        """The namespace's ``limit`` newest corrections, newest first, and
+        how many it has: one look-up, however many there are."""
 
 
 class Items(Protocol):
@@ -737,6 +739,9 @@ class Counters(Protocol):
 
     def read(self, name: str) -> dict[tuple[str, str], int]:
         """(kind, event) -> value of one counter (empty if it was never bumped)."""
+
+    def read_many(self, names: Iterable[str]) -> dict[str, dict[tuple[str, str], int]]:
+        """:meth:`read` of each of ``names`` in one look-up (a name never bumped: empty)."""
 
 
 class Search(Protocol):

@@ -4,6 +4,7 @@ with PostgreSQL's search, purge and transfer, and its clocks."""
 from __future__ import annotations
 
 import contextlib
+import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -268,12 +269,23 @@ class PgCounters(SqlCounters):
     def read(self, name: str) -> dict[tuple[str, str], int]:
         return {
             (kind, event): int(value)
-            for kind, event, value in self.all(
+            for kind, event, value in self.planned(
                 f"SELECT kind, event, SUM(value) FROM ({COUNTER_ROWS}) c WHERE name = ? "
                 "GROUP BY kind, event",
                 (name,),
             )
         }
+
+    def read_many(self, names: Iterable[str]) -> dict[str, dict[tuple[str, str], int]]:
+        wanted = sorted(set(names))
+        out: dict[str, dict[tuple[str, str], int]] = {name: {} for name in wanted}
+        for name, kind, event, value in self.planned(
+            f"SELECT name, kind, event, SUM(value) FROM ({COUNTER_ROWS}) c "
+            f"WHERE name {self.tx.keys_in} GROUP BY name, kind, event",
+            (json.dumps(wanted),),
+        ):
+            out[name][(kind, event)] = int(value)
+        return out
 
 
 #: Every counter row: the store-wide ones and the namespaces' shards.

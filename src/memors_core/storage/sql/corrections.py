@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from typing import Any
 
@@ -39,9 +40,23 @@ class SqlCorrections(Repo):
     ) -> list[Correction]:
         return [
             _correction(r)
-            for r in self.all(
+            for r in self.planned(
                 f"SELECT {_COLS} FROM corrections WHERE namespace = ?1 "
-                "AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR target = ?3) ORDER BY id",
+                "AND (CAST(?2 AS TEXT) IS NULL OR action = ?2) "
+                "AND (CAST(?3 AS TEXT) IS NULL OR target = ?3) ORDER BY id",
                 (namespace, action, target),
             )
         ]
+
+    def newest(self, namespace: str, limit: int) -> tuple[builtins.list[Correction], int]:
+        if limit <= 0:  # (no row to carry the count)
+            total = self.planned(
+                "SELECT COUNT(*) FROM corrections WHERE namespace = ?", (namespace,)
+            )[0][0]
+            return [], int(total)
+        rows = self.planned(
+            f"SELECT {_COLS}, COUNT(*) OVER () FROM corrections WHERE namespace = ? "
+            "ORDER BY id DESC LIMIT ?",
+            (namespace, limit),
+        )
+        return [_correction(r) for r in rows], int(rows[0][-1]) if rows else 0

@@ -403,16 +403,6 @@ class SqlPages(Repo):
         ]
         return [StalePage(page, self.changes(page)) for page in pages]
 
-    def live_counts(self, namespace: str | None = None) -> dict[str, int]:
-        return dict(
-            self.planned(
-                f"""SELECT namespace, COUNT(*) FROM pages pg
-                    WHERE (CAST(?1 AS text) IS NULL OR pg.namespace = ?1) AND {live("pg")}
-                    GROUP BY namespace""",
-                (namespace,),
-            )
-        )
-
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
     ) -> list[PageListed]:
@@ -436,13 +426,15 @@ class SqlPages(Repo):
             (namespace,),
         )
 
-    def stale_counts(self, namespace: str | None = None) -> dict[str, int]:
-        return dict(
-            self.planned(
-                f"""SELECT pg.namespace, COUNT(*) FROM {_FROM}
+    def counts(self, namespace: str | None = None) -> dict[str, tuple[int, int]]:
+        return {
+            ns: (int(live), int(stale))
+            for ns, live, stale in self.planned(
+                f"""SELECT pg.namespace, COUNT(*),
+                           SUM(CASE WHEN {STALE_PAGE} THEN 1 ELSE 0 END)
+                    FROM {_FROM}
                     WHERE (CAST(?1 AS text) IS NULL OR pg.namespace = ?1) AND {live("pg")}
-                    AND {STALE_PAGE}
                     GROUP BY pg.namespace""",
                 (namespace,),
             )
-        )
+        }

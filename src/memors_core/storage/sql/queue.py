@@ -4,7 +4,7 @@ and scan marks of incremental compaction, and the persisted counters."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memors_core.domain.dates import now
@@ -150,9 +150,9 @@ class SqlItems(Repo):
     def open_counts(self, namespace: str | None = None) -> dict[tuple[str, str], int]:
         return {
             (ns, kind): n
-            for ns, kind, n in self.all(
+            for ns, kind, n in self.planned(
                 "SELECT namespace, kind, COUNT(*) FROM work_items WHERE status = 'open' "
-                "AND (?1 IS NULL OR namespace = ?1) GROUP BY namespace, kind",
+                "AND (CAST(?1 AS TEXT) IS NULL OR namespace = ?1) GROUP BY namespace, kind",
                 (namespace,),
             )
         }
@@ -300,7 +300,17 @@ class SqlCounters(Repo):
     def read(self, name: str) -> dict[tuple[str, str], int]:
         return {
             (kind, event): value
-            for kind, event, value in self.all(
+            for kind, event, value in self.planned(
                 "SELECT kind, event, value FROM counters WHERE name = ?", (name,)
             )
         }
+
+    def read_many(self, names: Iterable[str]) -> dict[str, dict[tuple[str, str], int]]:
+        wanted = sorted(set(names))
+        out: dict[str, dict[tuple[str, str], int]] = {name: {} for name in wanted}
+        for name, kind, event, value in self.planned(
+            f"SELECT name, kind, event, value FROM counters WHERE name {self.tx.keys_in}",
+            (json.dumps(wanted),),
+        ):
+            out[name][(kind, event)] = value
+        return out

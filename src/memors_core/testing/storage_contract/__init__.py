@@ -42,7 +42,7 @@ from __future__ import annotations
 from memors_core.testing.storage_contract.backup import BackupContract
 from memors_core.testing.storage_contract.changes import ChangeContract
 from memors_core.testing.storage_contract.clocks import ClockContract
-from memors_core.testing.storage_contract.counters import CounterContract
+from memors_core.testing.storage_contract.counters import CorrectionContract, CounterContract
 from memors_core.testing.storage_contract.documents import DocumentContract
 from memors_core.testing.storage_contract.entities import EntityContract
 from memors_core.testing.storage_contract.facts import FactContract
@@ -85,6 +85,7 @@ __all__ = [
     "Boom",
     "ChangeContract",
     "ClockContract",
+    "CorrectionContract",
     "CounterContract",
     "DocumentContract",
     "EntityContract",
@@ -122,6 +123,7 @@ class StorageContract(
     ClockContract,
     WorkItemContract,
     CounterContract,
+    CorrectionContract,
     SearchContract,
     TransactionContract,
     NamespaceContract,

@@ -38,7 +38,8 @@ class PageContract(StorageFixtures):
             assert tx.pages.last_written_of([raft, "no-such-entity"]) == {raft: v2}
             assert tx.pages.last_written_of([]) == {}
             assert [p.id for p in tx.pages.live(NS)] == [v2]
-            assert tx.pages.live_counts() == {NS: 1}
+            assert tx.pages.counts() == {NS: (1, 0)}
+            assert tx.pages.counts(NS) == {NS: (1, 0)} and tx.pages.counts("elsewhere") == {}
             hashes = {p.id: p.hash for p in tx.passages.by_ids([a, b])}
             assert {(s.passage, s.hash) for s in tx.pages.sources(v2)} == set(hashes.items())
             assert [(s.passage, s.hash) for s in tx.pages.sources(v1)] == [(a, hashes[a])]

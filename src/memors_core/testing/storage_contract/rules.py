@@ -55,11 +55,11 @@ class RuleContract(StorageFixtures):
                 }
                 for n, p in enumerate(new)
             ]
-            assert tx.pages.stale_counts() == {NS: 1}
+            assert tx.pages.counts() == {NS: (1, 1)}
         forget(storage, "passage", new[0])
         with storage.read() as tx:
             assert not tx.pages.is_stale(page)
-            assert tx.pages.stale_counts() == {}
+            assert tx.pages.counts() == {NS: (1, 0)}
 
     def test_live_shingles_follow_the_clock(self, storage: Storage) -> None:
         a = remember(storage, "Raft elects a leader by majority vote quickly.")

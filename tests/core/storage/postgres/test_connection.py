@@ -118,6 +118,12 @@ def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monk
         assert not [s for s in sent if "PREPARE" in s], sent
         for name in names:
             assert any(f"EXECUTE {name}" in s for s in sent), (name, sent)
+        # every read prepared, in nine look-ups: the open items, the pages'
+        # two counts, both counters, the entities and their four figures,
+        # the newest corrections (then the COMMIT)
+        reads = [s for s in sent if s != "COMMIT"]
+        assert all(s.split("; ")[-1].startswith("EXECUTE memors_") for s in reads), reads
+        assert len(reads) == 9, reads
 
 
 def test_a_page_view_plans_its_reads_once_per_connection(postgres_url, monkeypatch):
