@@ -154,10 +154,11 @@ def _scan_kind(
     open_items = tx.items.open_keys(namespace, kind.name)
     ctx.open_keys = MappingProxyType(open_items)
     seen: set[str] = set()
-    created = refreshed = 0
+    created = 0
     stamp = now()
     found = kind.scan(ctx)
     new: list[Candidate] = []  # candidates without an open item, decided a batch at a time
+    refreshes: list[tuple[int, str, Any]] = []  # (item, fingerprint, payload), sent at the end
     for cand in found:
         if cand.key in seen:
             continue
@@ -179,11 +180,7 @@ def _scan_kind(
                 created += _open_items(tx, namespace, kind.name, new, stamp)
                 new.clear()
         elif existing.fingerprint != cand.fingerprint:
-            tx.items.refresh(existing.id, cand.fingerprint, cand.payload(), stamp)
-            tx.after_commit(
-                log.info, "item_refreshed", namespace=namespace, kind=kind.name, item=existing.id
-            )
-            refreshed += 1
+            refreshes.append((existing.id, cand.fingerprint, cand.payload()))
     created += _open_items(tx, namespace, kind.name, new, stamp)
     # What the scan re-examined (read once it has run: a kind may fill it as it goes).
     scope = found.scope if incremental and isinstance(found, Scan) else None
@@ -192,13 +189,23 @@ def _scan_kind(
         for key, open_item in open_items.items()
         if key not in seen and (scope is None or key in scope)
     ]
-    for ident in obsolete:
-        tx.items.obsolete(ident, stamp)
-        tx.after_commit(log.info, "item_obsolete", namespace=namespace, kind=kind.name, item=ident)
-    _count(tx, kind.name, "created", created)
-    _count(tx, kind.name, "refreshed", refreshed)
-    _count(tx, kind.name, "obsolete", len(obsolete))
-    tx.changes.set_mark(namespace, kind.name, heads)
+    # The kind's last writes wait for no answer: sent together (one round
+    # trip on a server engine, where each was one).
+    with tx.pipelined():
+        for ident, fingerprint, payload in refreshes:
+            tx.items.refresh(ident, fingerprint, payload, stamp)
+            tx.after_commit(
+                log.info, "item_refreshed", namespace=namespace, kind=kind.name, item=ident
+            )
+        for ident in obsolete:
+            tx.items.obsolete(ident, stamp)
+            tx.after_commit(
+                log.info, "item_obsolete", namespace=namespace, kind=kind.name, item=ident
+            )
+        _count(tx, kind.name, "created", created)
+        _count(tx, kind.name, "refreshed", len(refreshes))
+        _count(tx, kind.name, "obsolete", len(obsolete))
+        tx.changes.set_mark(namespace, kind.name, heads)
     return created
 
 

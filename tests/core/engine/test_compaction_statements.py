@@ -220,3 +220,45 @@ def test_a_kinds_open_items_are_read_once_a_scan(memory, monkeypatch):
     assert len(open_reads) == 1, open_reads
     # and what it re-examined is still right: three values, three pairs
     assert len(memory.items(kind="conflict").items) == 3
+
+
+def test_a_kinds_last_writes_do_not_wait_for_each_other(memory, monkeypatch):
+    """An item refreshed, one made obsolete, the kind's counts and its mark
+    need no answer: on PostgreSQL they are sent in the driver's pipeline
+    mode, together, where each was a round trip."""
+    from memors_core.domain.counters import WORK_ITEMS_TOTAL
+
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"raft-{n}")
+        gone = memory.remember(f"[[Paxos]] agrees on one value, round {n}.", uri=f"paxos-{n}")
+    memory.compact()
+    memory.remember("[[Raft]] keeps a replicated log.", uri="raft-3")  # Raft's item changes
+    memory.forget(gone.document)  # Paxos has too few passages left for a page
+    sent: list[tuple[str, bool]] = []
+    if memory.store.tx.engine == "postgres":
+        import psycopg
+
+        execute = psycopg.Cursor.execute
+
+        def noted(cur, query, *args, **kwargs):
+            sent.append((str(query), bool(cur.connection.pgconn.pipeline_status)))
+            return execute(cur, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.Cursor, "execute", noted)
+    memory.compact()
+    monkeypatch.undo()
+    (raft,) = memory.items(kind="page", status="open").items
+    assert raft.payload["entity"]["name"] == "Raft" and len(raft.payload["passages"]) == 4
+    (paxos,) = memory.items(kind="page", status="obsolete").items
+    assert paxos.payload["entity"]["name"] == "Paxos"
+    with memory.store.read() as tx:
+        counted = tx.counters.read(WORK_ITEMS_TOTAL)
+    assert counted[("page", "refreshed")] == 1 and counted[("page", "obsolete")] == 1
+    if sent:
+        last = [
+            (q, piped)
+            for q, piped in sent
+            if q.startswith("UPDATE work_items") or "compact_marks(" in q or "INTO counter" in q
+        ]
+        assert len(last) >= 2 + 2 + len(memory.kinds.names()), last
+        assert all(piped for _, piped in last), [q[:60] for q, piped in last if not piped]
