@@ -78,9 +78,20 @@ class Inputs:
 
     def __init__(self, ctx: KindContext, canonicals: Sequence[str]) -> None:
         store = ctx.store
+        self.ctx, self.canonicals = ctx, canonicals
         self.passages = store.entities.live_passages_of(canonicals)
         self.facts = store.facts.of_entities(canonicals)
         self.last = store.pages.last_written_of(canonicals)
+        self._entities: dict[str, dict[str, Any]] | None = None
+
+    def entity(self, canonical: str) -> dict[str, Any]:
+        """The entity as a payload shows it (:func:`entity_json`): the run's
+        entities are read the first time one is asked for (only an item
+        opened or refreshed needs it), all of them together."""
+        if self._entities is None:
+            self._entities = entities_json(self.ctx, self.canonicals)
+        shown = self._entities.get(canonical)
+        return shown if shown is not None else entity_json(self.ctx, canonical)  # (NotFound)
 
     def of(self, canonical: str) -> tuple[list[PassageRef], list[FactRef]]:
         """:func:`entity_inputs` of one of the entities."""
@@ -99,6 +110,13 @@ def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:
     return shown
 
 
+def entities_json(ctx: KindContext, canonicals: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """:func:`entity_json` of each of ``canonicals`` there is, in two look-ups."""
+    found = ctx.store.entities.get_many(canonicals)
+    aliases = ctx.store.entities.aliases_of(found.values())
+    return {c: to_json(entity_ref(e, aliases.get(c, []))) for c, e in found.items()}
+
+
 def inputs_fingerprint(passages: list[Any], facts: list[Any], *extra: Any) -> str:
     return fingerprint(
         [p.address for p in passages],
@@ -113,13 +131,15 @@ def base_payload(
     passages: list[Any],
     facts: list[Any],
     refs: dict[str, int] | None = None,
+    entity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The payload of a page or stale item. Each passage carries its
     ``ref``, the number a citation marker ``[n]`` uses: 1, 2, 3, … in
     order, or with ``refs`` (address -> the number the previous page
     version's markers gave it) that number kept, the others numbered after
     the highest of them (a number is never given to another passage), the
-    passages listed by ``ref``."""
+    passages listed by ``ref``. ``entity``: the entity as the payload shows
+    it, when it was read already."""
     rows = to_json(passages)
     if not refs:
         numbered = [{**p, "ref": n} for n, p in enumerate(rows, 1)]
@@ -134,7 +154,7 @@ def base_payload(
             numbered.append({**p, "ref": ref})
         numbered.sort(key=lambda p: p["ref"])
     return {
-        "entity": entity_json(ctx, canonical),
+        "entity": entity if entity is not None else entity_json(ctx, canonical),
         "passages": numbered,
         "facts": to_json(facts),
     }

@@ -55,7 +55,8 @@ class PageKind(Kind):
         passages, facts = inputs.of(canonical)
 
         def payload() -> dict[str, Any]:
-            return _pages.base_payload(ctx, canonical, passages, facts)
+            entity = inputs.entity(canonical)
+            return _pages.base_payload(ctx, canonical, passages, facts, entity=entity)
 
         # The last page written (now forgotten) is an input too: without it a
         # forgotten page would never be asked for again, because the done item

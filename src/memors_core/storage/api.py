@@ -287,6 +287,10 @@ class Entities(Protocol):
     def require(self, ident: str) -> Entity:
         """The entity ``ident``; NotFound if there is none."""
 
+    def get_many(self, ids: Iterable[str]) -> dict[str, Entity]:
+        """:meth:`get` of each of ``ids`` in one look-up: id -> entity as
+        stored (merged ones too); an unknown id is left out."""
+
     def canonical_of(self, ids: Iterable[str]) -> set[str]:
         """The canonical ids the entities ``ids`` resolve to now (unknown ids left out)."""
 

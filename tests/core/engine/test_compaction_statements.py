@@ -78,8 +78,9 @@ def test_new_items_are_looked_up_opened_and_shown_a_batch_at_a_time(memory, monk
 
 def test_the_page_inputs_of_many_entities_are_read_a_batch_at_a_time(memory, monkeypatch):
     # 300 entities of three passages each: 300 page items. Each entity's live
-    # passages, live facts and last page were three reads an entity; they are
-    # three a batch of 256.
+    # passages, live facts and last page were three reads an entity, and the
+    # entity as its payload shows it (its row, its other names) two; they
+    # are a few a batch of 256.
     memory.remember_many(
         [
             {"text": f"[[Entity{n}]] took step {k} of its plan.", "uri": f"e{n}/{k}"}
@@ -88,14 +89,19 @@ def test_the_page_inputs_of_many_entities_are_read_a_batch_at_a_time(memory, mon
         ]
     )
     memory.record_fact("Entity7", "colour", "green")
+    memory.rename_entity("Entity7", "Seven")  # (its first name one of its other names)
     seen = _compact_counted(memory, monkeypatch, kinds=["page"])
     items = memory.items(kind="page").items
     assert len(items) == 300
-    seven = next(i for i in items if i.payload["entity"]["name"] == "Entity7")
+    seven = next(i for i in items if i.payload["entity"]["name"] == "Seven")
     assert len(seven.payload["passages"]) == 3 and len(seven.payload["facts"]) == 1
+    assert seven.payload["entity"]["aliases"] == ["Entity7"]
+    assert seven.payload["entity"]["address"] == memory.entity("Seven").address
     assert len([s for s in seen if "JOIN mentions m" in s]) < 10
     assert len([s for s in seen if "FROM facts f" in s]) < 10
     assert len([s for s in seen if "FROM pages pg" in s]) < 10
+    assert len([s for s in seen if "FROM entities e WHERE e.id" in s]) < 10
+    assert len([s for s in seen if "FROM aliases a" in s]) < 10
 
 
 def test_many_conflicts_of_one_subject_are_read_a_batch_at_a_time(memory, monkeypatch):

@@ -564,6 +564,13 @@ class SqlEntities(Repo):
         )
         return None if row is None else Entity(*row)
 
+    def get_many(self, ids: Iterable[str]) -> dict[str, Entity]:
+        rows = self.planned(
+            f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.id {self.tx.keys_in}",
+            (json.dumps(sorted(set(ids))),),
+        )
+        return {r[1]: Entity(*r) for r in rows}
+
     def require(self, ident: str) -> Entity:
         entity = self.get(ident)
         if entity is None:

@@ -38,6 +38,11 @@ class EntityContract(StorageFixtures):
             assert tx.entities.find("Quorum Replication", "nowhere") is None
             assert tx.entities.count(NS) == 2
             assert tx.entities.get(ident, OTHER_NS) is None
+            many = tx.entities.get_many([ident, other.id, elsewhere.id, "no-such-entity", ident])
+            assert many == {
+                e: tx.entities.get(e) for e in (ident, other.id, elsewhere.id)
+            }  # (every namespace's: an id names one entity)
+            assert tx.entities.get_many([]) == {}
 
     def test_an_empty_entity_name_is_bad_input(self, storage: Storage) -> None:
         with storage.write() as tx:
