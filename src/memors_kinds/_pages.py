@@ -70,6 +70,10 @@ def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list[PassageRef], l
     return passages, [fact_ref(f) for f in ctx.store.facts.of_entity(canonical)]
 
 
+#: Entities whose page inputs are read together (:class:`Inputs`).
+INPUTS_BATCH = 256
+
+
 class Inputs:
     """What the pages of a run of entities are written from, read for all of
     them at once (three statements where there were three an entity): each

@@ -28,7 +28,7 @@ from memors_core.plugins import (
 from . import _pages
 
 #: Entities whose page inputs are read together (:class:`_pages.Inputs`).
-INPUTS_BATCH = 256
+INPUTS_BATCH = _pages.INPUTS_BATCH
 
 
 class PageKind(Kind):

@@ -268,3 +268,36 @@ def test_a_kinds_last_writes_do_not_wait_for_each_other(memory, monkeypatch):
         ]
         assert len(last) >= 2 + 2 + len(memory.kinds.names()), last
         assert all(piped for _, piped in last), [q[:60] for q, piped in last if not piped]
+
+
+def test_many_stale_pages_are_read_a_batch_at_a_time(memory, monkeypatch):
+    # Forty entities with a page each, every one then given two more
+    # passages: forty stale items. Each page's entity was read three times
+    # (for what changed, for its inputs, for its payload) and the state of
+    # each passage it cites once; the entities are read a few times a batch
+    # of 256, a page's sources' states together.
+    from memors_core.testing.storage_contract.helpers import write_page
+
+    cited: dict[str, list[str]] = {}
+    for n in range(40):
+        for k in range(3):
+            done = memory.remember(f"[[Entity{n}]] took step {k} of its plan.", uri=f"e{n}/{k}")
+            cited.setdefault(f"Entity{n}", []).append(done.passages[0].rsplit("/", 1)[1])
+    for name, passages in cited.items():
+        write_page(memory.store, name, f"{name} took its steps.", passages)
+    memory.compact()
+    memory.remember_many(
+        [
+            {"text": f"[[Entity{n}]] took step {k} of its plan.", "uri": f"e{n}/{k}"}
+            for n in range(40)
+            for k in range(3, 5)
+        ]
+    )
+    seen = _compact_counted(memory, monkeypatch, kinds=["stale"])
+    items = memory.items(kind="stale").items
+    assert len(items) == 40
+    seven = next(i for i in items if i.payload["entity"]["name"] == "Entity7")
+    assert len(seven.payload["passages"]) == 5
+    assert [c["change"] for c in seven.payload["changes"]] == ["new", "new"]
+    assert len([s for s in seen if "FROM entities e WHERE e.id" in s]) < 10
+    assert not [s for s in seen if "SELECT state FROM tombstones WHERE target" in s]

@@ -326,56 +326,61 @@ class SqlPages(Repo):
         )
 
     def changes(self, page: Page) -> list[dict[str, str]]:
-        canonical = self.tx.entities.require(page.entity).canonical
+        return self._changes(page, self.tx.entities.require(page.entity).canonical)
+
+    def _changes(self, page: Page, canonical: str) -> list[dict[str, str]]:
+        # (a fixed number of look-ups, however many passages and facts the
+        # page cites: their tombstones, rows and the entities named read
+        # together)
         changes = []
         sources = self.sources(page.id)
         cited = {source.passage for source in sources}
-        texts = {p.id: p.text for p in self.tx.passages.by_ids(s.passage for s in sources)}
+        fact_addresses = self.facts(page.id)
+        fact_ids = [a.rsplit("/", 1)[1] for a in fact_addresses]
+        gone = self.tx.tombstones.get_many([*cited, *fact_ids]) if cited or fact_ids else {}
+        ended = [s.passage for s in sources if s.passage in gone]
+        texts = {p.id: p.text for p in self.tx.passages.by_ids(ended)} if ended else {}
         for source in sources:
-            state = self.tx.tombstones.state(source.passage)
-            if state != "live":
+            tombstone = gone.get(source.passage)
+            if tombstone is not None:
                 changes.append(
                     {
                         "address": address("passage", source.passage),
-                        "change": state,
+                        "change": tombstone.state,
                         "text": texts.get(source.passage, ""),
                     }
                 )
-        for fact_address in self.facts(page.id):
-            ident = fact_address.rsplit("/", 1)[1]
-            state = self.tx.tombstones.state(ident)
-            fact = self.tx.facts.get(ident)
+        facts = {f.id: f for f in self.tx.facts.by_ids(fact_ids)} if fact_ids else {}
+        for fact_address, ident in zip(fact_addresses, fact_ids, strict=True):
+            fact = facts.get(ident)
             if fact is None:  # purged since: its words are gone, say only that
                 changes.append({"address": fact_address, "change": "purged", "text": ""})
-            elif state != "live":
-                changes.append({"address": fact_address, "change": state, "text": fact_text(fact)})
-        merged = list(
-            dict.fromkeys(
-                r[0]
-                for r in self.all(
-                    "SELECT target FROM page_stale WHERE page = ? AND cause = 'merge' "
-                    "AND target IS NOT NULL ORDER BY rowid",
-                    (page.id,),
+            elif ident in gone:
+                changes.append(
+                    {"address": fact_address, "change": gone[ident].state, "text": fact_text(fact)}
                 )
-            )
-        )
-        for target in merged:
-            _, ident = parse_address(target, expect=("entity",))
-            entity = self.tx.entities.get(ident)
-            name = entity.name if entity is not None else ""
-            changes.append({"address": target, "change": "merged", "text": name})
-        # A person's corrections: the entity renamed, a merge undone.
-        for cause, target in self.all(
+        marks = self.all(
             "SELECT cause, target FROM page_stale WHERE page = ? "
-            "AND cause IN ('rename', 'unmerge') AND target IS NOT NULL ORDER BY rowid",
+            "AND cause IN ('merge', 'rename', 'unmerge') AND target IS NOT NULL ORDER BY rowid",
             (page.id,),
-        ):
-            _, ident = parse_address(target, expect=("entity",))
-            entity = self.tx.entities.get(ident)
+        )
+        merged = list(dict.fromkeys(target for cause, target in marks if cause == "merge"))
+        # A person's corrections: the entity renamed, a merge undone.
+        corrected = [(cause, target) for cause, target in marks if cause != "merge"]
+        named = [
+            parse_address(t, expect=("entity",))[1] for t in (*merged, *(t for _, t in corrected))
+        ]
+        entities = self.tx.entities.get_many(named) if named else {}
+
+        def name_of(target: str) -> str:
+            entity = entities.get(parse_address(target, expect=("entity",))[1])
+            return entity.name if entity is not None else ""
+
+        for target in merged:
+            changes.append({"address": target, "change": "merged", "text": name_of(target)})
+        for cause, target in corrected:
             change = "renamed" if cause == "rename" else "separated"
-            changes.append(
-                {"address": target, "change": change, "text": entity.name if entity else ""}
-            )
+            changes.append({"address": target, "change": change, "text": name_of(target)})
         # New since the page was built; after a merge, every passage of the
         # (merged) entity the page does not cite, since the merged entity's
         # passages are older than the page.
@@ -392,16 +397,15 @@ class SqlPages(Repo):
 
     def stale(self, namespace: str, only: Iterable[str] | None = None) -> list[StalePage]:
         restrict, params = restrict_to("e.canonical", only, self.tx.keys_in)
-        pages = [
-            _page(r)
-            for r in self.planned(
-                f"""SELECT {_COLS} FROM {_FROM}
-                    WHERE pg.namespace = ? AND {live("pg")} AND {STALE_PAGE} {restrict}
-                    ORDER BY pg.rowid""",
-                (namespace, *params),
-            )
+        rows = self.planned(
+            f"""SELECT {_COLS}, e.canonical FROM {_FROM}
+                WHERE pg.namespace = ? AND {live("pg")} AND {STALE_PAGE} {restrict}
+                ORDER BY pg.rowid""",
+            (namespace, *params),
+        )
+        return [
+            StalePage(page, self._changes(page, r[12])) for r in rows for page in [_page(r[:12])]
         ]
-        return [StalePage(page, self.changes(page)) for page in pages]
 
     def listing(
         self, namespace: str, sort: str, offset: int, limit: int, *, stale: bool = False
