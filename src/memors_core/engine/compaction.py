@@ -315,16 +315,19 @@ def compact(
         with store.write(namespace=namespace) as tx:
             tx.changes.prune(namespace)
     names = [k.name for k in chosen]
-    with store.read() as tx:
-        total = tx.items.count_open(namespace, names) if names else 0
-        found: list[Item] = []
-        if names and limit != 0:
-            # paging: the items after the last one seen (item ids start at 1)
-            found = tx.items.open_after(namespace, names, after or 0, limit)
-        # how many open items follow the ones returned
-        more = None
-        if after is not None:
-            more = tx.items.count_open(namespace, names, found[-1].id if found else after)
+    found: list[Item] = []
+    more = None
+    if limit == 0 and after is None:  # the count alone: one statement, one message
+        total = store.brief_read(lambda tx: tx.items.count_open(namespace, names)) if names else 0
+    else:
+        with store.read() as tx:
+            total = tx.items.count_open(namespace, names) if names else 0
+            if names and limit != 0:
+                # paging: the items after the last one seen (item ids start at 1)
+                found = tx.items.open_after(namespace, names, after or 0, limit)
+            # how many open items follow the ones returned
+            if after is not None:
+                more = tx.items.count_open(namespace, names, found[-1].id if found else after)
     items = [ItemSummary(i.id, i.kind, i.status, i.fingerprint, i.payload) for i in found]
     return Compacted(
         namespace=namespace, created=created, open=total, items=items, errors=errors, more=more

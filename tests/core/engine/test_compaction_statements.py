@@ -301,3 +301,18 @@ def test_many_stale_pages_are_read_a_batch_at_a_time(memory, monkeypatch):
     assert [c["change"] for c in seven.payload["changes"]] == ["new", "new"]
     assert len([s for s in seen if "FROM entities e WHERE e.id" in s]) < 10
     assert not [s for s in seen if "SELECT state FROM tombstones WHERE target" in s]
+
+
+def test_a_compaction_asked_for_its_count_reads_it_in_one_message(memory, monkeypatch):
+    # ``compact(limit=0)`` (the count of open items, no items) ends with one
+    # read of one statement: on PostgreSQL its begin, count and end go
+    # together, one round trip where they were two.
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
+    seen = _compact_counted(memory, monkeypatch, limit=0)
+    assert memory.compact(limit=0).open == 1
+    counts = [s for s in seen if "COUNT(*) FROM work_items" in s]
+    assert len(counts) == 1, counts
+    if memory.store.tx.engine == "postgres":
+        assert counts[0].startswith("BEGIN") and counts[0].endswith("COMMIT"), counts
+        assert seen[-1] == counts[0]
