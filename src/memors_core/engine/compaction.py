@@ -189,24 +189,34 @@ def _scan_kind(
         for key, open_item in open_items.items()
         if key not in seen and (scope is None or key in scope)
     ]
-    # The kind's last writes wait for no answer: sent together (one round
-    # trip on a server engine, where each was one).
+    _finish_kind(tx, namespace, kind.name, refreshes, obsolete, created, heads, stamp)
+    return created
+
+
+def _finish_kind(
+    tx: Tx,
+    namespace: str,
+    kind: str,
+    refreshes: list[tuple[int, str, Any]],
+    obsolete: list[int],
+    created: int,
+    heads: ScanMark,
+    stamp: str,
+) -> None:
+    """A kind's last writes: its items refreshed and made obsolete, its
+    counts, its mark. None waits for an answer: they are sent together
+    (one round trip on a server engine, where each was one)."""
     with tx.pipelined():
         for ident, fingerprint, payload in refreshes:
             tx.items.refresh(ident, fingerprint, payload, stamp)
-            tx.after_commit(
-                log.info, "item_refreshed", namespace=namespace, kind=kind.name, item=ident
-            )
+            tx.after_commit(log.info, "item_refreshed", namespace=namespace, kind=kind, item=ident)
         for ident in obsolete:
             tx.items.obsolete(ident, stamp)
-            tx.after_commit(
-                log.info, "item_obsolete", namespace=namespace, kind=kind.name, item=ident
-            )
-        _count(tx, kind.name, "created", created)
-        _count(tx, kind.name, "refreshed", len(refreshes))
-        _count(tx, kind.name, "obsolete", len(obsolete))
-        tx.changes.set_mark(namespace, kind.name, heads)
-    return created
+            tx.after_commit(log.info, "item_obsolete", namespace=namespace, kind=kind, item=ident)
+        _count(tx, kind, "created", created)
+        _count(tx, kind, "refreshed", len(refreshes))
+        _count(tx, kind, "obsolete", len(obsolete))
+        tx.changes.set_mark(namespace, kind, heads)
 
 
 def _kind_progress(
