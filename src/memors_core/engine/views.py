@@ -294,8 +294,7 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
     """The canonical entities of a namespace by name; ``offset`` and ``limit``
     take one page of them (the counts are made for that page only, in a
     few look-ups however long the page)."""
-    rows = tx.entities.canonical_list(namespace)
-    shown = rows[offset : None if limit is None else offset + limit]
+    shown, total = tx.entities.listed(namespace, offset, limit)
     ids = [row.id for row in shown]
     aliases = tx.entities.aliases_of(shown) if shown else {}
     passages = tx.entities.live_passage_counts(ids) if shown else {}
@@ -312,7 +311,7 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
         )
         for row in shown
     ]
-    return EntityList(namespace=namespace, total=len(rows), entities=out)
+    return EntityList(namespace=namespace, total=total, entities=out)
 
 
 def figures(tx: Tx, kinds: Iterable[str], namespace: str | None = None) -> list[NamespaceFigures]:
@@ -342,7 +341,7 @@ def figures(tx: Tx, kinds: Iterable[str], namespace: str | None = None) -> list[
 
 def entity_count(tx: Tx, namespace: str) -> int:
     """How many canonical entities the namespace has."""
-    return len(tx.entities.canonical_list(namespace))
+    return tx.entities.listed(namespace, 0, 0)[1]
 
 
 def pages(

@@ -297,6 +297,13 @@ class Entities(Protocol):
     def canonical_list(self, namespace: str) -> list[Entity]:
         """The canonical (unmerged) entities of a namespace, by name."""
 
+    def listed(
+        self, namespace: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[Entity], int]:
+        """One page of :meth:`canonical_list` (``offset`` entities skipped,
+        at most ``limit``; None: to the end) and how many there are, in one
+        look-up however many the namespace has."""
+
     def count(self, namespace: str) -> int:
         """How many entities ``namespace`` has, merged ones included."""
 

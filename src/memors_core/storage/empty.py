@@ -51,6 +51,7 @@ _ANSWERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Entities", "require"): _no_entity_id,
     ("Counters", "read_many"): lambda names: {name: {} for name in names},
     ("Corrections", "newest"): lambda *a, **k: ([], 0),
+    ("Entities", "listed"): lambda *a, **k: ([], 0),
 }
 
 # (Purges.record is a write in an erasing transaction, which is refused.)

@@ -505,6 +505,10 @@ class SqlPassages(Repo):
 _ENTITY_COLS = f"e.rowid, e.id, e.namespace, {entity_name('e')}, e.canonical, e.created_at"
 
 
+#: A LIMIT that keeps every row (both engines take it; SQLite's -1 is not PostgreSQL's).
+_ALL = 2**62
+
+
 class SqlEntities(Repo):
     def find(self, name: str, namespace: str) -> str | None:
         key = text.match_key(name)
@@ -599,6 +603,21 @@ class SqlEntities(Repo):
                 (namespace,),
             )
         ]
+
+    def listed(
+        self, namespace: str, offset: int = 0, limit: int | None = None
+    ) -> tuple[list[Entity], int]:
+        rows = self.planned(
+            f"SELECT {_ENTITY_COLS}, COUNT(*) OVER () FROM entities e WHERE e.namespace = ? "
+            "AND e.canonical = e.id ORDER BY 4, e.rowid LIMIT ? OFFSET ?",
+            (namespace, _ALL if limit is None else limit, offset),
+        )
+        if rows:
+            return [Entity(*r[:6]) for r in rows], int(rows[0][6])
+        total = self.number(
+            "SELECT COUNT(*) FROM entities WHERE namespace = ? AND canonical = id", (namespace,)
+        )
+        return [], total
 
     def count(self, namespace: str) -> int:
         return self.number("SELECT COUNT(*) FROM entities WHERE namespace = ?", (namespace,))

@@ -96,6 +96,24 @@ class EntityContract(StorageFixtures):
             }
             assert tx.passages.entities_of_many([]) == {}
 
+    def test_the_canonical_entities_are_listed_by_name_a_page_at_a_time(
+        self, storage: Storage
+    ) -> None:
+        with storage.write() as tx:
+            made = {n: tx.entities.ensure(n, NS).id for n in ("Raft", "Paxos", "Zab", "Etcd")}
+            tx.entities.ensure("Raft", OTHER_NS)
+            tx.entities.merge(made["Raft"], made["Etcd"], NS)  # Etcd is Raft's now
+        with storage.read() as tx:
+            every = tx.entities.canonical_list(NS)
+            assert [e.name for e in every] == ["Paxos", "Raft", "Zab"]
+            assert tx.entities.listed(NS) == (every, 3)
+            assert tx.entities.listed(NS, 1, 1) == (every[1:2], 3)
+            assert tx.entities.listed(NS, 2, 50) == (every[2:], 3)
+            assert tx.entities.listed(NS, 0, 0) == ([], 3)
+            assert tx.entities.listed(NS, 9, 5) == ([], 3)
+            assert tx.entities.listed(OTHER_NS)[1] == 1
+            assert tx.entities.listed("nowhere") == ([], 0)
+
     def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
         remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
         with storage.write() as tx:
