@@ -70,6 +70,7 @@ class _Rows:
     __slots__ = (
         "documents",
         "entities",
+        "held",
         "links",
         "namespace",
         "passages",
@@ -86,6 +87,8 @@ class _Rows:
         self.stamp = stamp
         self.documents: list[Document] = []
         self.versions: list[DocumentVersion] = []
+        #: The documents of ``versions`` (:meth:`holds` asks, once a document).
+        self.held: set[str] = set()
         self.passages: list[NewPassage] = []
         self.links: list[tuple[str, str]] = []
         self.profiles: list[tuple[str, str]] = []
@@ -96,9 +99,14 @@ class _Rows:
         #: made) once a transaction, not once a document.
         self.entities: dict[str, str] = {}
 
+    def add_version(self, version: DocumentVersion) -> None:
+        """A version to store with the passages (before their places in it)."""
+        self.versions.append(version)
+        self.held.add(version.document)
+
     def holds(self, document: str) -> bool:
         """Whether a version of ``document`` waits here to be stored."""
-        return any(v.document == document for v in self.versions)
+        return document in self.held
 
     def store(self) -> None:
         """Store what waits, in the order its checks need (a version after
@@ -121,6 +129,7 @@ class _Rows:
             self.links,
             self.profiles,
             self.placed,
+            self.held,
         ):
             rows.clear()
 
@@ -286,8 +295,7 @@ class Ingest:
             rows = _Rows(tx, namespace, stamp)
         if previous is None:
             rows.documents.append(Document(doc_id, namespace, uri, stamp))
-        # (stored with the passages, before their places in it)
-        rows.versions.append(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
+        rows.add_version(DocumentVersion(doc_id, version, doc_hash, title, metadata, stamp))
         if latest is not None and uri is not None:
             latest[uri] = LatestDocument(
                 previous.document if previous else Document(doc_id, namespace, uri, stamp),
