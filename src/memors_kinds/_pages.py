@@ -64,12 +64,6 @@ def diff(item: Item, resolution: Any) -> str:
     return page_diff(previous, resolution.content)
 
 
-def entity_inputs(ctx: KindContext, canonical: str) -> tuple[list[PassageRef], list[FactRef]]:
-    """The entity's live passages and live facts, as its payload shows them."""
-    passages = [passage_ref(p) for p in ctx.store.entities.live_passages(canonical)]
-    return passages, [fact_ref(f) for f in ctx.store.facts.of_entity(canonical)]
-
-
 #: Entities whose page inputs are read together (:class:`Inputs`).
 INPUTS_BATCH = 256
 
@@ -89,33 +83,29 @@ class Inputs:
         self._entities: dict[str, dict[str, Any]] | None = None
 
     def entity(self, canonical: str) -> dict[str, Any]:
-        """The entity as a payload shows it (:func:`entity_json`): the run's
+        """The entity as a payload shows it (:func:`entities_json`): the run's
         entities are read the first time one is asked for (only an item
-        opened or refreshed needs it), all of them together."""
+        opened or refreshed needs it), all of them together; NotFound for
+        one that is not there."""
         if self._entities is None:
             self._entities = entities_json(self.ctx, self.canonicals)
         shown = self._entities.get(canonical)
-        return shown if shown is not None else entity_json(self.ctx, canonical)  # (NotFound)
+        if shown is None:
+            self.ctx.store.entities.require(canonical)  # (NotFound)
+            shown = entities_json(self.ctx, [canonical])[canonical]
+        return shown
 
     def of(self, canonical: str) -> tuple[list[PassageRef], list[FactRef]]:
-        """:func:`entity_inputs` of one of the entities."""
+        """One of the entities' live passages and live facts, as its payload shows them."""
         return (
             [passage_ref(p) for p in self.passages.get(canonical, [])],
             [fact_ref(f) for f in self.facts.get(canonical, [])],
         )
 
 
-def entity_json(ctx: KindContext, canonical: str) -> dict[str, Any]:
-    """The entity as a payload shows it: address, name, aliases."""
-    entity = ctx.store.entities.require(canonical)
-    # (its row already read: its other names looked up without reading it again)
-    aliases = ctx.store.entities.aliases_of([entity]).get(canonical, [])
-    shown: dict[str, Any] = to_json(entity_ref(entity, aliases))
-    return shown
-
-
 def entities_json(ctx: KindContext, canonicals: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """:func:`entity_json` of each of ``canonicals`` there is, in two look-ups."""
+    """Each of ``canonicals`` there is as a payload shows it (address,
+    name, other names), in two look-ups."""
     found = ctx.store.entities.get_many(canonicals)
     aliases = ctx.store.entities.aliases_of(found.values())
     return {c: to_json(entity_ref(e, aliases.get(c, []))) for c, e in found.items()}
@@ -130,20 +120,18 @@ def inputs_fingerprint(passages: list[Any], facts: list[Any], *extra: Any) -> st
 
 
 def base_payload(
-    ctx: KindContext,
-    canonical: str,
+    entity: dict[str, Any],
     passages: list[Any],
     facts: list[Any],
     refs: dict[str, int] | None = None,
-    entity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The payload of a page or stale item. Each passage carries its
-    ``ref``, the number a citation marker ``[n]`` uses: 1, 2, 3, … in
-    order, or with ``refs`` (address -> the number the previous page
-    version's markers gave it) that number kept, the others numbered after
-    the highest of them (a number is never given to another passage), the
-    passages listed by ``ref``. ``entity``: the entity as the payload shows
-    it, when it was read already."""
+    """The payload of a page or stale item about ``entity`` (as
+    :meth:`Inputs.entity` shows it). Each passage carries its ``ref``, the
+    number a citation marker ``[n]`` uses: 1, 2, 3, … in order, or with
+    ``refs`` (address -> the number the previous page version's markers
+    gave it) that number kept, the others numbered after the highest of
+    them (a number is never given to another passage), the passages listed
+    by ``ref``."""
     rows = to_json(passages)
     if not refs:
         numbered = [{**p, "ref": n} for n, p in enumerate(rows, 1)]
@@ -158,7 +146,7 @@ def base_payload(
             numbered.append({**p, "ref": ref})
         numbered.sort(key=lambda p: p["ref"])
     return {
-        "entity": entity if entity is not None else entity_json(ctx, canonical),
+        "entity": entity,
         "passages": numbered,
         "facts": to_json(facts),
     }

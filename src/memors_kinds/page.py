@@ -55,8 +55,7 @@ class PageKind(Kind):
         passages, facts = inputs.of(canonical)
 
         def payload() -> dict[str, Any]:
-            entity = inputs.entity(canonical)
-            return _pages.base_payload(ctx, canonical, passages, facts, entity=entity)
+            return _pages.base_payload(inputs.entity(canonical), passages, facts)
 
         # The last page written (now forgotten) is an input too: without it a
         # forgotten page would never be asked for again, because the done item

@@ -72,8 +72,7 @@ class StaleKind(Kind):
             # each passage keeps its number, a number is never reused, and
             # a change to a passage it cited says which number it had.
             refs = _pages.previous_refs(ctx, page)
-            entity = inputs.entity(canonical)
-            out = _pages.base_payload(ctx, canonical, passages, facts, refs, entity)
+            out = _pages.base_payload(inputs.entity(canonical), passages, facts, refs)
             out["page"] = to_json(page_ref(page))
             out["changes"] = [
                 {**c, "ref": refs[c["address"]]} if c["address"] in refs else c for c in changes
