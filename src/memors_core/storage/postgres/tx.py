@@ -4,7 +4,6 @@ with PostgreSQL's search, purge and transfer, and its clocks."""
 from __future__ import annotations
 
 import contextlib
-import json
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -250,10 +249,19 @@ class PgItems(SqlItems):
         }
 
 
+#: Every counter row: the store-wide ones and the namespaces' shards.
+COUNTER_ROWS = (
+    "SELECT name, kind, event, value FROM counters "
+    "UNION ALL SELECT name, kind, event, value FROM counter_shards"
+)
+
+
 class PgCounters(SqlCounters):
     """Counters bumped in the row of the namespace being written
     (``counter_shards``), so writers of different namespaces never wait for
     one row; read as the sum of those rows and ``counters``."""
+
+    rows = f"({COUNTER_ROWS})"
 
     def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
         if by:
@@ -265,34 +273,6 @@ class PgCounters(SqlCounters):
                 "DO UPDATE SET value = counter_shards.value + excluded.value",
                 (name, kind, event, shard, by),
             )
-
-    def read(self, name: str) -> dict[tuple[str, str], int]:
-        return {
-            (kind, event): int(value)
-            for kind, event, value in self.planned(
-                f"SELECT kind, event, SUM(value) FROM ({COUNTER_ROWS}) c WHERE name = ? "
-                "GROUP BY kind, event",
-                (name,),
-            )
-        }
-
-    def read_many(self, names: Iterable[str]) -> dict[str, dict[tuple[str, str], int]]:
-        wanted = sorted(set(names))
-        out: dict[str, dict[tuple[str, str], int]] = {name: {} for name in wanted}
-        for name, kind, event, value in self.planned(
-            f"SELECT name, kind, event, SUM(value) FROM ({COUNTER_ROWS}) c "
-            f"WHERE name {self.tx.keys_in} GROUP BY name, kind, event",
-            (json.dumps(wanted),),
-        ):
-            out[name][(kind, event)] = int(value)
-        return out
-
-
-#: Every counter row: the store-wide ones and the namespaces' shards.
-COUNTER_ROWS = (
-    "SELECT name, kind, event, value FROM counters "
-    "UNION ALL SELECT name, kind, event, value FROM counter_shards"
-)
 
 
 class PgTx(SqlTx):

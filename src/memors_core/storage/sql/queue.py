@@ -289,6 +289,9 @@ class SqlChangeLog(Repo):
 
 
 class SqlCounters(Repo):
+    #: Every counter row (an engine may keep a counter's rows in several tables).
+    rows = "counters"
+
     def bump(self, name: str, kind: str = "", event: str = "", by: int = 1) -> None:
         if by:
             self.run(
@@ -298,19 +301,15 @@ class SqlCounters(Repo):
             )
 
     def read(self, name: str) -> dict[tuple[str, str], int]:
-        return {
-            (kind, event): value
-            for kind, event, value in self.planned(
-                "SELECT kind, event, value FROM counters WHERE name = ?", (name,)
-            )
-        }
+        return self.read_many([name])[name]
 
     def read_many(self, names: Iterable[str]) -> dict[str, dict[tuple[str, str], int]]:
         wanted = sorted(set(names))
         out: dict[str, dict[tuple[str, str], int]] = {name: {} for name in wanted}
         for name, kind, event, value in self.planned(
-            f"SELECT name, kind, event, value FROM counters WHERE name {self.tx.keys_in}",
+            f"SELECT name, kind, event, SUM(value) FROM {self.rows} c "
+            f"WHERE name {self.tx.keys_in} GROUP BY name, kind, event",
             (json.dumps(wanted),),
         ):
-            out[name][(kind, event)] = value
+            out[name][(kind, event)] = int(value)
         return out
