@@ -595,25 +595,20 @@ class SqlEntities(Repo):
         }
 
     def canonical_list(self, namespace: str) -> list[Entity]:
-        return [
-            Entity(*r)
-            for r in self.planned(
-                f"SELECT {_ENTITY_COLS} FROM entities e WHERE e.namespace = ? "
-                "AND e.canonical = e.id ORDER BY 4",
-                (namespace,),
-            )
-        ]
+        return self.listed(namespace)[0]
 
     def listed(
         self, namespace: str, offset: int = 0, limit: int | None = None
     ) -> tuple[list[Entity], int]:
-        rows = self.planned(
-            f"SELECT {_ENTITY_COLS}, COUNT(*) OVER () FROM entities e WHERE e.namespace = ? "
-            "AND e.canonical = e.id ORDER BY 4, e.rowid LIMIT ? OFFSET ?",
-            (namespace, _ALL if limit is None else limit, offset),
-        )
-        if rows:
-            return [Entity(*r[:6]) for r in rows], int(rows[0][6])
+        if limit != 0:
+            rows = self.planned(
+                f"SELECT {_ENTITY_COLS}, COUNT(*) OVER () FROM entities e WHERE e.namespace = ? "
+                "AND e.canonical = e.id ORDER BY 4, e.rowid LIMIT ? OFFSET ?",
+                (namespace, _ALL if limit is None else limit, offset),
+            )
+            if rows:
+                return [Entity(*r[:6]) for r in rows], int(rows[0][6])
+        # (the count alone, or past the last page: no row carries it)
         total = self.number(
             "SELECT COUNT(*) FROM entities WHERE namespace = ? AND canonical = id", (namespace,)
         )
