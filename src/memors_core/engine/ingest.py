@@ -118,7 +118,7 @@ class _Rows:
         with tx.pipelined():  # (none of them waits for another's answer)
             tx.documents.insert_many(self.documents)
             tx.documents.add_versions(self.versions)
-            tx.passages.insert_many(self.namespace, self.passages, self.stamp)
+            tx.passages.add_many(self.namespace, self.passages, self.stamp)
             tx.passages.mention_many(self.links)
             tx.passages.add_profiles(self.profiles)
             tx.documents.link_passages(self.placed)
@@ -567,7 +567,9 @@ class _BulkLoad:
         passages, fared = 0, Counter()
         created: list[tuple[str, str]] | None = [] if ingest.makes_vectors else None
         try:
-            with ingest.storage.write(namespace=namespace) as tx:
+            # (in one pipeline: the batch's rows go to the server as they are
+            # made, their answers waited for by the next read or the commit)
+            with ingest.storage.write(namespace=namespace) as tx, tx.pipelined():
                 tx.namespaces.touch(namespace)
                 # One time for the transaction's rows; the documents its
                 # uris name already, looked up at once; new rows and new
@@ -577,6 +579,7 @@ class _BulkLoad:
                 latest = tx.documents.latest_by_uris(
                     namespace, [d[1] for d in docs if d[1] is not None]
                 )
+                tx.passages.coming(namespace, [piece for p in prepared for piece in p[0]])
                 rows = _Rows(tx, namespace, stamp)
                 for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
                     stored = self.totals["documents"] + n

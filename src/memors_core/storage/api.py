@@ -208,6 +208,18 @@ class Passages(Protocol):
         """Store passages in order (write), as :meth:`insert` would one by one, in
         one batch however many (a bulk load's round trips); their ``seq`` values."""
 
+    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+        """Say which passage texts this transaction is about to add (a bulk
+        load's batch): a server engine reads once, now, what storing them
+        will need, so its later inserts wait for nothing. A hint: nothing is
+        stored, and texts never added cost nothing but the reading."""
+
+    def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
+        """:meth:`insert_many` without the ``seq`` values back: a server engine
+        sends the rows and goes on without waiting for their answer (the
+        transaction's next read or its commit waits), so the caller can build
+        the next rows while the server stores these."""
+
     def mention(self, passage: str, entities: Iterable[str]) -> None:
         """Link ``passage`` to each entity (idempotent; write)."""
 

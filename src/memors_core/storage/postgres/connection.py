@@ -400,8 +400,6 @@ class PgStore(Transactions):
             )
 
     def close(self) -> None:
-        if self.terms is not None:
-            self.terms.close()
         with self._helpers_guard:
             helpers, self._helpers = self._helpers, None
         if helpers is not None:

@@ -37,7 +37,6 @@ import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import psycopg
@@ -146,6 +145,25 @@ class _Stemmed:
         return list(map(self.terms.__getitem__, tally)), list(tally.values())
 
 
+class Staging:
+    """What one write transaction's inserts know of their terms (cleared
+    when it ends): the words of the texts it said were coming, and the
+    stemmed words each namespace's were learned into."""
+
+    __slots__ = ("announced", "stemmed")
+
+    def __init__(self) -> None:
+        self.announced: dict[str, list[str] | None] = {}
+        self.stemmed: dict[str, _Stemmed] = {}
+
+    def clear(self) -> None:
+        self.announced.clear()
+        self.stemmed.clear()
+
+
+_UNSEEN: Any = object()
+
+
 class TermCache:
     """The words a store's process has had stemmed, per namespace, with the
     seed their terms were hashed with (a new seed starts the namespace's
@@ -155,34 +173,106 @@ class TermCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_namespace: dict[str, _Stemmed] = {}
-        self._pool: ThreadPoolExecutor | None = None
         #: Passages staged so far.
         self.staged = 0
+
+    def expect(
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        texts: Sequence[str],
+        staging: Staging,
+    ) -> None:
+        """Split ``texts`` into words and have the server stem the new ones
+        (and say its index number) in one round trip, now: the inserts of
+        the transaction that adds them then send without waiting."""
+        if len(texts) < STAGED_FROM:
+            return  # (an insert this small is stemmed by the server)
+        announced = staging.announced
+        fresh = [t for t in dict.fromkeys(texts) if t not in announced]
+        split = list(map(words, fresh))
+        announced.update(zip(fresh, split, strict=True))
+        every = set().union(*(w for w in split if w is not None))
+        self._known(conn, namespace, every, staging)
 
     def stage(
         self,
         conn: psycopg.Connection[Any],
         namespace: str,
         rows: Sequence[NewPassage],
-        meanwhile: Callable[[], T],
+        send: Callable[[], T],
+        staging: Staging,
     ) -> T:
-        """Count the terms of ``rows`` and stage those the server need not
-        stem, in ``conn``'s transaction, around ``meanwhile()`` (the rows'
-        insert, whose answer it returns): the counting runs on a thread of
-        its own while this one waits for the server."""
+        """Send the rows' insert (``send()``, whose answer it returns), then
+        count the terms of ``rows`` while the server stores them and stage
+        those it need not stem, in ``conn``'s transaction. Words of texts
+        :meth:`expect` was told of are not asked for again; others new to
+        the cache are, before the insert. (The flush takes a passage's
+        staged terms only when hashed with the index's number at its
+        commit: one changed meanwhile costs a stemming, never a term.)"""
         if len(rows) < STAGED_FROM:
-            return meanwhile()
-        split = [(p.id, words(p.text)) for p in rows]
+            return send()
+        announced = staging.announced
+        split = []
+        every: set[str] = set()
+        for p in rows:
+            tokens = announced.get(p.text, _UNSEEN)
+            if tokens is _UNSEEN:
+                tokens = words(p.text)
+                if tokens is not None:
+                    every.update(tokens)
+            split.append((p.id, tokens))
+        known = self._known(conn, namespace, every, staging)
+        answer = send()
+        ids, terms, tfs, los, his, lengths = _counted_rows(known, split)
+        if ids:
+            with _binary(psycopg.Cursor(conn)) as cur:
+                cur.execute(_STAGE, (known.seed, terms, tfs, ids, los, his, lengths))
         with self._lock:
-            known = self._by_namespace.get(namespace)
+            self.staged += len(ids)
+        return answer
+
+    def _known(
+        self, conn: psycopg.Connection[Any], namespace: str, every: set[str], staging: Staging
+    ) -> _Stemmed:
+        """The stemmed words of ``namespace`` that hold ``every`` word (the
+        new ones asked for, with the index number, once a transaction at
+        least): the transaction keeps them."""
+        mine = staging.stemmed.get(namespace)
+        known = mine
+        if known is None:
+            with self._lock:
+                known = self._by_namespace.get(namespace)
+        new = sorted(every.difference(known.lexeme if known is not None else ()))
+        if known is None or mine is None or new:
+
+            def kept() -> set[str]:
+                # (what must survive a new start: these words, and those of
+                # the texts the transaction said were coming)
+                told = (w for w in staging.announced.values() if w is not None)
+                return every.union(*told)
+
+            known = self._learn(conn, namespace, known, kept, new)
+        staging.stemmed[namespace] = known
+        return known
+
+    def _learn(
+        self,
+        conn: psycopg.Connection[Any],
+        namespace: str,
+        known: _Stemmed | None,
+        kept: Callable[[], set[str]],
+        new: list[str],
+    ) -> _Stemmed:
+        """The namespace's stemmed words with ``new`` added (and its index
+        number read): kept for the next insert."""
         seen = known.lexeme if known is not None else {}
-        every = set().union(*(t for _, t in split if t is not None))
-        seed, stems = self._stem(conn, namespace, sorted(every.difference(seen)))
+        seed, stems = self._stem(conn, namespace, new)
         if known is None or known.seed != seed or len(known) + len(stems) > CACHE_WORDS:
             # Start again (the index was made again since, its words hashed
-            # with another seed; or the cache is full): the batch's words
-            # kept before are asked for again.
-            again = every.intersection(seen)
+            # with another seed; or the cache is full): the words still
+            # needed (``kept()``) that were known before are asked for again.
+            again = kept().intersection(seen)
             if again:
                 stems.update(self._stem(conn, namespace, sorted(again))[1])
             known = _Stemmed(seed)
@@ -190,30 +280,7 @@ class TermCache:
             known.add(word, found)
         with self._lock:
             self._by_namespace[namespace] = known
-        counting = self._counter().submit(_counted_rows, known, split)
-        try:
-            answer = meanwhile()
-        finally:
-            staged = counting.result()  # (never left running: it reads the cache)
-        if staged[0]:
-            ids, terms, tfs, los, his, lengths = staged
-            with _binary(psycopg.Cursor(conn)) as cur:
-                cur.execute(_STAGE, (known.seed, terms, tfs, ids, los, his, lengths))
-        with self._lock:
-            self.staged += len(staged[0])
-        return answer
-
-    def _counter(self) -> ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="memors-terms")
-            return self._pool
-
-    def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown()
+        return known
 
     @staticmethod
     def _stem(

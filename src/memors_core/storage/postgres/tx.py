@@ -13,6 +13,7 @@ import psycopg
 from memors_core.domain.rows import Document, DocumentVersion, NewPassage, Passage, Tombstone
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
+from memors_core.storage.postgres.terms import Staging, TermCache
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems
@@ -172,9 +173,31 @@ class PgPassages(_Bound, SqlPassages):
         passages = list(passages)
         if not passages:
             return []
+        numbers = dict(self._send(namespace, passages, created_at).fetchall())
+        out = [numbers[p.id] for p in passages]
+        self.tx.drew("passages", max(out))
+        return out
 
-        def insert() -> dict[str, int]:
-            with self._bound(
+    def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
+        passages = list(passages)
+        if not passages:
+            return
+        self._send(namespace, passages, created_at).close()
+        # (its numbers are not read: the clock reads them from the table if asked)
+        self.tx.forget_clock("passages")
+
+    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+        if self.db.terms is not None:
+            self.db.terms.expect(self.db.conn, namespace, texts, self.tx.staging)
+
+    def _send(
+        self, namespace: str, passages: list[NewPassage], created_at: str
+    ) -> psycopg.Cursor[Any]:
+        """The passages' insert sent (its answer, the rows' numbers, on the
+        cursor), their search terms counted and staged meanwhile."""
+
+        def insert() -> psycopg.Cursor[Any]:
+            return self._bound(
                 _INSERT_PASSAGES,
                 (
                     namespace,
@@ -187,16 +210,12 @@ class PgPassages(_Bound, SqlPassages):
                     [p.hash for p in passages],
                     [p.shingles for p in passages],
                 ),
-            ) as cur:
-                return dict(cur.fetchall())
+            )
 
-        terms = self.db.terms
-        numbers = (
-            insert() if terms is None else terms.stage(self.db.conn, namespace, passages, insert)
-        )
-        out = [numbers[p.id] for p in passages]
-        self.tx.drew("passages", max(out))
-        return out
+        terms: TermCache | None = self.db.terms
+        if terms is None:
+            return insert()
+        return terms.stage(self.db.conn, namespace, passages, insert, self.tx.staging)
 
     def mention_many(self, pairs: Iterable[tuple[str, str]]) -> None:
         rows = list(pairs)
@@ -310,6 +329,8 @@ class PgTx(SqlTx):
         self.transfer = PgTransfer(self)
         #: Numbers drawn from each clock's sequence, not ticked yet.
         self._drawn: dict[str, deque[int]] = {}
+        #: What this transaction's inserts know of their search terms.
+        self.staging = Staging()
 
     @contextlib.contextmanager
     def pipelined(self) -> Iterator[None]:
@@ -351,6 +372,12 @@ class PgTx(SqlTx):
     def reset_clocks(self) -> None:
         super().reset_clocks()
         self._drawn.clear()  # (numbers drawn and never used are simply skipped)
+        self.staging.clear()
+
+    def forget_clock(self, name: str) -> None:
+        """Say that a statement drew ``name``'s numbers without reading them:
+        the clock is read from the table again when asked."""
+        self._ticks.pop(name, None)
 
     def hold_change_clock(self) -> None:
         """Record the change log's high-water mark (before entries are dropped)."""

@@ -329,6 +329,12 @@ class SqlPassages(Repo):
             self.db.executemany(_INSERT_PASSAGE, rows)
         return [row[0] for row in rows]
 
+    def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
+        self.insert_many(namespace, passages, created_at)
+
+    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+        """(SQLite indexes a passage as it is inserted: nothing to read ahead.)"""
+
     def get(self, ident: str, namespace: str | None = None) -> Passage | None:
         row = self.one(
             f"SELECT {PASSAGE_COLS} FROM passages p WHERE p.id = ?1 "

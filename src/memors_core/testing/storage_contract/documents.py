@@ -7,7 +7,7 @@ from typing import Any, cast
 import pytest
 
 from memors_core.domain.dates import now
-from memors_core.domain.ids import uuid7
+from memors_core.domain.ids import address, uuid7
 from memors_core.domain.rows import Document, DocumentVersion, Dropped, NewPassage
 from memors_core.errors import NotFound
 from memors_core.storage.api import Storage
@@ -108,6 +108,41 @@ class DocumentContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.documents.get(second, NS) is None
             assert tx.documents.latest_by_uri(NS, "file:///p.md") is not None
+
+    def test_passages_added_without_their_numbers_are_stored_and_found(
+        self, storage: Storage
+    ) -> None:
+        # A bulk load's passages go without waiting for their numbers (after
+        # saying which texts are coming, some of which never do): stored as
+        # an insert with numbers would store them, the clock past them, each
+        # found by its words once committed, and a failing batch keeps none.
+        stamp = now()
+        doc = uuid7()
+        texts = [f"Harbor {n} ships {'cargo' if n % 2 else 'grain'} northward." for n in range(80)]
+        rows = [NewPassage(uuid7(), doc, 1, n, t, f"h{n}", b"") for n, t in enumerate(texts)]
+        with storage.write() as tx:
+            tx.namespaces.touch(NS)
+            before = tx.passages.head()
+            tx.documents.insert_many([Document(doc, NS, "file:///harbor.md", stamp)])
+            tx.documents.add_versions([DocumentVersion(doc, 1, "h", None, {}, stamp)])
+            tx.passages.coming(NS, [*texts, "A text that never comes, about lighthouses."])
+            with tx.pipelined():
+                tx.passages.add_many(NS, rows[:50], stamp)
+                tx.passages.add_many(NS, [], stamp)
+                tx.passages.add_many(NS, rows[50:], stamp)
+            assert tx.passages.head() >= before + 80
+        with storage.read() as tx:
+            assert [p for p, _ in tx.passages.live_of_version(doc, 1)] == [r.id for r in rows]
+            found = tx.search.passages(NS, words("cargo"), 100).rows
+            assert {h.address for h in found} == {address("passage", r.id) for r in rows[1::2]}
+            assert not tx.search.passages(NS, words("lighthouses"), 10).rows
+        driver_error = cast(Any, storage).driver_error
+        again = NewPassage(rows[0].id, doc, 1, 0, "Harbor again.", "h0", b"")
+        with pytest.raises(driver_error), storage.write() as tx, tx.pipelined():
+            tx.passages.add_many(NS, [NewPassage(uuid7(), doc, 1, 99, "Tide.", "t", b"")], stamp)
+            tx.passages.add_many(NS, [again], stamp)
+        with storage.read() as tx:
+            assert not tx.search.passages(NS, words("tide"), 10).rows
 
     def test_documents_stored_together_are_found_by_their_uris_at_once(
         self, storage: Storage

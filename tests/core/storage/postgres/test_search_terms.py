@@ -88,10 +88,14 @@ class _Aborted(Exception):
     pass
 
 
-def _staged_against_server(url: str, bodies: list[str]) -> tuple[int, list[tuple]]:
-    """Insert ``bodies`` as one bulk insert, compare each staged passage's
-    row with the server's stemming of its text before the transaction
-    ends, and roll back. Returns (passages staged, rows that differ)."""
+def _staged_against_server(
+    url: str, bodies: list[str], announced: bool = False
+) -> tuple[int, list[tuple]]:
+    """Insert ``bodies`` as one bulk insert (``announced``: as a bulk load
+    does, its texts said to be coming and its rows sent without waiting),
+    compare each staged passage's row with the server's stemming of its
+    text before the transaction ends, and roll back. Returns (passages
+    staged, rows that differ)."""
     out: list = []
     with Memory.open(url) as memory:
         memory.remember("A first passage makes the namespace's index.")
@@ -112,7 +116,12 @@ def _staged_against_server(url: str, bodies: list[str]) -> tuple[int, list[tuple
                     "metadata, created_at) VALUES ('d', 1, 'h', NULL, '{}', "
                     "'2026-01-01T00:00:00Z')"
                 )
-                tx.passages.insert_many("default", rows, "2026-01-01T00:00:00Z")
+                if announced:
+                    tx.passages.coming("default", bodies)
+                    with tx.pipelined():
+                        tx.passages.add_many("default", rows, "2026-01-01T00:00:00Z")
+                else:
+                    tx.passages.insert_many("default", rows, "2026-01-01T00:00:00Z")
                 staged = conn.execute("SELECT count(*) FROM search_staged").fetchone()[0]
                 out = conn.execute(
                     f"SELECT g.id, {_PAIRS.format('g')}, {_PAIRS.format('t')}, g.n, t.n "
@@ -130,12 +139,12 @@ def _staged_against_server(url: str, bodies: list[str]) -> tuple[int, list[tuple
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(bodies=st.lists(texts(), min_size=1, max_size=12))
+@given(bodies=st.lists(texts(), min_size=1, max_size=12), announced=st.booleans())
 def test_staged_terms_are_what_the_server_makes_of_each_text(
-    store_url: str, bodies: list[str], monkeypatch: pytest.MonkeyPatch
+    store_url: str, bodies: list[str], announced: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(terms, "STAGED_FROM", 1)
-    staged, different = _staged_against_server(store_url, bodies)
+    staged, different = _staged_against_server(store_url, bodies, announced)
     assert different == []
     assert staged == sum(1 for b in bodies if b.isascii())
 
@@ -254,3 +263,79 @@ def test_the_application_role_bulk_loads_with_its_terms_counted() -> None:
             pytest.raises(psycopg.errors.InsufficientPrivilege),
         ):
             conn.execute("SELECT count(*) FROM search_staged")
+
+
+def _waits(monkeypatch: pytest.MonkeyPatch) -> list[psycopg.Cursor]:
+    """Each read whose answer the client asks for in pipeline mode (it
+    waits there for every answer sent for before it): the reading cursors."""
+    fetch = psycopg.Cursor._fetch_pipeline
+    waited: list[psycopg.Cursor] = []  # (kept: a cursor's id is not reused meanwhile)
+
+    def noted(cur: psycopg.Cursor) -> None:
+        if cur.connection.pgconn.pipeline_status and not any(c is cur for c in waited):
+            waited.append(cur)
+        fetch(cur)
+
+    monkeypatch.setattr(psycopg.Cursor, "_fetch_pipeline", noted)
+    return waited
+
+
+def test_a_bulk_batch_waits_for_the_server_as_often_however_many_passages_it_has(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch's passages go to the server a thousand at a time; the client
+    # waited for each thousand's numbers and for the stemming of its new
+    # words. Its new words are now stemmed once, when the batch begins, and
+    # its rows go without waiting: the batch waits as often for 120
+    # passages as for 3,600, and each is indexed as the server would.
+    waited = _waits(monkeypatch)
+    counts = {}
+    with Memory.open(store_url) as memory:
+        for namespace, docs in (("few", _documents(40, 7)), ("many", _documents(1200, 8))):
+            memory.remember("A first passage makes the namespace's index.", namespace=namespace)
+            waited.clear()
+            memory.remember_many(docs, namespace=namespace, batch=len(docs))
+            counts[namespace] = len(waited)
+            assert memory.search("leaders quorum", namespace=namespace).results
+    assert counts["few"] == counts["many"], counts
+    with psycopg.connect(store_url) as conn:
+        rows, different = conn.execute(_PACKED + " AND p.namespace = 'many'").fetchone()
+    assert (rows, different) == (3 * 1200, 0)
+
+
+def test_texts_said_to_come_are_counted_after_the_index_is_made_again_meanwhile(
+    store_url: str,
+) -> None:
+    # A batch said its texts were coming (their words stemmed with the
+    # index's number then); the index is made again before its rows go
+    # (every number new), and a text it did not announce brings new words:
+    # the words are asked for again with the new number, the announced
+    # ones too, and every passage is indexed as the server would.
+    announced = [p for d in _documents(30, 9) for p in d["text"].split("\n\n")]
+    late = ["Zeppelins hover quietly", *(f"Unannounced lighthouse keeper {n}" for n in range(70))]
+    stamp = "2026-01-01T00:00:00Z"
+    with Memory.open(store_url) as memory:
+        memory.remember_many(_documents(30, 10), namespace="remade")  # its words known here
+        with memory.store.write(namespace="remade") as tx:
+            conn = tx.native("postgres")
+            conn.execute(
+                "INSERT INTO documents(id, namespace, uri, created_at) "
+                f"VALUES ('remade', 'remade', 'remade.txt', '{stamp}')"
+            )
+            conn.execute(
+                "INSERT INTO document_versions(document, version, text_hash, title, metadata, "
+                f"created_at) VALUES ('remade', 1, 'h', NULL, '{{}}', '{stamp}')"
+            )
+            tx.passages.coming("remade", announced)
+            with psycopg.connect(store_url, autocommit=True) as other:
+                other.execute("SELECT memors_search_rebuild()")
+            rows = [
+                NewPassage(f"r{n:05d}", "remade", 1, n, body, f"h{n}", b"")
+                for n, body in enumerate([*announced, *late])
+            ]
+            with tx.pipelined():
+                tx.passages.add_many("remade", rows, stamp)
+        assert memory.search("zeppelins", namespace="remade").results
+    with psycopg.connect(store_url) as conn:
+        found, different = conn.execute(_PACKED + " AND p.document = 'remade'").fetchone()
+    assert (found, different) == (len(rows), 0)
