@@ -55,6 +55,8 @@ TF_CAP = 255
 #: positions stop at 16,383; its size at 1 MB).
 MAX_WORDS = 16_000
 MAX_CHARS = 100_000
+#: Texts a transaction's announced texts are split and counted by at a time.
+EXPECT_BATCH = 1000
 #: Words kept stemmed per namespace; past it, the cache starts again.
 CACHE_WORDS = 100_000
 #: The table the counted terms go to (emptied by the flush at commit).
@@ -147,18 +149,20 @@ class _Stemmed:
 
 class Staging:
     """What one write transaction's inserts know of their terms (cleared
-    when it ends): the words of the texts it said were coming, and the
-    stemmed words each namespace's were learned into."""
+    when it ends): the stemmed words each namespace's were learned into,
+    and the terms of the texts it said were coming, counted then, with
+    the index number they were hashed with (per namespace)."""
 
-    __slots__ = ("announced", "stemmed")
+    __slots__ = ("counted", "stemmed")
 
     def __init__(self) -> None:
-        self.announced: dict[str, list[str] | None] = {}
         self.stemmed: dict[str, _Stemmed] = {}
+        #: (a text's counted terms; None: the server's to count)
+        self.counted: dict[str, tuple[int, dict[str, Counted | None]]] = {}
 
     def clear(self) -> None:
-        self.announced.clear()
         self.stemmed.clear()
+        self.counted.clear()
 
 
 _UNSEEN: Any = object()
@@ -183,17 +187,39 @@ class TermCache:
         texts: Sequence[str],
         staging: Staging,
     ) -> None:
-        """Split ``texts`` into words and have the server stem the new ones
-        (and say its index number) in one round trip, now: the inserts of
-        the transaction that adds them then send without waiting."""
+        """Split ``texts`` into words, have the server stem the new ones (and
+        say its index number) in one round trip, now, and count each text's
+        terms: the inserts of the transaction that adds them then send
+        without waiting, and stage what was counted here."""
         if len(texts) < STAGED_FROM:
             return  # (an insert this small is stemmed by the server)
-        announced = staging.announced
-        fresh = [t for t in dict.fromkeys(texts) if t not in announced]
-        split = list(map(words, fresh))
-        announced.update(zip(fresh, split, strict=True))
-        every = set().union(*(w for w in split if w is not None))
-        self._known(conn, namespace, every, staging)
+        seed, done = staging.counted.get(namespace, (None, {}))
+        known = self._known(conn, namespace, set(), staging)  # (its number, once a transaction)
+        if seed is not None and seed != known.seed:
+            done = {}  # (hashed with the number before: counted again)
+        fresh = [t for t in dict.fromkeys(texts) if t not in done]
+        # A thousand texts at a time, each counted at once when its words
+        # are known, the others once their new words are stemmed: only a
+        # thousand texts' words are held at once.
+        for start in range(0, len(fresh), EXPECT_BATCH):
+            waiting = []
+            for text in fresh[start : start + EXPECT_BATCH]:
+                found = words(text)
+                if found is None:
+                    done[text] = None
+                    continue
+                try:
+                    done[text] = _count(known, found)
+                except KeyError:  # (a word not stemmed yet)
+                    waiting.append((text, found))
+            if waiting:
+                every = set().union(*(found for _, found in waiting))
+                learned = self._known(conn, namespace, every, staging)
+                if learned.seed != known.seed:
+                    done = {}  # (the index was made again meanwhile: counted when stored)
+                known = learned
+                done.update((text, _count(known, found)) for text, found in waiting)
+        staging.counted[namespace] = (known.seed, done)
 
     def stage(
         self,
@@ -212,17 +238,23 @@ class TermCache:
         commit: one changed meanwhile costs a stemming, never a term.)"""
         if len(rows) < STAGED_FROM:
             return send()
-        announced = staging.announced
-        split = []
+        seed, done = staging.counted.get(namespace, (None, {}))
+        split: list[tuple[str, Any]] = []
         every: set[str] = set()
         for p in rows:
-            tokens = announced.get(p.text, _UNSEEN)
-            if tokens is _UNSEEN:
-                tokens = words(p.text)
-                if tokens is not None:
-                    every.update(tokens)
-            split.append((p.id, tokens))
+            found = done.get(p.text, _UNSEEN)
+            if found is _UNSEEN:
+                found = words(p.text)
+                if found is not None:
+                    every.update(found)
+            split.append((p.id, found))
         known = self._known(conn, namespace, every, staging)
+        if seed is not None and seed != known.seed and done:
+            # The index was made again since the texts were counted: every
+            # text is counted here, its words asked for with the new number.
+            split = [(p.id, words(p.text)) for p in rows]
+            every = set().union(*(found for _, found in split if found is not None))
+            known = self._known(conn, namespace, every, staging)
         answer = send()
         ids, terms, tfs, los, his, lengths = _counted_rows(known, split)
         if ids:
@@ -245,14 +277,7 @@ class TermCache:
                 known = self._by_namespace.get(namespace)
         new = sorted(every.difference(known.lexeme if known is not None else ()))
         if known is None or mine is None or new:
-
-            def kept() -> set[str]:
-                # (what must survive a new start: these words, and those of
-                # the texts the transaction said were coming)
-                told = (w for w in staging.announced.values() if w is not None)
-                return every.union(*told)
-
-            known = self._learn(conn, namespace, known, kept, new)
+            known = self._learn(conn, namespace, known, every, new)
         staging.stemmed[namespace] = known
         return known
 
@@ -261,7 +286,7 @@ class TermCache:
         conn: psycopg.Connection[Any],
         namespace: str,
         known: _Stemmed | None,
-        kept: Callable[[], set[str]],
+        every: set[str],
         new: list[str],
     ) -> _Stemmed:
         """The namespace's stemmed words with ``new`` added (and its index
@@ -270,9 +295,9 @@ class TermCache:
         seed, stems = self._stem(conn, namespace, new)
         if known is None or known.seed != seed or len(known) + len(stems) > CACHE_WORDS:
             # Start again (the index was made again since, its words hashed
-            # with another seed; or the cache is full): the words still
-            # needed (``kept()``) that were known before are asked for again.
-            again = kept().intersection(seen)
+            # with another seed; or the cache is full): the words needed
+            # now that were known before are asked for again.
+            again = every.intersection(seen)
             if again:
                 stems.update(self._stem(conn, namespace, sorted(again))[1])
             known = _Stemmed(seed)
@@ -298,31 +323,44 @@ class TermCache:
         return seed, found
 
 
-def _counted_rows(known: _Stemmed, split: list[tuple[str, list[str] | None]]) -> tuple[Any, ...]:
-    """The staged rows of the passages ``split`` into words: their ids, the
-    terms and counts of them all (in binary), where each passage's begin
-    and end in them (from 1), and their lengths."""
+#: A text's terms counted: its hashed terms and their counts (each an
+#: element of its array, in binary), and its length.
+Counted = tuple[list[bytes], list[bytes], int]
+
+
+def _count(known: _Stemmed, tokens: list[str]) -> Counted | None:
+    """The counted terms of a text whose words are ``tokens`` (None: the
+    server's to count)."""
+    hashed, counts = known.counted(tokens)
+    length = sum(counts)
+    if length >= MAX_WORDS:
+        return None  # positions past 16,383 fold together: the server's to count
+    if counts and max(counts) > TF_CAP:
+        counts = [min(n, TF_CAP) for n in counts]
+        length = sum(counts)
+    return hashed, list(map(_TFS.__getitem__, counts)), length
+
+
+def _counted_rows(known: _Stemmed, split: list[tuple[str, Any]]) -> tuple[Any, ...]:
+    """The staged rows of the passages ``split``, each its id with its words
+    (to count), its terms counted already, or None (the server's to count):
+    their ids, the terms and counts of them all (in binary), where each
+    passage's begin and end in them (from 1), and their lengths."""
     ids: list[str] = []
     terms: list[bytes] = []
     tfs: list[bytes] = []
-    tf = _TFS.__getitem__
     los: list[int] = []
     his: list[int] = []
     lengths: list[int] = []
-    for ident, tokens in split:
-        if tokens is None:
+    for ident, found in split:
+        one = _count(known, found) if isinstance(found, list) else found
+        if one is None:
             continue
-        hashed, counts = known.counted(tokens)
-        length = sum(counts)
-        if length >= MAX_WORDS:
-            continue  # positions past 16,383 fold together: the server's to count
-        if counts and max(counts) > TF_CAP:
-            counts = [min(n, TF_CAP) for n in counts]
-            length = sum(counts)
+        hashed, counts, length = one
         ids.append(ident)
         los.append(len(terms) + 1)
         terms.extend(hashed)
-        tfs.extend(map(tf, counts))
+        tfs.extend(counts)
         his.append(len(terms))
         lengths.append(length)
     return ids, Int8Array(terms), Int2Array(tfs), los, his, lengths

@@ -144,6 +144,9 @@ def test_staged_terms_are_what_the_server_makes_of_each_text(
     store_url: str, bodies: list[str], announced: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(terms, "STAGED_FROM", 1)
+    # (texts said to be coming are counted a few at a time: words new in a
+    # later few are stemmed then, the others' counted at once)
+    monkeypatch.setattr(terms, "EXPECT_BATCH", 3)
     staged, different = _staged_against_server(store_url, bodies, announced)
     assert different == []
     assert staged == sum(1 for b in bodies if b.isascii())
@@ -285,9 +288,10 @@ def test_a_bulk_batch_waits_for_the_server_as_often_however_many_passages_it_has
 ) -> None:
     # A batch's passages go to the server a thousand at a time; the client
     # waited for each thousand's numbers and for the stemming of its new
-    # words. Its new words are now stemmed once, when the batch begins, and
-    # its rows go without waiting: the batch waits as often for 120
-    # passages as for 3,600, and each is indexed as the server would.
+    # words. Its new words are now stemmed when the batch begins, before
+    # any row is sent, and its rows go without waiting: the batch waits as
+    # often for 120 passages as for 3,600 (whose words are all in their
+    # first thousand), and each is indexed as the server would.
     waited = _waits(monkeypatch)
     counts = {}
     with Memory.open(store_url) as memory:
