@@ -295,11 +295,7 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
     take one page of them (the counts are made for that page only, in a
     few look-ups however long the page)."""
     shown, total = tx.entities.listed(namespace, offset, limit)
-    ids = [row.id for row in shown]
-    aliases = tx.entities.aliases_of(shown) if shown else {}
-    passages = tx.entities.live_passage_counts(ids) if shown else {}
-    facts = tx.facts.live_counts_of(ids) if shown else {}
-    pages = tx.pages.current_of(ids) if shown else {}
+    aliases, passages, facts, pages = tx.entities.summaries(shown)
     out = [
         EntitySummary(
             address=address("entity", row.id),

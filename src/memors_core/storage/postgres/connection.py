@@ -28,7 +28,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -499,17 +499,17 @@ class PgStore(Transactions):
         session: _Session,
         sql: str | None = None,
         params: Any = None,
-        prepare: tuple[str, str] | None = None,
+        prepare: Sequence[tuple[str, str]] = (),
     ) -> psycopg.Cursor:
         """Send the transaction's deferred first statements (``session.begin``),
         with ``sql`` (its first statement, bound client-side) when there is
         one, as one message: one round trip where there were two. The cursor
-        is left on ``sql``'s result. A connection found lost there is
+        is left on ``sql``'s (first) result. A connection found lost there is
         replaced as :meth:`_checked_out`'s is (:meth:`_first_round_trip`):
         nothing committed on it, so nothing of the transaction stayed (a
-        read changes nothing in any case). ``prepare``: ``(name, PREPARE
-        statement)`` that ``sql`` executes, sent first, alone, on a
-        connection that has not prepared it."""
+        read changes nothing in any case). ``prepare``: the ``(name, PREPARE
+        statement)`` of each statement ``sql`` executes, sent first, alone,
+        on a connection that has not prepared it."""
         begin = session.begin
         assert begin is not None
         session.begin = None
@@ -518,8 +518,8 @@ class PgStore(Transactions):
             text, session.brief = f"{text}; COMMIT", "sent"  # (the read's one statement)
 
         def send(conn: psycopg.Connection) -> psycopg.Cursor:
-            if prepare is not None:
-                self._prepare(conn, *prepare)
+            for name, statement in prepare:
+                self._prepare(conn, name, statement)
             return conn.execute(text, params)
 
         cur = self._first_round_trip(session, send, None)
@@ -883,15 +883,31 @@ class PgStore(Transactions):
         on a connection sends the ``PREPARE`` before it (one round trip, once
         per connection; a prepared statement outlives a rolled-back
         transaction, so it is counted prepared once that message returns)."""
-        r = render(sql)
-        name, statement = _preparation(r.sql)
-        values = r.params(params)
-        run = f"EXECUTE {name}({', '.join(['%s'] * len(values))})" if values else f"EXECUTE {name}"
+        return self._executed([(sql, params)])
+
+    def _executed(self, queries: Sequence[tuple[str, Any]]) -> psycopg.Cursor:
+        """The ``EXECUTE``s of ``queries``, each prepared on the connection,
+        sent as one message (with the transaction's deferred first
+        statements when it has them); the cursor on the first's result."""
+        runs: list[str] = []
+        values: list[Any] = []
+        preparing: list[tuple[str, str]] = []
+        for query, params in queries:
+            r = render(query)
+            name, statement = _preparation(r.sql)
+            bound = r.params(params)
+            runs.append(
+                f"EXECUTE {name}({', '.join(['%s'] * len(bound))})" if bound else f"EXECUTE {name}"
+            )
+            values.extend(bound)
+            preparing.append((name, statement))
+        run = "; ".join(runs)
         session = self._session
         if session.begin is not None:
-            return self._begin_with(session, run, values, (name, statement))
+            return self._begin_with(session, run, values, preparing)
         conn = self.conn
-        self._prepare(conn, name, statement)
+        for name, statement in preparing:
+            self._prepare(conn, name, statement)
         return conn.execute(run, values)
 
     def all_planned(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
@@ -901,6 +917,18 @@ class PgStore(Transactions):
         0.2). Its parameters need types the server can tell from the text
         (``CAST(? AS text) IS NULL``, not ``? IS NULL``)."""
         return self.prepared(sql, params).fetchall()
+
+    def all_planned_many(self, queries: Sequence[tuple[str, Any]]) -> list[list[tuple[Any, ...]]]:
+        """:meth:`all_planned` of several independent reads, sent as one
+        message: one round trip where each was one."""
+        if not queries:
+            return []
+        cur = self._executed(queries)
+        out = [cur.fetchall()]
+        for _ in queries[1:]:
+            cur.nextset()
+            out.append(cur.fetchall())
+        return out
 
     @staticmethod
     def _prepare(conn: psycopg.Connection, name: str, statement: str) -> None:

@@ -9,7 +9,7 @@ from memors_core.domain.rows import Ensured, IdPair
 from memors_core.errors import BadInput, NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
-from memors_core.testing.storage_contract.helpers import remember
+from memors_core.testing.storage_contract.helpers import forget, remember, write_page
 
 
 class EntityContract(StorageFixtures):
@@ -113,6 +113,41 @@ class EntityContract(StorageFixtures):
             assert tx.entities.listed(NS, 9, 5) == ([], 3)
             assert tx.entities.listed(OTHER_NS)[1] == 1
             assert tx.entities.listed("nowhere") == ([], 0)
+
+    def test_a_list_of_entities_reads_what_it_shows_of_each_together(
+        self, storage: Storage
+    ) -> None:
+        # Other names, live passages, live facts and current page of each
+        # entity shown: what the four reads give one by one, read together.
+        kept = remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        gone = remember(storage, "[[Raft]] keeps a log.", about="Raft")
+        remember(storage, "[[Paxos]] agrees on a value.", about="Paxos")
+        forget(storage, "passage", gone)
+        write_page(storage, "Raft", f"Raft elects a leader. [passage:{kept}]", [kept])
+        with storage.write() as tx:
+            raft = tx.entities.resolve("Raft", NS)
+            assert raft is not None
+            tx.entities.add_alias(raft, NS, "Raft consensus")
+            tx.facts.record(NS, "Raft", "year", "2014")
+            tx.facts.record(NS, "Raft", "authors", "Ongaro and Ousterhout")
+            tx.entities.ensure("Zab", NS)
+        with storage.read() as tx:
+            shown = tx.entities.canonical_list(NS)
+            ids = [e.id for e in shown]
+            together = tx.entities.summaries(shown)
+            assert together == (
+                tx.entities.aliases_of(shown),
+                tx.entities.live_passage_counts(ids),
+                tx.facts.live_counts_of(ids),
+                tx.pages.current_of(ids),
+            )
+            names, passages, facts, pages = together
+            by = {e.name: e.id for e in shown}
+            assert names[by["Raft"]] == ["Raft consensus"] and names[by["Zab"]] == []
+            assert passages == {by["Raft"]: 1, by["Paxos"]: 1}
+            assert facts == {by["Raft"]: 2}
+            assert list(pages) == [by["Raft"]]
+            assert tx.entities.summaries([]) == ({}, {}, {}, {})
 
     def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
         remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
