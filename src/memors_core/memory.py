@@ -540,9 +540,14 @@ class Memory:
         _page_bounds(0, entities)
         _page_bounds(0, corrections)
         with self.store.read() as tx:
-            (figures,) = views.figures(tx, self.kinds.names(), namespace)
-            listed = views.entities(tx, namespace, 0, entities)
-            newest, total = audit.newest(tx, namespace, corrections)
+            # (the figures, the page of entities and the corrections sent together)
+            *counted, page, (newest, total) = tx.together(
+                *views.figure_reads(tx, namespace),
+                lambda: tx.entities.listed(namespace, 0, entities),
+                lambda: audit.newest(tx, namespace, corrections),
+            )
+            (figures,) = views.figures_of(tx, self.kinds.names(), namespace, counted)
+            listed = views.entities_of(tx, namespace, page)
         return NamespaceOverview(
             namespace=namespace,
             figures=figures,

@@ -7,7 +7,7 @@ attrs views of :mod:`memors_core.domain.model`; none opens a transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memors_core.domain import dates
@@ -41,6 +41,7 @@ from memors_core.domain.refs import fact_ref, passage_ref
 from memors_core.domain.rows import Passage, Tombstone
 
 if TYPE_CHECKING:
+    from memors_core.domain.rows import Entity
     from memors_core.storage.api import Tx
 
 GRANULARITIES = rank.GRANULARITIES
@@ -294,7 +295,12 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
     """The canonical entities of a namespace by name; ``offset`` and ``limit``
     take one page of them (the counts are made for that page only, in a
     few look-ups however long the page)."""
-    shown, total = tx.entities.listed(namespace, offset, limit)
+    return entities_of(tx, namespace, tx.entities.listed(namespace, offset, limit))
+
+
+def entities_of(tx: Tx, namespace: str, listed: tuple[list[Entity], int]) -> EntityList:
+    """:func:`entities` of a page of entities read (``entities.listed``)."""
+    shown, total = listed
     aliases, passages, facts, pages = tx.entities.summaries(shown)
     out = [
         EntitySummary(
@@ -312,11 +318,26 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
 
 def figures(tx: Tx, kinds: Iterable[str], namespace: str | None = None) -> list[NamespaceFigures]:
     """The figures of ``namespace`` (every namespace's, and ``default``'s
-    even when empty, if None), as the metrics count them, in three look-ups."""
+    even when empty, if None), as the metrics count them, in three look-ups
+    sent together."""
+    return figures_of(tx, kinds, namespace, tx.together(*figure_reads(tx, namespace)))
+
+
+def figure_reads(tx: Tx, namespace: str | None) -> tuple[Callable[[], Any], ...]:
+    """The reads :func:`figures_of` counts from (for :meth:`Tx.together`)."""
+    return (
+        lambda: tx.items.open_counts(namespace),
+        lambda: tx.pages.counts(namespace),
+        lambda: tx.counters.read_many((WORK_ITEMS_TOTAL, PAGES_MARKED_STALE)),
+    )
+
+
+def figures_of(
+    tx: Tx, kinds: Iterable[str], namespace: str | None, read: Sequence[Any]
+) -> list[NamespaceFigures]:
+    """:func:`figures` from the answers of :func:`figure_reads`."""
+    open_counts, pages, counters = read
     names = [namespace] if namespace is not None else sorted({"default", *tx.namespaces.names()})
-    open_counts = tx.items.open_counts(namespace)
-    pages = tx.pages.counts(namespace)
-    counters = tx.counters.read_many((WORK_ITEMS_TOTAL, PAGES_MARKED_STALE))
     done = sum(n for (_kind, event), n in counters[WORK_ITEMS_TOTAL].items() if event == "done")
     marked = counters[PAGES_MARKED_STALE].get(("", ""), 0)
     return [

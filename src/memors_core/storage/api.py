@@ -1020,6 +1020,12 @@ class Tx(Protocol):
         changes. An error of any of them is raised when the block ends at
         the latest, and the transaction rolls back as it would have."""
 
+    def together(self, *reads: Callable[[], Any]) -> list[Any]:
+        """The answers of independent reads (each a call of this
+        transaction's repositories, none needing another's answer): a
+        server engine sends the statement each begins with together, in
+        one round trip where each was one; on SQLite they simply run."""
+
     def native(self, engine: str) -> Any:
         """The escape hatch for a kind's own per-engine module: the engine's
         native handle (``"sqlite"``: the ``apsw.Connection``, inside this

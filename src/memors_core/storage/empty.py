@@ -144,6 +144,9 @@ class EmptyTx:
     def pipelined(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
+    def together(self, *reads: Callable[[], Any]) -> list[Any]:
+        return [read() for read in reads]
+
     def native(self, engine: str) -> Any:
         raise PluginError(
             f"this store does not exist yet and runs on no engine, not {engine}: "

@@ -101,15 +101,26 @@ class _NotBrief(Exception):
     """A brief read's second statement: its transaction ended with its first."""
 
 
+class _Learned(BaseException):
+    """A read of :meth:`PgStore.together` stopped at its first planned
+    read, its statement learned (a BaseException: no read's own error
+    handling takes it for a failure)."""
+
+
 class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("begin", "brief", "conn", "scope", "snapshot")
+    __slots__ = ("begin", "brief", "conn", "recording", "replaying", "scope", "snapshot")
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
         self.conn: psycopg.Connection | None = None
+        #: While :meth:`PgStore.together` learns its reads' statements: the
+        #: planned reads asked for so far (each read stops at its first).
+        self.recording: list[tuple[str, Any]] | None = None
+        #: While it runs a read again: its first planned read and its rows.
+        self.replaying: tuple[str, Any, list[tuple[Any, ...]]] | None = None
         #: A transaction's first statements (its BEGIN, a write's locks),
         #: not sent yet: they go with its first statement, in one message
         #: (:meth:`PgStore._begin_with`).
@@ -916,7 +927,48 @@ class PgStore(Transactions):
         (a namespace's home: the stale pages' count planned 1.1 ms, ran in
         0.2). Its parameters need types the server can tell from the text
         (``CAST(? AS text) IS NULL``, not ``? IS NULL``)."""
+        session = self._session
+        if session.recording is not None:
+            session.recording.append((sql, params))
+            raise _Learned
+        if session.replaying is not None:
+            query, values, rows = session.replaying
+            session.replaying = None
+            if (query, values) == (sql, params):
+                return rows
         return self.prepared(sql, params).fetchall()
+
+    def together(self, reads: Sequence[Callable[[], T]]) -> list[T]:
+        """The answers of independent reads, the planned read each begins
+        with sent in one message (:meth:`all_planned_many`): each read runs
+        once to say its statement (stopped there), then again, handed its
+        rows. A read that begins otherwise runs as it would (and twice)."""
+        session = self._session
+        if len(reads) < 2 or session.recording is not None or session.replaying is not None:
+            return [read() for read in reads]
+        asked: list[tuple[str, Any]] = []
+        learned: list[tuple[str, Any] | None] = []
+        session.recording = asked
+        try:
+            for read in reads:
+                try:
+                    read()
+                except _Learned:
+                    learned.append(asked[-1])
+                else:
+                    learned.append(None)
+        finally:
+            session.recording = None
+        answers = iter(self.all_planned_many(asked))
+        out = []
+        for read, first in zip(reads, learned, strict=True):
+            if first is not None:
+                session.replaying = (*first, next(answers))
+            try:
+                out.append(read())
+            finally:
+                session.replaying = None
+        return out
 
     def all_planned_many(self, queries: Sequence[tuple[str, Any]]) -> list[list[tuple[Any, ...]]]:
         """:meth:`all_planned` of several independent reads, sent as one

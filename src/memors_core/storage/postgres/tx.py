@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -331,6 +331,10 @@ class PgTx(SqlTx):
         self._drawn: dict[str, deque[int]] = {}
         #: What this transaction's inserts know of their search terms.
         self.staging = Staging()
+
+    def together(self, *reads: Callable[[], Any]) -> list[Any]:
+        answers: list[Any] = self.db.together(reads)
+        return answers
 
     @contextlib.contextmanager
     def pipelined(self) -> Iterator[None]:

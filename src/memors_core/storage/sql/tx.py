@@ -26,6 +26,8 @@ from memors_core.storage.sql.records import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memors_core.storage import api
 
 log = get_logger("memors.store")
@@ -102,6 +104,11 @@ class SqlTx:
     def pipelined(self) -> contextlib.AbstractContextManager[None]:
         """(Statements are calls in SQLite's process: nothing to gather.)"""
         return contextlib.nullcontext()
+
+    def together(self, *reads: Callable[[], Any]) -> list[Any]:
+        """(SQLite's reads are calls in its process: each runs in turn; the
+        PostgreSQL engine sends their statements together.)"""
+        return [read() for read in reads]
 
     def native(self, engine: str) -> Any:
         """The engine's own connection, or with ``"sql"`` the SQL handle of

@@ -149,6 +149,30 @@ class EntityContract(StorageFixtures):
             assert list(pages) == [by["Raft"]]
             assert tx.entities.summaries([]) == ({}, {}, {}, {})
 
+    def test_reads_asked_for_together_answer_as_each_alone(self, storage: Storage) -> None:
+        # Independent reads sent together answer what each answers alone,
+        # in their order, whatever each begins with; one read together
+        # inside another's reads still answers; an error is the read's own.
+        remember(storage, "[[Raft]] elects a leader.", about="Raft")
+        remember(storage, "[[Paxos]] agrees.", about="Paxos")
+        with storage.read() as tx:
+            alone = (
+                tx.entities.listed(NS),
+                tx.pages.counts(NS),
+                tx.entities.count(NS),
+                tx.items.open_counts(NS),
+            )
+            together = tx.together(
+                lambda: tx.entities.listed(NS),
+                lambda: tx.pages.counts(NS),
+                lambda: tx.entities.count(NS),
+                lambda: tx.together(lambda: tx.items.open_counts(NS))[0],
+            )
+            assert together == list(alone)
+            assert tx.together() == [] and tx.together(lambda: 7) == [7]
+            with pytest.raises(NotFound):
+                tx.together(lambda: tx.entities.listed(NS), lambda: tx.entities.require("nobody"))
+
     def test_same_name_pairs_and_orphans(self, storage: Storage) -> None:
         remember(storage, "[[Quorum Replication]] needs a majority.", about="Quorum Replication")
         with storage.write() as tx:
