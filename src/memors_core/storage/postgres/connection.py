@@ -942,32 +942,34 @@ class PgStore(Transactions):
         """The answers of independent reads, the planned read each begins
         with sent in one message (:meth:`all_planned_many`): each read runs
         once to say its statement (stopped there), then again, handed its
-        rows. A read that begins otherwise runs as it would (and twice)."""
+        rows. A read that makes no planned read answers the first time; one
+        that makes another statement first makes that one twice."""
         session = self._session
         if len(reads) < 2 or session.recording is not None or session.replaying is not None:
             return [read() for read in reads]
         asked: list[tuple[str, Any]] = []
         learned: list[tuple[str, Any] | None] = []
+        out: list[Any] = []
         session.recording = asked
         try:
             for read in reads:
                 try:
-                    read()
+                    out.append(read())
                 except _Learned:
                     learned.append(asked[-1])
+                    out.append(None)
                 else:
                     learned.append(None)
         finally:
             session.recording = None
         answers = iter(self.all_planned_many(asked))
-        out = []
-        for read, first in zip(reads, learned, strict=True):
+        for n, first in enumerate(learned):
             if first is not None:
                 session.replaying = (*first, next(answers))
-            try:
-                out.append(read())
-            finally:
-                session.replaying = None
+                try:
+                    out[n] = reads[n]()
+                finally:
+                    session.replaying = None
         return out
 
     def all_planned_many(self, queries: Sequence[tuple[str, Any]]) -> list[list[tuple[Any, ...]]]:

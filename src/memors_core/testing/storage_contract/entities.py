@@ -170,6 +170,14 @@ class EntityContract(StorageFixtures):
             )
             assert together == list(alone)
             assert tx.together() == [] and tx.together(lambda: 7) == [7]
+            ran: list[int] = []  # a read that makes no statement runs once
+
+            def counted() -> int:
+                ran.append(1)
+                return 5
+
+            assert tx.together(counted, lambda: tx.entities.count(NS)) == [5, alone[2]]
+            assert ran == [1]
             with pytest.raises(NotFound):
                 tx.together(lambda: tx.entities.listed(NS), lambda: tx.entities.require("nobody"))
 
