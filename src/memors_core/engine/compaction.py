@@ -142,8 +142,12 @@ def _scan_kind(
     (its scan mark); ``full`` forces a rescan of everything. ``read``: the
     change log as the compaction's kinds before it read it.
     """
-    heads = tx.changes.heads()
-    mark = tx.changes.mark(namespace, kind.name)
+    # (the clocks, the kind's mark and its open items: read together)
+    heads, mark, open_items = tx.together(
+        tx.changes.heads,
+        lambda: tx.changes.mark(namespace, kind.name),
+        lambda: tx.items.open_keys(namespace, kind.name),
+    )
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
     ctx = KindContext(tx, namespace, not incremental, services.limits)
     said: dict[str, Any] = {"items": None, "step": None}  # from the kind's own reports
@@ -151,7 +155,6 @@ def _scan_kind(
         ctx.on_progress = _kind_progress(report, kind.name, said, base)
     if incremental:
         ctx.changes = _changes_since(tx, namespace, mark, heads, read)
-    open_items = tx.items.open_keys(namespace, kind.name)
     ctx.open_keys = MappingProxyType(open_items)
     seen: set[str] = set()
     created = 0

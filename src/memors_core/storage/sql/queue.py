@@ -55,7 +55,7 @@ class SqlItems(Repo):
     def open_keys(self, namespace: str, kind: str) -> dict[str, OpenKey]:
         return {
             key: OpenKey(ident, fp)
-            for ident, key, fp in self.all(
+            for ident, key, fp in self.planned(
                 "SELECT id, key, fingerprint FROM work_items WHERE namespace = ? AND kind = ? "
                 "AND status = 'open'",
                 (namespace, kind),
@@ -259,7 +259,7 @@ class SqlChangeLog(Repo):
         return touched | self.tx.entities.canonical_of(touched)
 
     def mark(self, namespace: str, kind: str) -> ScanMark | None:
-        row = self.one(
+        row = self.planned_one(
             "SELECT change_seq, passage_seq, tombstone_seq FROM compact_marks "
             "WHERE namespace = ? AND kind = ?",
             (namespace, kind),
