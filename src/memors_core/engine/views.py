@@ -301,7 +301,18 @@ def entities(tx: Tx, namespace: str, offset: int = 0, limit: int | None = None) 
 def entities_of(tx: Tx, namespace: str, listed: tuple[list[Entity], int]) -> EntityList:
     """:func:`entities` of a page of entities read (``entities.listed``)."""
     shown, total = listed
-    aliases, passages, facts, pages = tx.entities.summaries(shown)
+    ids = [row.id for row in shown]
+    # (what the list shows of each entity: four reads sent together)
+    aliases, passages, facts, pages = (
+        tx.together(
+            lambda: tx.entities.aliases_of(shown),
+            lambda: tx.entities.live_passage_counts(ids),
+            lambda: tx.facts.live_counts_of(ids),
+            lambda: tx.pages.current_of(ids),
+        )
+        if shown
+        else ({}, {}, {}, {})
+    )
     out = [
         EntitySummary(
             address=address("entity", row.id),

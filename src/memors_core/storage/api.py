@@ -360,14 +360,6 @@ class Entities(Protocol):
         """:meth:`aliases` of many canonical entities (their rows, as
         :meth:`canonical_list` gives them) in one look-up: id -> other names."""
 
-    def summaries(
-        self, entities: Iterable[Entity]
-    ) -> tuple[dict[str, list[str]], dict[str, int], dict[str, int], dict[str, Page]]:
-        """What a list of canonical entities shows of each, read together
-        (on a server engine in one round trip): :meth:`aliases_of`,
-        :meth:`live_passage_counts`, ``facts.live_counts_of`` and
-        ``pages.current_of`` of ``entities``."""
-
     def absorbed(self, canonical: str) -> list[Entity]:
         """The entities merged into ``canonical`` (directly or through another), oldest first."""
 

@@ -52,7 +52,6 @@ _ANSWERS: dict[tuple[str, str], Callable[..., Any]] = {
     ("Counters", "read_many"): lambda names: {name: {} for name in names},
     ("Corrections", "newest"): lambda *a, **k: ([], 0),
     ("Entities", "listed"): lambda *a, **k: ([], 0),
-    ("Entities", "summaries"): lambda *a, **k: ({}, {}, {}, {}),
 }
 
 # (Purges.record is a write in an erasing transaction, which is refused.)

@@ -53,21 +53,6 @@ _PAGE_ORDER = {
 }
 
 
-#: The live pages of some canonical entities (a JSON list), oldest first:
-#: :func:`current_pages` keeps each one's newest.
-CURRENT_OF = f"""SELECT {_COLS}, e.canonical FROM {_FROM}
-    WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("pg")}
-    ORDER BY pg.rowid"""
-
-
-def current_pages(rows: Iterable[tuple[Any, ...]]) -> dict[str, Page]:
-    """Each entity's current page, from the rows of :data:`CURRENT_OF`."""
-    out: dict[str, Page] = {}
-    for row in rows:
-        out[row[12]] = _page(row[:12])  # (the newest live version last)
-    return out
-
-
 def _page(row: tuple[Any, ...]) -> Page:
     return Page(
         row[0],
@@ -109,14 +94,16 @@ class SqlPages(Repo):
         )
         return None if row is None else _page(row)
 
-    #: :meth:`current_of`'s statement, of a JSON list of canonical entities
-    #: (``entities.summaries`` sends it with others).
-    current_of_sql = CURRENT_OF
-    #: Each entity's current page from that statement's rows.
-    current_rows = staticmethod(current_pages)
-
     def current_of(self, canonicals: Iterable[str]) -> dict[str, Page]:
-        return current_pages(self.planned(CURRENT_OF, (json.dumps(sorted(set(canonicals))),)))
+        out: dict[str, Page] = {}
+        for row in self.planned(
+            f"""SELECT {_COLS}, e.canonical FROM {_FROM}
+                WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("pg")}
+                ORDER BY pg.rowid""",
+            (json.dumps(sorted(set(canonicals))),),
+        ):
+            out[row[12]] = _page(row[:12])  # (the newest live version last)
+        return out
 
     def get(self, ident: str, namespace: str | None = None) -> Page | None:
         row = self.one(

@@ -22,7 +22,6 @@ from memors_core.domain.rows import (
     LatestDocument,
     NeedsPage,
     NewPassage,
-    Page,
     Passage,
     PassageShingles,
     Tombstone,
@@ -516,42 +515,6 @@ _ENTITY_COLS = f"e.rowid, e.id, e.namespace, {entity_name('e')}, e.canonical, e.
 _ALL = 2**62
 
 
-#: The other names of some canonical entities (a JSON list): their aliases
-#: first, then the names of the entities merged into them (the merge kind
-#: also records those as aliases; :func:`_other_names` keeps one of each).
-#: A renamed entity's name as first written is one of its other names.
-_ALIASES_OF = f"""SELECT a.entity, 0, a.created_at, a.alias FROM aliases a
-    WHERE a.entity IN (SELECT value FROM json_each(?1)) AND {live_alias("a")}
-    UNION ALL SELECT canonical, 1, created_at, name FROM entities
-    WHERE canonical IN (SELECT value FROM json_each(?1)) ORDER BY 1, 2, 3, 4"""
-#: How many live passages each of some canonical entities (a JSON list) has:
-#: the mentions alone (their index holds both columns), a purged passage's
-#: mentions going with it, so each mention names a stored passage.
-_LIVE_PASSAGE_COUNTS = """SELECT e.canonical, COUNT(DISTINCT m.passage)
-    FROM entities e JOIN mentions m ON m.entity = e.id
-    WHERE e.canonical IN (SELECT value FROM json_each(?))
-    AND NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = m.passage)
-    GROUP BY e.canonical"""
-
-
-def _other_names(name_of: dict[str, str], rows: Iterable[tuple[Any, ...]]) -> dict[str, list[str]]:
-    """Each entity's other names (``name_of``: id -> name) from the rows of
-    :data:`_ALIASES_OF`, each kept once, its own name left out."""
-    names: dict[str, list[str]] = {}
-    for entity, *_order, name in rows:
-        names.setdefault(entity, []).append(name)
-    out: dict[str, list[str]] = {}
-    for entity, name in name_of.items():
-        seen = {text.match_key(name)}
-        kept = out[entity] = []
-        for n in names.get(entity, ()):
-            k = text.match_key(n)
-            if k not in seen:
-                seen.add(k)
-                kept.append(n)
-    return out
-
-
 class SqlEntities(Repo):
     def find(self, name: str, namespace: str) -> str | None:
         key = text.match_key(name)
@@ -664,31 +627,29 @@ class SqlEntities(Repo):
         return self.aliases_of([self.require(canonical)]).get(canonical, [])
 
     def aliases_of(self, entities: Iterable[Entity]) -> dict[str, list[str]]:
+        # Aliases first, then the names of entities merged into this one
+        # (the merge kind also records those as aliases; the dedup below keeps one).
+        # A renamed entity's name as first written is one of its other names.
         name_of = {e.id: e.name for e in entities}
-        return _other_names(name_of, self.planned(_ALIASES_OF, (json.dumps(sorted(name_of)),)))
-
-    def summaries(
-        self, entities: Iterable[Entity]
-    ) -> tuple[dict[str, list[str]], dict[str, int], dict[str, int], dict[str, Page]]:
-        name_of = {e.id: e.name for e in entities}
-        if not name_of:
-            return {}, {}, {}, {}
-        pages_of: Any = self.tx.pages  # (its statement and rows: the pages repository's)
-        ids = (json.dumps(sorted(name_of)),)
-        names, passages, facts, pages = self.planned_many(
-            [
-                (_ALIASES_OF, ids),
-                (_LIVE_PASSAGE_COUNTS, ids),
-                (_LIVE_FACT_COUNTS, ids),
-                (pages_of.current_of_sql, ids),
-            ]
-        )
-        return (
-            _other_names(name_of, names),
-            dict(passages),
-            dict(facts),
-            pages_of.current_rows(pages),
-        )
+        names: dict[str, list[str]] = {}
+        for entity, *_order, name in self.planned(
+            f"""SELECT a.entity, 0, a.created_at, a.alias FROM aliases a
+                WHERE a.entity IN (SELECT value FROM json_each(?1)) AND {live_alias("a")}
+                UNION ALL SELECT canonical, 1, created_at, name FROM entities
+                WHERE canonical IN (SELECT value FROM json_each(?1)) ORDER BY 1, 2, 3, 4""",
+            (json.dumps(sorted(name_of)),),
+        ):
+            names.setdefault(entity, []).append(name)
+        out: dict[str, list[str]] = {}
+        for entity, name in name_of.items():
+            seen = {text.match_key(name)}
+            kept = out[entity] = []
+            for n in names.get(entity, ()):
+                k = text.match_key(n)
+                if k not in seen:
+                    seen.add(k)
+                    kept.append(n)
+        return out
 
     def add_alias(
         self, entity: str, namespace: str, alias: str, correction: int | None = None
@@ -805,7 +766,16 @@ class SqlEntities(Repo):
     def live_passage_counts(self, canonicals: Iterable[str]) -> dict[str, int]:
         # The mentions alone (their index holds both columns): a purged
         # passage's mentions go with it, so each mention names a stored passage.
-        return dict(self.planned(_LIVE_PASSAGE_COUNTS, (json.dumps(sorted(set(canonicals))),)))
+        return dict(
+            self.planned(
+                """SELECT e.canonical, COUNT(DISTINCT m.passage)
+                   FROM entities e JOIN mentions m ON m.entity = e.id
+                   WHERE e.canonical IN (SELECT value FROM json_each(?))
+                   AND NOT EXISTS (SELECT 1 FROM tombstones t_ WHERE t_.target = m.passage)
+                   GROUP BY e.canonical""",
+                (json.dumps(sorted(set(canonicals))),),
+            )
+        )
 
     def absorbed(self, canonical: str) -> list[Entity]:
         return [
@@ -906,12 +876,6 @@ _FOLLOWED = f"""SELECT 1 FROM facts n JOIN entities en ON en.id = n.subject
     AND n.id <> f.id AND (n.to_ts IS NULL OR n.to_ts > f.to_ts) AND {live("n")}"""
 
 
-#: How many live facts each of some canonical entities (a JSON list) has.
-_LIVE_FACT_COUNTS = f"""SELECT e.canonical, COUNT(*) FROM facts f JOIN entities e ON e.id = f.subject
-    WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("f")}
-    GROUP BY e.canonical"""
-
-
 class SqlFacts(Repo):
     def record(
         self,
@@ -998,7 +962,14 @@ class SqlFacts(Repo):
         return found
 
     def live_counts_of(self, canonicals: Iterable[str]) -> dict[str, int]:
-        return dict(self.planned(_LIVE_FACT_COUNTS, (json.dumps(sorted(set(canonicals))),)))
+        return dict(
+            self.planned(
+                f"""SELECT e.canonical, COUNT(*) FROM facts f JOIN entities e ON e.id = f.subject
+                    WHERE e.canonical IN (SELECT value FROM json_each(?)) AND {live("f")}
+                    GROUP BY e.canonical""",
+                (json.dumps(sorted(set(canonicals))),),
+            )
+        )
 
     def history(self, canonical: str) -> list[Fact]:
         return [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs more than Python's start
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable
     from typing import Any
 
     from memors_core.storage.sql.tx import SqlTx
@@ -27,14 +27,6 @@ class Repo:
         # (PostgreSQL prepares it; SQLite's statement cache already does):
         # for the reads a view makes on every request.
         self.planned = self.db.all_planned
-        # Several of those at once: one message on PostgreSQL, where each
-        # was a round trip (a view's independent reads).
-        self.planned_many: Callable[[Sequence[tuple[str, Any]]], list[list[tuple[Any, ...]]]] = (
-            getattr(self.db, "all_planned_many", None) or self._planned_each
-        )
-
-    def _planned_each(self, queries: Sequence[tuple[str, Any]]) -> list[list[tuple[Any, ...]]]:
-        return [self.planned(sql, params) for sql, params in queries]
 
     def planned_one(
         self, sql: str, params: tuple[Any, ...] | dict[str, Any] = ()

@@ -134,20 +134,26 @@ class EntityContract(StorageFixtures):
         with storage.read() as tx:
             shown = tx.entities.canonical_list(NS)
             ids = [e.id for e in shown]
-            together = tx.entities.summaries(shown)
-            assert together == (
-                tx.entities.aliases_of(shown),
-                tx.entities.live_passage_counts(ids),
-                tx.facts.live_counts_of(ids),
-                tx.pages.current_of(ids),
+            four = (
+                lambda: tx.entities.aliases_of(shown),
+                lambda: tx.entities.live_passage_counts(ids),
+                lambda: tx.facts.live_counts_of(ids),
+                lambda: tx.pages.current_of(ids),
             )
+            together = tx.together(*four)
+            assert together == [read() for read in four]
             names, passages, facts, pages = together
             by = {e.name: e.id for e in shown}
             assert names[by["Raft"]] == ["Raft consensus"] and names[by["Zab"]] == []
             assert passages == {by["Raft"]: 1, by["Paxos"]: 1}
             assert facts == {by["Raft"]: 2}
             assert list(pages) == [by["Raft"]]
-            assert tx.entities.summaries([]) == ({}, {}, {}, {})
+            assert tx.together(
+                lambda: tx.entities.aliases_of([]),
+                lambda: tx.entities.live_passage_counts([]),
+                lambda: tx.facts.live_counts_of([]),
+                lambda: tx.pages.current_of([]),
+            ) == [{}, {}, {}, {}]
 
     def test_reads_asked_for_together_answer_as_each_alone(self, storage: Storage) -> None:
         # Independent reads sent together answer what each answers alone,
