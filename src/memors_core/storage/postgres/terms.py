@@ -231,9 +231,9 @@ class TermCache:
     ) -> T:
         """Send the rows' insert (``send()``, whose answer it returns), then
         count the terms of ``rows`` while the server stores them and stage
-        those it need not stem, in ``conn``'s transaction. Words of texts
-        :meth:`expect` was told of are not asked for again; others new to
-        the cache are, before the insert. (The flush takes a passage's
+        those it need not stem, in ``conn``'s transaction. A text
+        :meth:`expect` counted is staged as counted there; another's words
+        new to the cache are stemmed before the insert. (The flush takes a passage's
         staged terms only when hashed with the index's number at its
         commit: one changed meanwhile costs a stemming, never a term.)"""
         if len(rows) < STAGED_FROM:
