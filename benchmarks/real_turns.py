@@ -142,10 +142,10 @@ def main() -> None:
     print(f"{'step, p50':<24}" + "".join(f"{e:>12}" for e in p50) + "  ratio to sqlite")
     for step in (*STEPS, "bulk") if args.copies else STEPS:
         values = [p50[e].get(step) for e in p50]
-        if step == "bulk":  # (one load: its seconds)
+        if step == "bulk":  # (one load: its seconds, three figures however short)
             label = f"bulk, {len(turns) * args.copies} turns"
             cells = "".join(
-                f"{v / 1000:>10.2f} s" if v is not None else f"{'-':>12}" for v in values
+                f"{v / 1000:>10.3g} s" if v is not None else f"{'-':>12}" for v in values
             )
         else:
             label = step
