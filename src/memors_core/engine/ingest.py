@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -480,11 +481,52 @@ def _finished(
     return _remembered(tx, where.document, where.version)
 
 
+class _NextBatch:
+    """The next batch of a bulk load made ready on a thread of its own while
+    this one commits: its passages taken from the helper process, then what
+    storing them will need read ahead (:meth:`Storage.read_ahead`: on
+    PostgreSQL their search terms counted, the flush of the batch before
+    them keeping the server busy meanwhile). A read ahead that fails is
+    done again in the batch's own transaction."""
+
+    def __init__(self, load: _BulkLoad, docs: list[tuple]) -> None:
+        self.load = load
+        self.docs = docs
+        self.prepared: list[Prepared] | None = None
+        self.found: object = None
+        self.failed: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="memors-next-batch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.prepared = self.load.worker.collect(self.docs)
+        except BaseException as exc:  # (given to the load's own thread)
+            self.failed = exc
+            return
+        if self.load.worker.stopped:
+            return  # (the load stopped meanwhile: nothing is read for it)
+        try:
+            texts = [piece for p in self.prepared for piece in p[0]]
+            self.found = self.load.ingest.storage.read_ahead(self.load.namespace, texts)
+        except Exception as exc:
+            log.debug("read_ahead_failed", error=str(exc))
+
+    def result(self) -> tuple[list[Prepared], object]:
+        """The batch's prepared passages and what was read ahead for them."""
+        self.thread.join()
+        if self.failed is not None:
+            raise self.failed
+        assert self.prepared is not None
+        return self.prepared, self.found
+
+
 class _BulkLoad:
     """One bulk load (:meth:`Ingest.many`): documents gathered into batches,
     each stored in one transaction. From the second batch on, a helper
     process splits and shingles the next batch while this process stores
-    the current one."""
+    the current one, and a thread takes it from the helper and reads ahead
+    for it while the current one commits (:class:`_NextBatch`)."""
 
     def __init__(self, ingest: Ingest, namespace: str, report: Reporter) -> None:
         self.ingest = ingest
@@ -494,6 +536,7 @@ class _BulkLoad:
         self.pending: list[tuple] = []
         self.worker = _ShingleWorker()
         self.ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
+        self.next: _NextBatch | None = None  # that batch taken and read ahead for
 
     def run(self, documents: Iterable[tuple], batch: int) -> None:
         """Store the (checked) documents. When reading or checking one fails,
@@ -508,18 +551,32 @@ class _BulkLoad:
             try:
                 self.drain()
             finally:
-                self.worker.close()
+                self.close()
             stored = self.totals["documents"]
             raise type(exc)(
                 f"{exc.message} (the {stored} document(s) before it were stored)", code=exc.code
             ) from None
         except BaseException:
-            self.worker.close()
+            self.close()
             raise
         try:
             self.drain()
         finally:
-            self.worker.close()
+            self.close()
+
+    def close(self) -> None:
+        """Stop the helper process (a batch taken from it ahead is dropped)."""
+        self.worker.stop()
+        self.next = None
+
+    def collect(self, docs: list[tuple]) -> tuple[list[Prepared], object]:
+        """The prepared passages of the batch the helper has (``docs``), and
+        what was read ahead for them (None: nothing was)."""
+        taken, self.next = self.next, None
+        if taken is not None:
+            assert taken.docs is docs
+            return taken.result()
+        return self.worker.collect(docs), None
 
     def flush(self, more: bool = True) -> None:
         """Hand the pending batch to the worker and store the one it finished;
@@ -527,14 +584,14 @@ class _BulkLoad:
         docs = list(self.pending)
         self.pending.clear()
         previous = self.ahead.pop() if self.ahead else None
-        done = self.worker.collect(previous[0]) if previous else None
+        done = self.collect(previous[0]) if previous else None
         if more or self.worker.running:
             self.ahead.append((docs, self.worker.send([d[0] for d in docs])))
-            if previous:
-                self.store(previous[0], done)
+            if previous and done:
+                self.store(previous[0], *done)
         else:
-            if previous:
-                self.store(previous[0], done)
+            if previous and done:
+                self.store(previous[0], *done)
             self.store(docs, self.prepare_here(docs))
 
     def prepare_here(self, docs: list[tuple]) -> list[Prepared]:
@@ -559,10 +616,12 @@ class _BulkLoad:
             self.flush(more=False)
         if self.ahead:
             docs, _sent = self.ahead.pop()
-            self.store(docs, self.worker.collect(docs))
+            self.store(docs, *self.collect(docs))
 
-    def store(self, docs: list[tuple], prepared: list[Any]) -> None:
-        """Store one batch in one transaction; counted once it is committed."""
+    def store(self, docs: list[tuple], prepared: list[Any], found: object = None) -> None:
+        """Store one batch in one transaction (``found``: what was read ahead
+        for it); counted once it is committed. The batch the helper has is
+        taken and read ahead for while this one commits."""
         ingest, namespace, report = self.ingest, self.namespace, self.report
         passages, fared = 0, Counter()
         created: list[tuple[str, str]] | None = [] if ingest.makes_vectors else None
@@ -579,7 +638,7 @@ class _BulkLoad:
                 latest = tx.documents.latest_by_uris(
                     namespace, [d[1] for d in docs if d[1] is not None]
                 )
-                tx.passages.coming(namespace, [piece for p in prepared for piece in p[0]])
+                tx.passages.coming(namespace, [piece for p in prepared for piece in p[0]], found)
                 rows = _Rows(tx, namespace, stamp)
                 for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
                     stored = self.totals["documents"] + n
@@ -607,6 +666,8 @@ class _BulkLoad:
                     passages += pieces
                     fared[outcome] += 1
                 rows.store()
+                if self.ahead:
+                    self.next = _NextBatch(self, self.ahead[-1][0])
         except BaseException:
             self.ahead.clear()  # the load stops here: nothing after this batch is stored
             self.pending.clear()
@@ -637,6 +698,9 @@ class _ShingleWorker:
     def __init__(self) -> None:
         self.proc: Any = None
         self.broken = False
+        #: The load is over (ended or stopped): a batch still out is not
+        #: prepared here either.
+        self.stopped = False
 
     @property
     def running(self) -> bool:
@@ -683,10 +747,17 @@ class _ShingleWorker:
             except Exception:
                 pass
             self._fail()
+        if self.stopped:
+            return []
         return [prepare_passages(d[0]) for d in docs]
 
     def _fail(self) -> None:
         self.broken = True
+        self.close()
+
+    def stop(self) -> None:
+        """End the worker for good, when the load is over."""
+        self.stopped = True
         self.close()
 
     def close(self) -> None:

@@ -208,11 +208,13 @@ class Passages(Protocol):
         """Store passages in order (write), as :meth:`insert` would one by one, in
         one batch however many (a bulk load's round trips); their ``seq`` values."""
 
-    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+    def coming(self, namespace: str, texts: Sequence[str], ahead: object = None) -> None:
         """Say which passage texts this transaction is about to add (a bulk
         load's batch): a server engine reads once, now, what storing them
         will need, so its later inserts wait for nothing. A hint: nothing is
-        stored, and texts never added cost nothing but the reading."""
+        stored, and texts never added cost nothing but the reading.
+        ``ahead``: what :meth:`Storage.read_ahead` answered for these texts
+        (read before the transaction began; what it holds is not read again)."""
 
     def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
         """:meth:`insert_many` without the ``seq`` values back: a server engine
@@ -1061,6 +1063,15 @@ class Storage(Protocol):
 
     #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
     engine: str
+
+    def read_ahead(self, namespace: str, texts: Sequence[str]) -> object:
+        """Read, outside any transaction, what a later write adding these
+        passage texts to ``namespace`` will need (a bulk load's next batch,
+        read on a thread of its own while the batch before it commits): the
+        answer goes to that write's :meth:`Passages.coming`. A server engine
+        counts the texts' search terms here (its own connection); SQLite
+        answers None (nothing to read). Safe to call from another thread
+        while this one writes."""
 
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
         """Bring each kind's own state to its newest version: ``migrations``

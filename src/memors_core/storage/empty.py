@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn, TypeVar
 
 from memors_core.domain.ids import address, parse_address
@@ -187,6 +187,9 @@ class EmptyStore:
 
     def after_commit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         fn(*args, **kwargs)
+
+    def read_ahead(self, namespace: str, texts: Sequence[str]) -> None:
+        return None
 
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
         self.refuse()

@@ -46,7 +46,7 @@ from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
 from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, STAGED_TERMS
-from memors_core.storage.postgres.terms import STAGED, TermCache
+from memors_core.storage.postgres.terms import STAGED, Ahead, TermCache
 from memors_core.storage.sql.transactions import Session, Transactions
 
 if TYPE_CHECKING:
@@ -382,6 +382,18 @@ class PgStore(Transactions):
                     from_version=version,
                     to_version=SCHEMA_VERSION,
                 )
+
+    def read_ahead(self, namespace: str, texts: Sequence[str]) -> Ahead | None:
+        """The texts' search terms counted on a connection of the pool
+        (their new words stemmed: one round trip), outside any transaction:
+        :meth:`memors_core.storage.api.Storage.read_ahead`."""
+        if self.terms is None:
+            return None
+        conn = self._getconn(None)
+        try:
+            return self.terms.ahead(conn, namespace, texts)
+        finally:
+            self.pool.putconn(conn)
 
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
         """Each kind's own state at its newest version (see

@@ -180,20 +180,36 @@ class TermCache:
         #: Passages staged so far.
         self.staged = 0
 
+    def ahead(
+        self, conn: psycopg.Connection[Any], namespace: str, texts: Sequence[str]
+    ) -> Ahead | None:
+        """:meth:`expect` outside any transaction (``conn`` in autocommit):
+        ``texts`` counted for a later transaction (a bulk load's next batch,
+        while the one before it commits), which :meth:`expect` of the same
+        texts takes instead of counting them again."""
+        staging = Staging()
+        self.expect(conn, namespace, texts, staging)
+        counted = staging.counted.get(namespace)
+        return None if counted is None else Ahead(namespace, *counted)
+
     def expect(
         self,
         conn: psycopg.Connection[Any],
         namespace: str,
         texts: Sequence[str],
         staging: Staging,
+        ahead: Ahead | None = None,
     ) -> None:
         """Split ``texts`` into words, have the server stem the new ones (and
         say its index number) in one round trip, now, and count each text's
         terms: the inserts of the transaction that adds them then send
-        without waiting, and stage what was counted here."""
+        without waiting, and stage what was counted here. The texts
+        ``ahead`` counted (with the index number then) are not counted again."""
         if len(texts) < STAGED_FROM:
             return  # (an insert this small is stemmed by the server)
         seed, done = staging.counted.get(namespace, (None, {}))
+        if ahead is not None and ahead.namespace == namespace and seed is None:
+            seed, done = ahead.seed, ahead.counted
         known = self._known(conn, namespace, set(), staging)  # (its number, once a transaction)
         if seed is not None and seed != known.seed:
             done = {}  # (hashed with the number before: counted again)
@@ -326,6 +342,19 @@ class TermCache:
 #: A text's terms counted: its hashed terms and their counts (each an
 #: element of its array, in binary), and its length.
 Counted = tuple[list[bytes], list[bytes], int]
+
+
+class Ahead:
+    """Texts of a namespace counted ahead of the transaction that adds them
+    (:meth:`TermCache.ahead`): each one's terms (None: the server's to
+    count), hashed with the index number ``seed``."""
+
+    __slots__ = ("counted", "namespace", "seed")
+
+    def __init__(self, namespace: str, seed: int, counted: dict[str, Counted | None]) -> None:
+        self.namespace = namespace
+        self.seed = seed
+        self.counted = counted
 
 
 def _count(known: _Stemmed, tokens: list[str]) -> Counted | None:

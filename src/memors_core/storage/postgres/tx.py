@@ -13,7 +13,7 @@ import psycopg
 from memors_core.domain.rows import Document, DocumentVersion, NewPassage, Passage, Tombstone
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
-from memors_core.storage.postgres.terms import Staging, TermCache
+from memors_core.storage.postgres.terms import Ahead, Staging, TermCache
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
 from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems
@@ -186,9 +186,10 @@ class PgPassages(_Bound, SqlPassages):
         # (its numbers are not read: the clock reads them from the table if asked)
         self.tx.forget_clock("passages")
 
-    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+    def coming(self, namespace: str, texts: Sequence[str], ahead: object = None) -> None:
         if self.db.terms is not None:
-            self.db.terms.expect(self.db.conn, namespace, texts, self.tx.staging)
+            known = ahead if isinstance(ahead, Ahead) else None
+            self.db.terms.expect(self.db.conn, namespace, texts, self.tx.staging, known)
 
     def _send(
         self, namespace: str, passages: list[NewPassage], created_at: str

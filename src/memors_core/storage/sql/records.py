@@ -332,7 +332,7 @@ class SqlPassages(Repo):
     def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
         self.insert_many(namespace, passages, created_at)
 
-    def coming(self, namespace: str, texts: Sequence[str]) -> None:
+    def coming(self, namespace: str, texts: Sequence[str], ahead: object = None) -> None:
         """(SQLite indexes a passage as it is inserted: nothing to read ahead.)"""
 
     def get(self, ident: str, namespace: str | None = None) -> Passage | None:

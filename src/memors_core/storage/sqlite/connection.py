@@ -6,7 +6,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -147,6 +147,10 @@ class SqliteStore(Transactions):
                 )
 
     engine = "sqlite"
+
+    def read_ahead(self, namespace: str, texts: Sequence[str]) -> None:
+        """(SQLite indexes a passage as it is inserted: nothing to read ahead.)"""
+        return None
 
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:
         """Each kind's own state at its newest version (see

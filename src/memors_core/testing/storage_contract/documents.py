@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, cast
 
 import pytest
@@ -143,6 +144,39 @@ class DocumentContract(StorageFixtures):
             tx.passages.add_many(NS, [again], stamp)
         with storage.read() as tx:
             assert not tx.search.passages(NS, words("tide"), 10).rows
+
+    def test_passages_read_ahead_of_their_transaction_are_stored_and_found(
+        self, storage: Storage
+    ) -> None:
+        # A bulk load reads ahead for its next batch outside any transaction
+        # (on another thread, while the batch before it commits), and the
+        # batch's transaction takes the answer: its passages stored and
+        # found as without it, and an answer for other texts, or for another
+        # namespace, changes nothing of what is stored.
+        stamp = now()
+        texts = [
+            f"Orchard {n} grows {'pears' if n % 3 else 'quinces'} by the wall." for n in range(90)
+        ]
+        answers: list[object] = []
+        thread = threading.Thread(target=lambda: answers.append(storage.read_ahead(NS, texts[:60])))
+        thread.start()
+        thread.join()
+        other = storage.read_ahead("elsewhere", texts)
+        for ahead in (answers[0], other):
+            doc = uuid7()
+            rows = [NewPassage(uuid7(), doc, 1, n, t, f"h{n}", b"") for n, t in enumerate(texts)]
+            with storage.write() as tx:
+                tx.namespaces.touch(NS)
+                tx.documents.insert_many([Document(doc, NS, f"file:///{doc}.md", stamp)])
+                tx.documents.add_versions([DocumentVersion(doc, 1, "h", None, {}, stamp)])
+                tx.passages.coming(NS, texts, ahead)
+                with tx.pipelined():
+                    tx.passages.add_many(NS, rows, stamp)
+            with storage.read() as tx:
+                found = tx.search.passages(NS, words("quinces"), 200).rows
+                assert {address("passage", r.id) for r in rows[::3]} <= {h.address for h in found}
+                kept = [p for p, _ in tx.passages.live_of_version(doc, 1)]
+                assert kept == [r.id for r in rows]
 
     def test_documents_stored_together_are_found_by_their_uris_at_once(
         self, storage: Storage

@@ -343,3 +343,71 @@ def test_texts_said_to_come_are_counted_after_the_index_is_made_again_meanwhile(
     with psycopg.connect(store_url) as conn:
         found, different = conn.execute(_PACKED + " AND p.document = 'remade'").fetchone()
     assert (found, different) == (len(rows), 0)
+
+
+def _batches(count: int, size: int) -> list[dict]:
+    """``count`` batches of ``size`` documents, each batch with words of its own."""
+    return [
+        {
+            "uri": f"batch-{b}-{n}.txt",
+            "text": f"Batch{b} keeps word{b}x{n} and word{b}y{n % 7} beside the quorum. "
+            f"Leaders of batch{b} run {n} times.",
+        }
+        for b in range(count)
+        for n in range(size)
+    ]
+
+
+def test_a_bulk_loads_next_batch_is_counted_before_its_transaction(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # While a batch commits (the server flushing its index), a thread takes
+    # the next batch from the helper process and counts its terms on a
+    # connection of its own: the words new in the second and third batches
+    # are stemmed outside any transaction, not in the batch's own (which
+    # then only sends), and every passage is indexed as the server would.
+    stemmed: list[tuple[bool, frozenset[str]]] = []
+    stem = terms.TermCache._stem
+
+    def noted(conn: psycopg.Connection, namespace: str, new: list[str]) -> tuple:
+        inside = conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        stemmed.append((inside, frozenset(new)))
+        return stem(conn, namespace, new)
+
+    monkeypatch.setattr(terms.TermCache, "_stem", staticmethod(noted))
+    docs = _batches(3, 120)
+    with Memory.open(store_url) as memory:
+        memory.remember("A first passage makes the namespace's index.", namespace="ahead")
+        stemmed.clear()
+        done = memory.remember_many(docs, namespace="ahead", batch=120)
+        assert done.passages == len(docs)
+        assert memory.search("word2x119", namespace="ahead").results
+    for batch in range(3):
+        own = {f"word{batch}x{n}" for n in range(120)}
+        where = {inside for inside, words in stemmed if words & own}
+        assert where == ({True} if batch == 0 else {False}), (batch, stemmed)
+    with psycopg.connect(store_url) as conn:
+        rows, different = conn.execute(_PACKED + " AND p.namespace = 'ahead'").fetchone()
+    assert (rows, different) == (len(docs), 0)
+
+
+def test_a_read_ahead_that_fails_costs_the_load_nothing(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The connection the next batch is read ahead on is lost: the batch
+    # counts its terms in its own transaction, and the load stores and
+    # indexes everything as it would have.
+    from memors_core.storage.postgres.connection import PgStore
+
+    def lost(self: PgStore, namespace: str, texts: list[str]) -> None:
+        raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(PgStore, "read_ahead", lost)
+    docs = _batches(3, 100)
+    with Memory.open(store_url) as memory:
+        done = memory.remember_many(docs, namespace="lost-ahead", batch=100)
+        assert (done.documents, done.passages) == (300, 300)
+        assert memory.search("word1y3", namespace="lost-ahead").results
+    with psycopg.connect(store_url) as conn:
+        rows, different = conn.execute(_PACKED + " AND p.namespace = 'lost-ahead'").fetchone()
+    assert (rows, different) == (300, 0)
