@@ -507,8 +507,8 @@ class _NextBatch:
         if self.load.worker.stopped:
             return  # (the load stopped meanwhile: nothing is read for it)
         try:
-            texts = [piece for p in self.prepared for piece in p[0]]
-            self.found = self.load.ingest.storage.read_ahead(self.load.namespace, texts)
+            documents = [(d[1], p[0]) for d, p in zip(self.docs, self.prepared, strict=True)]
+            self.found = self.load.ingest.storage.read_ahead(self.load.namespace, documents)
         except Exception as exc:
             log.debug("read_ahead_failed", error=str(exc))
 
@@ -638,7 +638,10 @@ class _BulkLoad:
                 latest = tx.documents.latest_by_uris(
                     namespace, [d[1] for d in docs if d[1] is not None]
                 )
-                tx.passages.coming(namespace, [piece for p in prepared for piece in p[0]], found)
+                # (a document it has already mostly keeps its passages: the
+                # few it adds are counted as they are sent)
+                new = [p[0] for d, p in zip(docs, prepared, strict=True) if d[1] not in latest]
+                tx.passages.coming(namespace, [piece for pieces in new for piece in pieces], found)
                 rows = _Rows(tx, namespace, stamp)
                 for n, (doc, prep) in enumerate(zip(docs, prepared, strict=True)):
                     stored = self.totals["documents"] + n

@@ -1064,12 +1064,16 @@ class Storage(Protocol):
     #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
     engine: str
 
-    def read_ahead(self, namespace: str, texts: Sequence[str]) -> object:
+    def read_ahead(
+        self, namespace: str, documents: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> object:
         """Read, outside any transaction, what a later write adding these
-        passage texts to ``namespace`` will need (a bulk load's next batch,
-        read on a thread of its own while the batch before it commits): the
-        answer goes to that write's :meth:`Passages.coming`. A server engine
-        counts the texts' search terms here (its own connection); SQLite
+        documents to ``namespace`` will need (each its uri and its passages'
+        texts: a bulk load's next batch, read on a thread of its own while
+        the batch before it commits): the answer goes to that write's
+        :meth:`Passages.coming`. A server engine counts here the search
+        terms of the documents no uri of the namespace names yet (another's
+        passages are mostly the ones it has: counted if added); SQLite
         answers None (nothing to read). Safe to call from another thread
         while this one writes."""
 

@@ -188,7 +188,9 @@ class EmptyStore:
     def after_commit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         fn(*args, **kwargs)
 
-    def read_ahead(self, namespace: str, texts: Sequence[str]) -> None:
+    def read_ahead(
+        self, namespace: str, documents: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> None:
         return None
 
     def migrate_kinds(self, migrations: dict[str, list[str]]) -> None:

@@ -383,12 +383,20 @@ class PgStore(Transactions):
                     to_version=SCHEMA_VERSION,
                 )
 
-    def read_ahead(self, namespace: str, texts: Sequence[str]) -> Ahead | None:
-        """The texts' search terms counted on a connection of the pool
-        (their new words stemmed: one round trip), outside any transaction:
+    def read_ahead(
+        self, namespace: str, documents: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> Ahead | None:
+        """The search terms of the new documents' texts counted on a
+        connection of the pool (their new words stemmed: one round trip),
+        outside any transaction, the documents already there looked up first:
         :meth:`memors_core.storage.api.Storage.read_ahead`."""
         if self.terms is None:
             return None
+        uris = [uri for uri, _ in documents if uri is not None]
+        known = (
+            self.brief_read(lambda tx: tx.documents.latest_by_uris(namespace, uris)) if uris else {}
+        )
+        texts = [t for uri, texts in documents if uri is None or uri not in known for t in texts]
         conn = self._getconn(None)
         try:
             return self.terms.ahead(conn, namespace, texts)

@@ -148,7 +148,9 @@ class SqliteStore(Transactions):
 
     engine = "sqlite"
 
-    def read_ahead(self, namespace: str, texts: Sequence[str]) -> None:
+    def read_ahead(
+        self, namespace: str, documents: Sequence[tuple[str | None, Sequence[str]]]
+    ) -> None:
         """(SQLite indexes a passage as it is inserted: nothing to read ahead.)"""
         return None
 

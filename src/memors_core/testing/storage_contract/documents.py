@@ -151,17 +151,25 @@ class DocumentContract(StorageFixtures):
         # A bulk load reads ahead for its next batch outside any transaction
         # (on another thread, while the batch before it commits), and the
         # batch's transaction takes the answer: its passages stored and
-        # found as without it, and an answer for other texts, or for another
-        # namespace, changes nothing of what is stored.
+        # found as without it, and an answer for other texts, for a
+        # document already there, or for another namespace, changes nothing
+        # of what is stored.
         stamp = now()
         texts = [
             f"Orchard {n} grows {'pears' if n % 3 else 'quinces'} by the wall." for n in range(90)
         ]
+        with storage.write() as tx:
+            add_document(tx, ["An orchard note."], uri="file:///orchard.md")
         answers: list[object] = []
-        thread = threading.Thread(target=lambda: answers.append(storage.read_ahead(NS, texts[:60])))
+        batch = [
+            (None, texts[:30]),
+            ("file:///new.md", texts[30:60]),
+            ("file:///orchard.md", texts),
+        ]
+        thread = threading.Thread(target=lambda: answers.append(storage.read_ahead(NS, batch)))
         thread.start()
         thread.join()
-        other = storage.read_ahead("elsewhere", texts)
+        other = storage.read_ahead("elsewhere", [(None, texts)])
         for ahead in (answers[0], other):
             doc = uuid7()
             rows = [NewPassage(uuid7(), doc, 1, n, t, f"h{n}", b"") for n, t in enumerate(texts)]

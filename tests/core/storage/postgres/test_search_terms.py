@@ -399,7 +399,7 @@ def test_a_read_ahead_that_fails_costs_the_load_nothing(
     # indexes everything as it would have.
     from memors_core.storage.postgres.connection import PgStore
 
-    def lost(self: PgStore, namespace: str, texts: list[str]) -> None:
+    def lost(self: PgStore, namespace: str, documents: list) -> None:
         raise psycopg.OperationalError("server closed the connection unexpectedly")
 
     monkeypatch.setattr(PgStore, "read_ahead", lost)
@@ -411,3 +411,35 @@ def test_a_read_ahead_that_fails_costs_the_load_nothing(
     with psycopg.connect(store_url) as conn:
         rows, different = conn.execute(_PACKED + " AND p.namespace = 'lost-ahead'").fetchone()
     assert (rows, different) == (300, 0)
+
+
+def test_a_bulk_load_of_documents_already_there_counts_only_what_it_adds(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Remembered again with a line added, a document keeps its passages
+    # and adds one: only the added passages' terms are counted (ahead of
+    # their batch or as they are sent), not every passage of every
+    # document (two thirds of the client's work in such a load, for
+    # passages it never sends), and the index is the server's.
+    docs = _batches(2, 120)
+    with Memory.open(store_url) as memory:
+        memory.remember_many(docs, namespace="again", batch=120)
+        counted: list[list[str]] = []
+        count = terms._count
+
+        def noted(known: terms._Stemmed, tokens: list[str]) -> object:
+            counted.append(tokens)
+            return count(known, tokens)
+
+        monkeypatch.setattr(terms, "_count", noted)
+        edited = [
+            {**d, "text": d["text"] + f"\n\nLater line {n} for edits."} for n, d in enumerate(docs)
+        ]
+        done = memory.remember_many(edited, namespace="again", batch=120)
+        assert done.new_versions == len(docs)
+        assert memory.search("edits", namespace="again").results
+    assert 0 < len(counted) <= len(docs), len(counted)
+    assert all("later" in tokens for tokens in counted)
+    with psycopg.connect(store_url) as conn:
+        rows, different = conn.execute(_PACKED + " AND p.namespace = 'again'").fetchone()
+    assert (rows, different) == (2 * len(docs), 0)
