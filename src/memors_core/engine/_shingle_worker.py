@@ -2,8 +2,10 @@
 shingles them while the loading process runs its SQL.
 
 Run as ``python -m memors_core.engine._shingle_worker``; it reads length-prefixed
-pickled lists of document texts on stdin and answers each with the pickled
-``prepare_passages`` results on stdout, until stdin closes. It is a plain
+pickled lists of documents on stdin (each its text, and whether it names
+entities: then each of its passages gets its substitution profile) and
+answers each with the pickled ``prepare_passages`` results on stdout, until
+stdin closes. It is a plain
 subprocess, not ``multiprocessing``, so it never re-imports the caller's
 ``__main__``.
 """
@@ -43,11 +45,9 @@ def main() -> None:
     limit = Limits().passages_per_document
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (frame := read_frame(stdin)) is not None:
-        texts = pickle.loads(frame)
-        write_frame(
-            stdout,
-            pickle.dumps([prepare_passages(t, limit, profiles=True) for t in texts], protocol=5),
-        )
+        documents = pickle.loads(frame)
+        ready = [prepare_passages(t, limit, profiles=True, named=n) for t, n in documents]
+        write_frame(stdout, pickle.dumps(ready, protocol=5))
 
 
 if __name__ == "__main__":

@@ -586,7 +586,7 @@ class _BulkLoad:
         previous = self.ahead.pop() if self.ahead else None
         done = self.collect(previous[0]) if previous else None
         if more or self.worker.running:
-            self.ahead.append((docs, self.worker.send([d[0] for d in docs])))
+            self.ahead.append((docs, self.worker.send([(d[0], bool(d[3])) for d in docs])))
             if previous and done:
                 self.store(previous[0], *done)
         else:
@@ -709,8 +709,9 @@ class _ShingleWorker:
     def running(self) -> bool:
         return self.proc is not None
 
-    def send(self, texts: list[str]) -> bool:
-        """Hand texts to the worker; False if it is not available."""
+    def send(self, documents: list[tuple[str, bool]]) -> bool:
+        """Hand documents to the worker (each its text, and whether it names
+        entities); False if it is not available."""
         if self.broken:
             return False
         try:
@@ -728,7 +729,7 @@ class _ShingleWorker:
 
             from memors_core.engine._shingle_worker import write_frame
 
-            write_frame(self.proc.stdin, pickle.dumps(texts, protocol=5))
+            write_frame(self.proc.stdin, pickle.dumps(documents, protocol=5))
             return True
         except Exception:
             self._fail()

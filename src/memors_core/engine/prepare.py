@@ -19,13 +19,19 @@ Prepared = tuple[
 
 
 def prepare_passages(
-    body: str, limit: int | None = None, report: Any = None, profiles: bool = False
+    body: str,
+    limit: int | None = None,
+    report: Any = None,
+    profiles: bool = False,
+    named: bool = False,
 ) -> Prepared:
     """A document's passages with each one's packed shingle hashes, content
     hash and ``[[wiki links]]``: the per-passage work that needs no store,
     which a bulk load's helper process does ahead (and with ``profiles``, the
-    substitution profile of each passage with a link: ingest computes the
-    others' only for the passages it stores new). A document of more than
+    substitution profile of each passage that mentions an entity: each one
+    with a link, every one when the document itself names entities
+    (``named``); ingest computes the others' only for the passages it
+    stores new that an entity plugin finds a name in). A document of more than
     ``limit`` passages gets only its passages (it is refused: no need to
     shingle millions of them first). ``report`` (a
     :class:`~memors_core.engine.progress.Reporter`) hears how many are shingled."""
@@ -55,7 +61,7 @@ def prepare_passages(
         [text.content_hash(p) for p in pieces],
         links,
         [
-            specifics.profile(p) if profiles and named else None
-            for p, named in zip(pieces, links, strict=True)
+            specifics.profile(p) if profiles and (named or linked) else None
+            for p, linked in zip(pieces, links, strict=True)
         ],
     )

@@ -100,3 +100,45 @@ def test_a_bad_document_stops_the_load_after_the_batches_before_it(
             memory.remember_many(docs, batch=5)
         uris = {r[0] for r in rows_of(memory, "SELECT uri FROM documents")}
     assert uris == {f"doc-{i}" for i in range(10)}  # batches 1 and 2; none after the bad one
+
+
+def test_a_document_naming_entities_has_its_profiles_made_by_the_helper(fresh_store, monkeypatch):
+    # Each passage of a document that names entities mentions them, so
+    # each needs its substitution profile (a conversation turn naming its
+    # speaker, say): the helper process makes them all ahead, where this
+    # process made every one while storing (a third of a real
+    # conversation's bulk load), and they are what remember in place makes.
+    docs = [
+        {
+            "text": f"Turn {i}: the lease on node {i} renews at 0{i % 9}:30.\n\n"
+            f"Then shard {i} moves to rack {i % 4}.",
+            "uri": f"turn-{i}",
+            "entities": [f"Speaker {i % 3}"],
+            "metadata": {"date": f"{i % 28 + 1} May 2023"},
+        }
+        for i in range(15)
+    ]
+    made_here = []
+    profile = ingest.specifics.profile
+
+    def noted(*args, **kwargs):
+        if args[0].startswith(("Turn", "Then")):  # (a passage's, not a date's)
+            made_here.append(args[0])
+        return profile(*args, **kwargs)
+
+    monkeypatch.setattr(ingest.specifics, "profile", noted)
+    query = (
+        "SELECT p.text, f.data FROM passages p JOIN passage_profiles f ON f.passage = p.id "
+        "ORDER BY p.text"
+    )
+    with Memory.open(fresh_store("bulk.db")) as bulk:
+        bulk.remember_many(docs, batch=5)
+        got = rows_of(bulk, query)
+    assert made_here == []
+    with Memory.open(fresh_store("one.db")) as one:
+        for doc in docs:
+            one.remember(
+                doc["text"], uri=doc["uri"], entities=doc["entities"], metadata=doc["metadata"]
+            )
+        want = rows_of(one, query)
+    assert len(got) == 30 and got == want
