@@ -213,8 +213,9 @@ class Passages(Protocol):
         load's batch): a server engine reads once, now, what storing them
         will need, so its later inserts wait for nothing. A hint: nothing is
         stored, and texts never added cost nothing but the reading.
-        ``ahead``: what :meth:`Storage.read_ahead` answered for these texts
-        (read before the transaction began; what it holds is not read again)."""
+        ``ahead``: what :meth:`Storage.read_ahead` answered for the documents
+        of these texts (read before the transaction began; what it holds is
+        not read again)."""
 
     def add_many(self, namespace: str, passages: Iterable[NewPassage], created_at: str) -> None:
         """:meth:`insert_many` without the ``seq`` values back: a server engine

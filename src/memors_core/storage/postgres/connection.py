@@ -396,7 +396,7 @@ class PgStore(Transactions):
         known = (
             self.brief_read(lambda tx: tx.documents.latest_by_uris(namespace, uris)) if uris else {}
         )
-        texts = [t for uri, texts in documents if uri is None or uri not in known for t in texts]
+        texts = [t for uri, pieces in documents if uri is None or uri not in known for t in pieces]
         conn = self._getconn(None)
         try:
             return self.terms.ahead(conn, namespace, texts)
