@@ -255,7 +255,7 @@ class Memory:
         valid_from = opt_str(valid_from, "valid_from", 64)
         valid_to = opt_str(valid_to, "valid_to", 64)
         source = opt_str(source, "source", 200)
-        with self.store.write(namespace=namespace) as tx:
+        with self.store.write(namespace=namespace, role="content") as tx:
             return edits.record_fact(
                 tx, namespace, subject, predicate, value, valid_from, valid_to, source
             )
@@ -461,7 +461,7 @@ class Memory:
             raise BadInput(
                 f"only documents, passages, facts and pages can be forgotten, not a {kind}"
             )
-        with self.store.write(namespace=namespace) as tx:
+        with self.store.write(namespace=namespace, role="content") as tx:
             return edits.forget(tx, namespace, kind, ident, reason)
 
     def purge(self, address: str, namespace: str = "default") -> Purged:

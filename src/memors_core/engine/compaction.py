@@ -135,20 +135,28 @@ def _scan_kind(
     report: Reporter | None = None,
     base: int = 0,
     read: ChangesRead | None = None,
+    asked: ScanMark | None = None,
 ) -> int:
     """Bring one kind's open items in line with its scanner; returns how many were created.
 
     A kind that supports it scans only what changed since its last scan
     (its scan mark); ``full`` forces a rescan of everything. ``read``: the
-    change log as the compaction's kinds before it read it.
+    change log as the compaction's kinds before it read it. ``asked``: the
+    clocks when the compaction was asked for; an incremental kind whose
+    mark has reached them (another compaction scanned it meanwhile) has
+    nothing to scan.
     """
-    # (the clocks, the kind's mark and its open items: read together)
-    heads, mark, open_items = tx.together(
-        tx.changes.heads,
+    # (the kind's mark and its open items: read together)
+    mark, open_items = tx.together(
         lambda: tx.changes.mark(namespace, kind.name),
         lambda: tx.items.open_keys(namespace, kind.name),
     )
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
+    if incremental and asked is not None and mark is not None and _reached(mark, asked):
+        return 0
+    # The clocks when no content write of the namespace is under way (a
+    # scan runs beside them: what one commits later is past its mark).
+    heads = tx.changes.settled_heads(namespace)
     ctx = KindContext(tx, namespace, not incremental, services.limits)
     said: dict[str, Any] = {"items": None, "step": None}  # from the kind's own reports
     if report is not None:
@@ -194,6 +202,27 @@ def _scan_kind(
     ]
     _finish_kind(tx, namespace, kind.name, refreshes, obsolete, created, heads, stamp)
     return created
+
+
+def _left_to_scan(tx: Tx, namespace: str, kinds: list[Kind], asked: ScanMark) -> list[Kind]:
+    """The kinds whose scan has not reached ``asked`` (their marks read in
+    one message): an incremental kind whose mark has reached it has nothing
+    to scan."""
+    marks = tx.together(*[lambda k=k: tx.changes.mark(namespace, k.name) for k in kinds])
+    return [
+        kind
+        for kind, mark in zip(kinds, marks, strict=True)
+        if not (getattr(kind, "incremental", False) and mark is not None and _reached(mark, asked))
+    ]
+
+
+def _reached(mark: ScanMark, clocks: ScanMark) -> bool:
+    """Whether ``mark`` is at or past ``clocks`` on each of the three."""
+    return (
+        mark.changes >= clocks.changes
+        and mark.passages >= clocks.passages
+        and mark.tombstones >= clocks.tombstones
+    )
 
 
 def _finish_kind(
@@ -273,6 +302,65 @@ def _open_items(tx: Tx, namespace: str, kind: str, candidates: list[Candidate], 
     return len(fresh)
 
 
+def _scan_kinds(
+    services: Services,
+    namespace: str,
+    chosen: list[Kind],
+    full: bool,
+    report: Reporter | None,
+    errors: list[dict[str, str]],
+) -> int:
+    """Scan the chosen kinds of ``namespace``, each in a transaction of its
+    own; how many items they created (a kind that fails is said in
+    ``errors`` and the others go on).
+
+    A scan runs beside the namespace's content writes (remembering, facts,
+    forgetting) and takes turns with its other scans. The clocks as the
+    compaction is asked for say what it must scan (what was committed by
+    then): one that waited for another compaction finds the kinds that one
+    scanned past them done, and scans only the others."""
+    store = services.store
+    created = 0
+    touched = False  # the namespace is listed once one kind's scan committed
+    pruned = False
+    read: ChangesRead = {}
+    asked = None if full else store.brief_read(lambda tx: tx.changes.heads())
+    scanning = chosen
+    if asked is not None and chosen:
+        with store.write(namespace=namespace, role="scan") as tx:
+            scanning = _left_to_scan(tx, namespace, chosen, asked)
+        if not scanning:
+            return 0
+    for n, kind in enumerate(scanning, 1):
+        if report is not None:
+            report(True, task="compact", phase=kind.name, step="scanning", created=created)
+        try:
+            with store.write(namespace=namespace, role="scan") as tx:
+                created += _scan_kind(
+                    services, tx, namespace, kind, full, report, created, read, asked
+                )
+                if not touched:
+                    tx.namespaces.touch(namespace)
+                if n == len(scanning):  # the log pruned in the last kind's transaction
+                    tx.changes.prune(namespace)
+                    pruned = True
+            touched = True
+        except (StoreBusy, StoreUnavailable):
+            raise  # the store's trouble, not the kind's: the next kind would meet it too
+        except Exception as exc:  # a broken plugin never takes the others down
+            owner = services.kinds.owner(kind.name)
+            log.error(
+                "kind_failed", namespace=namespace, kind=kind.name, plugin=owner, error=str(exc)
+            )
+            errors.append(
+                {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
+            )
+    if not pruned:  # (no kind, or the last one failed)
+        with store.write(namespace=namespace, role="scan") as tx:
+            tx.changes.prune(namespace)
+    return created
+
+
 def compact(
     services: Services,
     namespace: str,
@@ -291,7 +379,6 @@ def compact(
         limit = None  # more than any queue holds (and than SQLite can bind): all of them
     chosen = selected_kinds(services, kinds)
     store = services.store
-    created = 0
     errors: list[dict[str, str]] = []
     if kinds is None or kinds == []:  # every kind: say which could not run
         errors.extend(
@@ -299,34 +386,7 @@ def compact(
             for name, reason in sorted(services.plugin_errors.items())
         )
     report = Reporter(progress) if progress else None
-    touched = False  # the namespace is listed once one kind's scan committed
-    pruned = False
-    read: ChangesRead = {}
-    for n, kind in enumerate(chosen, 1):
-        if report is not None:
-            report(True, task="compact", phase=kind.name, step="scanning", created=created)
-        try:
-            with store.write(namespace=namespace) as tx:
-                if not touched:
-                    tx.namespaces.touch(namespace)
-                created += _scan_kind(services, tx, namespace, kind, full, report, created, read)
-                if n == len(chosen):  # the log pruned in the last kind's transaction
-                    tx.changes.prune(namespace)
-                    pruned = True
-            touched = True
-        except (StoreBusy, StoreUnavailable):
-            raise  # the store's trouble, not the kind's: the next kind would meet it too
-        except Exception as exc:  # a broken plugin never takes the others down
-            owner = services.kinds.owner(kind.name)
-            log.error(
-                "kind_failed", namespace=namespace, kind=kind.name, plugin=owner, error=str(exc)
-            )
-            errors.append(
-                {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
-            )
-    if not pruned:  # (no kind, or the last one failed)
-        with store.write(namespace=namespace) as tx:
-            tx.changes.prune(namespace)
+    created = _scan_kinds(services, namespace, chosen, full, report, errors)
     names = [k.name for k in chosen]
     found: list[Item] = []
     more = None

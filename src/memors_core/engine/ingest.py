@@ -162,7 +162,7 @@ class Ingest:
         report = Reporter(progress)
         prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
         created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
-        with self.storage.write(namespace=namespace) as tx:
+        with self.storage.write(namespace=namespace, role="content") as tx:
             out = self._one(tx, namespace, *doc, prepared=prepared, report=report, created=created)
         self._new_passages(namespace, created)
         return out
@@ -628,7 +628,7 @@ class _BulkLoad:
         try:
             # (in one pipeline: the batch's rows go to the server as they are
             # made, their answers waited for by the next read or the commit)
-            with ingest.storage.write(namespace=namespace) as tx, tx.pipelined():
+            with ingest.storage.write(namespace=namespace, role="content") as tx, tx.pipelined():
                 tx.namespaces.touch(namespace)
                 # One time for the transaction's rows; the documents its
                 # uris name already, looked up at once; new rows and new

@@ -738,6 +738,14 @@ class ChangeLog(Protocol):
         log's (:meth:`head`), the passages' and the tombstones'
         (``passages.head()``, ``tombstones.head()``)."""
 
+    def settled_heads(self, namespace: str) -> ScanMark:
+        """:meth:`heads` read when no write of ``namespace`` is under way:
+        every number at or below them is committed (a scan's mark taken from
+        them skips nothing a write commits later). In a compaction's scan
+        (``Storage.write(role="scan")``), which runs beside the namespace's
+        content writes, an engine waits for the one under way; in any other
+        write of the namespace its own turn settles them."""
+
     def entities_since(self, namespace: str, after: int) -> set[str]:
         """Entities touched after ``after``, by their id then and their canonical id now."""
 
@@ -1056,11 +1064,24 @@ class Storage(Protocol):
         send a second statement, it is run again in a whole read
         transaction, so it must only read."""
 
-    def write(self, *, namespace: str | None = None) -> AbstractContextManager[Tx]:
+    def write(
+        self, *, namespace: str | None = None, role: str = "all"
+    ) -> AbstractContextManager[Tx]:
         """A write transaction (a savepoint inside one); MemorsError on a store opened
         read-only. ``namespace``: the one namespace it changes, which lets an
         engine with many writers (PostgreSQL) run it beside writes to other
-        namespaces; without it the write may change any of them."""
+        namespaces; without it the write may change any of them.
+
+        ``role``, with ``namespace``: which of the namespace's writes it may
+        run beside, on an engine with many writers. ``"all"`` (the default)
+        takes turns with every one. ``"content"``: a write that remembers,
+        records facts or forgets and decides no work item; it takes turns
+        with the other content writes (its clocks' numbers then follow their
+        commits) and not with a compaction's scan. ``"scan"``: a compaction's
+        scans (work items, marks, the change log's pruning); it takes turns
+        with the other scans and "all" writes, and reads its clocks with
+        :meth:`ChangeLog.settled_heads`. A savepoint's role is its
+        transaction's or within it ("content" and "scan" within "all")."""
 
     #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
     engine: str

@@ -179,7 +179,9 @@ class EmptyStore:
     def brief_read(self, read: Callable[[EmptyTx], T]) -> T:
         return read(self.tx)
 
-    def write(self, *, namespace: str | None = None) -> contextlib.AbstractContextManager[EmptyTx]:
+    def write(
+        self, *, namespace: str | None = None, role: str = "all"
+    ) -> contextlib.AbstractContextManager[EmptyTx]:
         return self.refuse()
 
     def erasing(self) -> contextlib.AbstractContextManager[EmptyTx]:

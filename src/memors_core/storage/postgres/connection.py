@@ -3,16 +3,19 @@
 One psycopg connection per store object, in autocommit mode with explicit
 transactions. Every outermost write first takes transaction-scoped
 advisory locks: a write that names its namespace takes the store's write
-lock (:data:`WRITE_LOCK`) *shared* and its namespace's lock exclusively;
-any other write takes the store's lock exclusively. So writers of one
-namespace take turns, as SQLite's ``BEGIN IMMEDIATE`` made them (the code
-written for it reads, checks, then writes), writers of different
-namespaces never wait for each other, and a store-wide write (an import, a
-purge, a migration) waits for all of them. Within a namespace the numbers
-its writers draw (passages, tombstones, the change log: sequences, which
-no one waits for) are therefore in commit order, so an incremental scan's
-high-water mark, taken under its namespace's lock, never skips a row a
-slower writer commits later. Reads are ``REPEATABLE READ READ ONLY`` (one
+lock (:data:`WRITE_LOCK`) *shared* and its namespace's locks of its role
+(:data:`ROLE_SPACES`) exclusively; any other write takes the store's lock
+exclusively. So writers that remember, record or forget in one namespace
+take turns, as SQLite's ``BEGIN IMMEDIATE`` made them (the code written
+for it reads, checks, then writes), a compaction's scans take turns among
+themselves and run beside them, writers of different namespaces never
+wait for each other, and a store-wide write (an import, a purge, a
+migration) waits for all of them. Within a namespace the numbers its
+content writers draw (passages, tombstones, the change log: sequences,
+which no one waits for) are therefore in commit order, and a scan reads
+its clocks once the writer under way committed (:meth:`PgStore.settled_row`),
+so an incremental scan's high-water mark never skips a row a slower
+writer commits later. Reads are ``REPEATABLE READ READ ONLY`` (one
 snapshot; every write refused).
 """
 
@@ -68,6 +71,20 @@ MIGRATE_LOCK = 2
 #: Advisory lock space of the namespaces' writers ("memn"); the key is the
 #: namespace's CRC-32 (two names sharing one only take turns).
 NAMESPACE_SPACE = 0x6D656D6E
+#: Advisory lock space of the namespaces' compaction scans ("mems"), same keys.
+SCAN_SPACE = 0x6D656D73
+#: Advisory lock space held shared by the namespace's writer under way
+#: ("memw"), same keys: a scan waits for that one writer alone, where the
+#: namespace's lock would have it wait behind every writer queued for it.
+WRITING_SPACE = 0x6D656D77
+#: What each role of a namespace's write waits for (``Storage.write``): the
+#: lock spaces it takes exclusively, in the order they are taken, then
+#: ``WRITING_SPACE`` shared by a role that writes content.
+ROLE_SPACES = {
+    "all": (SCAN_SPACE, NAMESPACE_SPACE),
+    "content": (NAMESPACE_SPACE,),
+    "scan": (SCAN_SPACE,),
+}
 
 
 def namespace_key(namespace: str) -> int:
@@ -111,7 +128,7 @@ class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("begin", "brief", "conn", "recording", "replaying", "scope", "snapshot")
+    __slots__ = ("begin", "brief", "conn", "recording", "replaying", "role", "scope", "snapshot")
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
@@ -131,6 +148,8 @@ class _Session(Session):
         #: What the write transaction holds: None for the whole store, else
         #: the namespaces whose locks it took.
         self.scope: frozenset[str] | None = None
+        #: The role of a write naming namespaces (``Storage.write``).
+        self.role = "all"
         #: The read's snapshot as exported for work alongside it (one export a read).
         self.snapshot: str | None = None
 
@@ -606,10 +625,15 @@ class PgStore(Transactions):
     # --- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self, *, lock: int = WRITE_LOCK, namespace: str | None = None) -> Iterator[PgTx]:
+    def write(
+        self, *, lock: int = WRITE_LOCK, namespace: str | None = None, role: str = "all"
+    ) -> Iterator[PgTx]:
         """A write transaction (or a savepoint inside one). With ``namespace``
-        it waits only for that namespace's writers (and a store-wide write);
-        the transaction must then change nothing of another namespace."""
+        it waits only for that namespace's writers of its ``role`` (and a
+        store-wide write); the transaction must then change nothing of
+        another namespace."""
+        if role not in ROLE_SPACES:
+            raise ValueError(f"unknown role of a write: {role!r}")
         if self.readonly:
             raise MemorsError(
                 f"the store {self.location} was opened read-only; this would change it"
@@ -618,12 +642,14 @@ class PgStore(Transactions):
             namespace = None
         session = self._session
         if session.depth:
-            yield from self._savepoint_in(session, namespace)
+            yield from self._savepoint_in(session, namespace, role)
             return
         deadline = time.monotonic() + self.busy_ms / 1000
 
-        turn = lock if namespace is None else ("namespace", namespace)
-        with self._translated(), self._turn(turn, deadline):
+        turns = [lock] if namespace is None else [(s, namespace) for s in ROLE_SPACES[role]]
+        with self._translated(), contextlib.ExitStack() as held:
+            for turn in turns:
+                held.enter_context(self._turn(turn, deadline))
             left = max(0.001, deadline - time.monotonic())
             # The transaction and its locks first in it, waited for as long
             # as this writer has left, go with its first statement, in one
@@ -634,15 +660,17 @@ class PgStore(Transactions):
             begin = (
                 "BEGIN ISOLATION LEVEL READ COMMITTED; "
                 f"SET LOCAL lock_timeout = {max(1, int(left * 1000))}; "
-                f"{_lock_sql(lock, namespace)}; "
+                f"{_lock_sql(lock, namespace, role)}; "
                 f"SET LOCAL lock_timeout = {int(self.busy_ms)}"
             )
             with self._checked_out(session, begin, left, deferred=True):
                 session.scope = None if namespace is None else frozenset((namespace,))
+                session.role = role
                 try:
                     yield from self._outermost_write(session)
                 finally:
                     session.scope = None
+                    session.role = "all"
 
     @contextlib.contextmanager
     def _turn(self, key: object, deadline: float) -> Iterator[None]:
@@ -659,8 +687,19 @@ class PgStore(Transactions):
         finally:
             turn.release()
 
-    def _savepoint_in(self, session: _Session, namespace: str | None) -> Iterator[PgTx]:
+    def _savepoint_in(self, session: _Session, namespace: str | None, role: str) -> Iterator[PgTx]:
         scope = session.scope
+        if (
+            namespace is not None
+            and scope is not None
+            and not set(ROLE_SPACES[role]) <= set(ROLE_SPACES[session.role])
+        ):
+            # (taking more of a namespace's locks inside a transaction could
+            # wait for a scan waiting for this transaction's)
+            raise ValueError(
+                f"a savepoint of role {role!r} inside a write of role {session.role!r}: "
+                "open the transaction with the role it needs"
+            )
 
         def enter() -> Callable[[], None] | None:
             if scope is None or namespace is None or namespace in scope:
@@ -668,7 +707,7 @@ class PgStore(Transactions):
             # Another namespace than the transaction's: its lock too, until
             # the transaction ends. (A savepoint that names none is part of
             # its transaction's work, in its namespace.)
-            self._send(session, _lock_sql(WRITE_LOCK, namespace, shared_held=True))
+            self._send(session, _lock_sql(WRITE_LOCK, namespace, role, shared_held=True))
             session.scope = scope | {namespace}
 
             def undo() -> None:  # (a rolled-back savepoint's locks are released)
@@ -1027,6 +1066,31 @@ class PgStore(Transactions):
     def one(self, sql: str, params: Any = ()) -> tuple[Any, ...] | None:
         return self.execute(sql, params).fetchone()
 
+    def settled_row(self, namespace: str, sql: str) -> tuple[Any, ...] | None:
+        """The row of ``sql`` (one statement, no parameters) read when no
+        content write of ``namespace`` is under way, in a scan's transaction
+        (role ``"scan"``, which runs beside them): the lock its writer under
+        way holds shared (:data:`WRITING_SPACE`) is taken in a savepoint, for
+        that statement alone, then given back (a rolled-back savepoint
+        releases the locks taken in it, and an error ends the transaction,
+        its locks with it). A writer holds it until its rows are visible, so
+        every number its clocks drew at or below what the statement reads is
+        committed; the next writer, waiting for the namespace's lock, waits
+        for that statement at most. None in any other transaction: its own
+        locks settle it."""
+        session = self._session
+        if session.role != "scan" or session.scope is None or namespace not in session.scope:
+            return None
+        cur = self.execute(
+            "SAVEPOINT memors_settled; "
+            f"SELECT pg_advisory_xact_lock({WRITING_SPACE}, {namespace_key(namespace)}); "
+            f"{sql}; ROLLBACK TO SAVEPOINT memors_settled; RELEASE SAVEPOINT memors_settled"
+        )
+        cur.nextset()  # (the savepoint's, then the lock's result, then the statement's)
+        cur.nextset()
+        row: tuple[Any, ...] | None = cur.fetchone()
+        return row
+
     def all(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         return self.execute(sql, params).fetchall()
 
@@ -1053,16 +1117,22 @@ STALE_STATISTICS = (
 )
 
 
-def _lock_sql(lock: int, namespace: str | None, *, shared_held: bool = False) -> str:
-    """The statement taking a write's advisory locks: ``namespace``'s
-    exclusively under the store's lock shared, or the store's (``lock``)
-    exclusively. ``shared_held``: the store's is held shared already."""
+def _lock_sql(
+    lock: int, namespace: str | None, role: str = "all", *, shared_held: bool = False
+) -> str:
+    """The statement taking a write's advisory locks: ``namespace``'s locks
+    of ``role`` (:data:`ROLE_SPACES`) exclusively under the store's lock
+    shared, or the store's (``lock``) exclusively. ``shared_held``: the
+    store's is held shared already."""
     if namespace is None:
         return f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)})"
-    ns = f"pg_advisory_xact_lock({NAMESPACE_SPACE}, {namespace_key(namespace)})"
+    key = namespace_key(namespace)
+    ns = "; ".join(f"SELECT pg_advisory_xact_lock({space}, {key})" for space in ROLE_SPACES[role])
+    if NAMESPACE_SPACE in ROLE_SPACES[role]:
+        ns += f"; SELECT pg_advisory_xact_lock_shared({WRITING_SPACE}, {key})"
     if shared_held:
-        return f"SELECT {ns}"
-    return f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE}, {int(lock)}); SELECT {ns}"
+        return ns
+    return f"SELECT pg_advisory_xact_lock_shared({LOCK_SPACE}, {int(lock)}); {ns}"
 
 
 _PLACEHOLDER = re.compile(r"%%|%s")

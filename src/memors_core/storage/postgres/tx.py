@@ -10,7 +10,14 @@ from typing import Any
 
 import psycopg
 
-from memors_core.domain.rows import Document, DocumentVersion, NewPassage, Passage, Tombstone
+from memors_core.domain.rows import (
+    Document,
+    DocumentVersion,
+    NewPassage,
+    Passage,
+    ScanMark,
+    Tombstone,
+)
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.terms import Ahead, Staging, TermCache
@@ -36,7 +43,22 @@ _CHANGE_HEAD = (
 )
 
 
+#: The clocks of a scan's mark besides the change log's.
+CLOCKED = ("passages", "tombstones")
+
+
 class PgChangeLog(SqlChangeLog):
+    def settled_heads(self, namespace: str) -> ScanMark:
+        tx = self.tx
+        clocks = ", ".join(
+            [f"({tx.change_head_sql})"]
+            + [f"({tx.clock_sql.format(table=t)})".replace("?", f"'{t}'") for t in CLOCKED]
+        )
+        row = self.db.settled_row(namespace, f"SELECT {clocks}")
+        if row is None:
+            return self.heads()
+        return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+
     def prune(self, namespace: str) -> None:
         # The newest entry of the log stays (whichever namespace's): the
         # log's clock is its highest number, and keeping it spares holding

@@ -248,6 +248,9 @@ class SqlChangeLog(Repo):
         assert row is not None
         return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
 
+    def settled_heads(self, namespace: str) -> ScanMark:
+        return self.heads()  # (a write of the namespace's: no write of it is under way)
+
     def entities_since(self, namespace: str, after: int) -> set[str]:
         touched = {
             r[0]

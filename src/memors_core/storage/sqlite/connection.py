@@ -168,9 +168,9 @@ class SqliteStore(Transactions):
     # --- transactions ------------------------------------------------------
 
     @contextlib.contextmanager
-    def write(self, *, namespace: str | None = None) -> Iterator[SqliteTx]:
+    def write(self, *, namespace: str | None = None, role: str = "all") -> Iterator[SqliteTx]:
         """A write transaction (or a savepoint inside one); one file has one
-        writer at a time, whatever the ``namespace``."""
+        writer at a time, whatever the ``namespace`` and ``role``."""
         if self.readonly:
             raise MemorsError(f"the store {self.path} was opened read-only; this would change it")
         with self._lock:

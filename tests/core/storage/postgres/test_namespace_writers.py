@@ -11,10 +11,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 
+import psycopg
 import pytest
 
+from memors_core import hookimpl
 from memors_core.errors import StoreBusy
 from memors_core.memory import Memory
+from memors_core.plugins.kinds import Kind, Scan
+from memors_core.plugins.manager import build_plugin_manager
+from memors_core.storage.postgres.connection import WRITING_SPACE, namespace_key
 from memors_core.testing import passages_about
 
 pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
@@ -129,3 +134,149 @@ def test_incremental_compaction_equals_a_full_one_under_writers_of_many_namespac
             assert incremental, namespace
             memory.compact(limit=0, namespace=namespace, full=True)
             assert _open_items(memory, namespace) == incremental, namespace
+
+
+class _Paused(Kind):
+    """A kind whose scan waits until the test lets it go on: a compaction
+    caught part-way through its scan."""
+
+    name = "paused"
+    incremental = True
+
+    def __init__(self) -> None:
+        self.scanning = threading.Event()
+        self.go_on = threading.Event()
+
+    def scan(self, ctx):
+        self.scanning.set()
+        assert self.go_on.wait(600), "the test never let the scan go on"  # (a hang guard)
+        return Scan(iter(()), set())
+
+
+class _PausedKinds:
+    def __init__(self, kind: _Paused) -> None:
+        self.kind = kind
+
+    @hookimpl
+    def memors_register_kinds(self, registry):
+        registry.add(self.kind)
+
+
+def test_remembering_never_waits_for_a_compaction_of_its_namespace(
+    postgres_url: str, short_wait: None
+) -> None:
+    # A compaction's scan takes turns with the namespace's other scans and
+    # with the writes that decide items (a submit), not with what is
+    # remembered, recorded or forgotten meanwhile: those take the
+    # namespace's turn alone, and a scan reads its clocks when none is
+    # under way. Before, every write of the namespace waited for the scan.
+    kind = _Paused()
+    pm = build_plugin_manager(plugins=[("paused", _PausedKinds(kind))])
+    with (
+        Memory.open(postgres_url, plugin_manager=pm) as scanner,
+        Memory.open(postgres_url) as other,
+    ):
+        for i, text in enumerate(passages_about("Raft", 4, topic="alpha")):
+            other.remember(text, uri=f"alpha/{i}", namespace="alpha")
+        compacted = other.compact(namespace="alpha")
+        item = compacted.items[0]
+        errors: list[BaseException] = []
+
+        def compact() -> None:
+            try:
+                scanner.compact(kinds=["paused"], namespace="alpha")
+            except BaseException as exc:  # reported by the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=compact)
+        thread.start()
+        try:
+            assert kind.scanning.wait(600)  # (a hang guard)
+            # the scan is under way, its transaction open: content goes on
+            done = other.remember(
+                "[[Raft]] alpha, during the scan.", uri="alpha/during", namespace="alpha"
+            )
+            other.record_fact("Raft", "terms", "during", namespace="alpha")
+            other.forget(done.passages[0], namespace="alpha")
+            # another compaction of the namespace, and a decision, take turns
+            with pytest.raises(StoreBusy):
+                other.compact(namespace="alpha")
+            with pytest.raises(StoreBusy):
+                other.submit(item.id, skip=True, reason="later", namespace="alpha")
+        finally:
+            kind.go_on.set()
+            thread.join()
+        assert errors == []
+        assert other.get(done.passages[0], namespace="alpha").status == "forgotten"
+        assert [f.value for f in other.facts("Raft", namespace="alpha").facts] == ["during"]
+
+
+def _waiting_for_the_writer_under_way(admin: psycopg.Connection, namespace: str) -> bool:
+    """Whether a session waits for the lock ``namespace``'s writer under way holds."""
+    return bool(
+        admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s AND objid = %s",
+            (WRITING_SPACE, namespace_key(namespace) & 0xFFFFFFFF),
+        ).fetchone()[0]
+    )
+
+
+def test_a_scan_waits_for_the_write_under_way_and_its_mark_skips_nothing(
+    postgres_url: str,
+) -> None:
+    # A write of "alpha" is under way: its passages have numbers, not
+    # committed yet, below those of a write of "beta" committed since. A
+    # compaction of "alpha" then must not take its mark from the clocks as
+    # they read (past the unseen passages, which no later incremental scan
+    # would read again): it waits for that write, and no longer.
+    with (
+        Memory.open(postgres_url) as holder,
+        Memory.open(postgres_url) as other,
+        Memory.open(postgres_url) as compactor,
+        psycopg.connect(postgres_url, autocommit=True) as admin,
+    ):
+        other.remember("[[Paxos]] alpha's first note.", uri="alpha/first", namespace="alpha")
+        compactor.compact(namespace="alpha")  # every kind has its mark
+        errors: list[BaseException] = []
+
+        def compact() -> None:
+            try:
+                compactor.compact(namespace="alpha")
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=compact)
+        with holder.store.write(namespace="alpha", role="content"):
+            for i, text in enumerate(passages_about("Zab", 4, topic="held")):
+                holder.remember(text, uri=f"alpha/zab-{i}", namespace="alpha")
+            other.remember("[[Chord]] beta's note, committed first.", uri="b", namespace="beta")
+            thread.start()
+            while thread.is_alive() and not _waiting_for_the_writer_under_way(admin, "alpha"):
+                thread.join(0.01)
+            assert thread.is_alive(), "the compaction did not wait for the write under way"
+        thread.join()
+        assert errors == []
+        # the held write's entity has its page item, now and after a full rescan
+        zab = {
+            i.id
+            for i in compactor.items(kind="page", namespace="alpha").items
+            if i.payload["entity"]["name"] == "Zab"
+        }
+        assert zab
+        incremental = _open_items(compactor, "alpha")
+        compactor.compact(limit=0, namespace="alpha", full=True)
+        assert _open_items(compactor, "alpha") == incremental
+
+
+def test_a_savepoint_takes_no_more_of_a_namespace_than_its_transaction(
+    postgres_url: str,
+) -> None:
+    with Memory.open(postgres_url) as memory, memory.store.write(namespace="alpha", role="content"):
+        with (
+            pytest.raises(ValueError, match="inside a write of role 'content'"),
+            memory.store.write(namespace="alpha"),
+        ):
+            pass
+        with memory.store.write(namespace="alpha", role="content") as tx:
+            tx.namespaces.touch("alpha")
