@@ -1052,6 +1052,12 @@ class PgStore(Transactions):
             setattr(conn, "_memors_prepared", done)  # noqa: B010  (the connection's own, for its life)
         if name not in done:
             conn.execute(statement)
+            if conn.pgconn.pipeline_status:
+                # In a pipeline it runs once what was sent before it has:
+                # known prepared only then (a statement before it that fails
+                # aborts the rest, the PREPARE with it). Once a connection.
+                with conn.pipeline() as pipeline:
+                    pipeline.sync()
             done.add(name)
 
     def executemany(self, sql: str, rows: Iterable[Any]) -> None:

@@ -735,3 +735,20 @@ def test_a_missing_store_opened_read_only_is_empty_of_no_engine_and_creates_noth
         assert tables == 0
     finally:
         pg.drop_database(url)
+
+
+def test_a_statement_prepared_in_a_pipeline_that_failed_is_prepared_again(postgres_url):
+    # A read prepared on its first use inside a pipeline (a remember's
+    # answer, sent with its inserts) runs only once what was sent before
+    # it has: when one of those fails, the PREPARE never ran, and taking it
+    # for prepared broke every later use of it on that connection.
+    from memors_core.storage.postgres.connection import PgStore
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("BEGIN")
+        with pytest.raises(psycopg.errors.DivisionByZero), conn.pipeline():
+            conn.execute("SELECT 1 / 0")
+            PgStore._prepare(conn, "memors_probe", "PREPARE memors_probe AS SELECT 42")
+        conn.execute("ROLLBACK")
+        PgStore._prepare(conn, "memors_probe", "PREPARE memors_probe AS SELECT 42")
+        assert conn.execute("EXECUTE memors_probe").fetchone() == (42,)
