@@ -152,7 +152,7 @@ def _scan_kind(
         lambda: tx.items.open_keys(namespace, kind.name),
     )
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
-    if incremental and asked is not None and mark is not None and _reached(mark, asked):
+    if _scanned_past(kind, mark, asked):
         return 0
     # The clocks when no content write of the namespace is under way (a
     # scan runs beside them: what one commits later is past its mark).
@@ -205,23 +205,24 @@ def _scan_kind(
 
 
 def _left_to_scan(tx: Tx, namespace: str, kinds: list[Kind], asked: ScanMark) -> list[Kind]:
-    """The kinds whose scan has not reached ``asked`` (their marks read in
-    one message): an incremental kind whose mark has reached it has nothing
-    to scan."""
+    """The kinds another compaction has not scanned past ``asked`` (their
+    marks read in one message)."""
     marks = tx.together(*[lambda k=k: tx.changes.mark(namespace, k.name) for k in kinds])
-    return [
-        kind
-        for kind, mark in zip(kinds, marks, strict=True)
-        if not (getattr(kind, "incremental", False) and mark is not None and _reached(mark, asked))
-    ]
+    return [k for k, mark in zip(kinds, marks, strict=True) if not _scanned_past(k, mark, asked)]
 
 
-def _reached(mark: ScanMark, clocks: ScanMark) -> bool:
-    """Whether ``mark`` is at or past ``clocks`` on each of the three."""
+def _scanned_past(kind: Kind, mark: ScanMark | None, asked: ScanMark | None) -> bool:
+    """Whether ``kind`` has nothing to scan for a compaction asked for at
+    the clocks ``asked``: it scans what changed since its mark alone (a
+    kind that scans everything each time may find what no clock counts),
+    and its mark is at or past them on each clock."""
     return (
-        mark.changes >= clocks.changes
-        and mark.passages >= clocks.passages
-        and mark.tombstones >= clocks.tombstones
+        asked is not None
+        and mark is not None
+        and getattr(kind, "incremental", False)
+        and mark.changes >= asked.changes
+        and mark.passages >= asked.passages
+        and mark.tombstones >= asked.tombstones
     )
 
 
