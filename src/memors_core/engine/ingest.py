@@ -307,14 +307,11 @@ class Ingest:
         big = report is not None and len(pieces) > 256
         progress = functools.partial(report, task="remember", documents=documents) if big else None
         self._passages(tx, rows, where, prepared, names, reuse, created, progress)
-        # (a document's own rows, what it supersedes and the read of its
-        # answer go in one message: the read waits for them in any case)
-        with tx.pipelined() if own else contextlib.nullcontext():
-            if own:
-                rows.store()
-            if progress is not None:
-                progress(True, phase="storing", done=len(pieces), total=len(pieces))
-            return _finished(tx, where, len(pieces), reuse, counts_only)
+        if own:
+            rows.store()
+        if progress is not None:
+            progress(True, phase="storing", done=len(pieces), total=len(pieces))
+        return _finished(tx, where, len(pieces), reuse, counts_only)
 
     def _within_limit(self, body: str, prepared: Prepared | None) -> Prepared:
         """The document's passages (split now unless a bulk load did it
