@@ -23,7 +23,13 @@ from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.terms import Ahead, Staging, TermCache
 from memors_core.storage.postgres.transfer import PgTransfer
 from memors_core.storage.postgres.vectors import PgVectors
-from memors_core.storage.sql.queue import ITEM_COLS, SqlChangeLog, SqlCounters, SqlItems
+from memors_core.storage.sql.queue import (
+    CLOCKED,
+    ITEM_COLS,
+    SqlChangeLog,
+    SqlCounters,
+    SqlItems,
+)
 from memors_core.storage.sql.records import (
     PASSAGE_COLS,
     TOMBSTONE_COLS,
@@ -43,21 +49,13 @@ _CHANGE_HEAD = (
 )
 
 
-#: The clocks of a scan's mark besides the change log's.
-CLOCKED = ("passages", "tombstones")
-
-
 class PgChangeLog(SqlChangeLog):
     def settled_heads(self, namespace: str) -> ScanMark:
-        tx = self.tx
-        clocks = ", ".join(
-            [f"({tx.change_head_sql})"]
-            + [f"({tx.clock_sql.format(table=t)})".replace("?", f"'{t}'") for t in CLOCKED]
-        )
-        row = self.db.settled_row(namespace, f"SELECT {clocks}")
-        if row is None:
-            return self.heads()
-        return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+        statement = self.heads_sql()
+        for table in CLOCKED:  # (its parameters written in: it goes in a script)
+            statement = statement.replace("?", f"'{table}'", 1)
+        row = self.db.settled_row(namespace, statement)
+        return self.heads() if row is None else self.scan_mark(row)
 
     def prune(self, namespace: str) -> None:
         # The newest entry of the log stays (whichever namespace's): the

@@ -229,7 +229,24 @@ class SqlMergeCandidates(Repo):
         ]
 
 
+#: The clocks a scan's mark records besides the change log's, in its order.
+CLOCKED = ("passages", "tombstones")
+
+
 class SqlChangeLog(Repo):
+    def heads_sql(self) -> str:
+        """The statement reading the three clocks of a scan's mark at once
+        (its parameters: :data:`CLOCKED`, one a ``?``, in order)."""
+        tx = self.tx
+        clocks = [f"({tx.clock_sql.format(table=table)})" for table in CLOCKED]
+        return f"SELECT ({tx.change_head_sql}), {', '.join(clocks)}"
+
+    @staticmethod
+    def scan_mark(row: Sequence[Any] | None) -> ScanMark:
+        """The row of :meth:`heads_sql` as a mark."""
+        assert row is not None
+        return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+
     def head(self) -> int:
         # The engine's sequence: the log's numbers are never reused after pruning.
         row = self.planned_one(self.tx.change_head_sql)
@@ -240,13 +257,7 @@ class SqlChangeLog(Repo):
         if tx.counted("passages") or tx.counted("tombstones"):
             return ScanMark(self.head(), tx.passages.head(), tx.tombstones.head())
         # One round trip for the three (a compaction reads them once per kind).
-        row = self.planned_one(
-            f"SELECT ({tx.change_head_sql}), ({tx.clock_sql.format(table='passages')}), "
-            f"({tx.clock_sql.format(table='tombstones')})",
-            ("passages", "tombstones"),
-        )
-        assert row is not None
-        return ScanMark(int(row[0] or 0), int(row[1] or 0), int(row[2] or 0))
+        return self.scan_mark(self.planned_one(self.heads_sql(), CLOCKED))
 
     def settled_heads(self, namespace: str) -> ScanMark:
         return self.heads()  # (a write of the namespace's: no write of it is under way)
