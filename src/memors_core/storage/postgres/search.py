@@ -22,7 +22,13 @@ namespace:
   ~156,000 postings would be);
 - ``search_docs``: each indexed row's length and terms, and for a passage
   the terms' counts and its pack (what removing it takes away, and where a
-  common term's part is read);
+  common term's part is read). A passage of a small flush (a single
+  remember's) is *pending*, its pack 0: its terms are in this row and
+  nowhere else until its namespace has ``PENDING_ROWS`` (128) of them and
+  a flush packs them (migration 21), so a remember writes one index row,
+  not a row and a frequency update per word. A search counts the pending
+  rows of its namespace into each term's frequency and scores them from
+  their rows;
 - ``search_stats``: the namespace's row count and total length.
 
 A row is indexed when it is inserted (a passage when its transaction
@@ -72,7 +78,7 @@ the postings table asks autovacuum to come after 2% new rows rather than
 20%, so a bulk load is followed soon by fast searches.
 
 The index's tables, functions and triggers are made by migrations V2, V4,
-V5, V7, V13, V15, V16 and V17 of :mod:`memors_core.storage.postgres.schema`, in the one
+V5, V7, V13, V15, V16, V17, V19 and V21 of :mod:`memors_core.storage.postgres.schema`, in the one
 list of the engine's migrations (V16, V17: a bulk load's batch is stemmed,
 its terms hashed and counted, by a query of its own, which the server may
 run on parallel workers).
@@ -90,8 +96,10 @@ from memors_core.storage.sql.search import LIVE, PASSAGE, SqlSearch
 #: What work done alongside answers.
 T = TypeVar("T")
 
-# A query's statistics: its index's rows and length, and each of its terms
-# with the number of rows that hold it (0 for a term no row holds).
+# A query's statistics: its index's rows and length, each of its terms with
+# the number of rows that hold it (0 for a term no row holds: the packed and
+# posted rows' count kept in ``search_df``, plus the namespace's pending
+# rows that hold it, counted here), and the index's number.
 _STATS = """
     WITH stats AS (
         SELECT id, docs, length FROM search_stats WHERE kind = :kind AND namespace = :ns
@@ -103,7 +111,11 @@ _STATS = """
             UNION SELECT unnest(CAST(:entities AS text[]))
         ) q
     )
-    SELECT stats.docs, stats.length, terms.term, coalesce(df.n, 0)
+    SELECT stats.docs, stats.length, terms.term, coalesce(df.n, 0) + (
+               SELECT count(*) FROM search_docs d
+               WHERE d.kind = :kind AND d.ix = stats.id AND d.pack = 0
+                 AND terms.term = ANY (d.terms)),
+           stats.id
     FROM stats CROSS JOIN terms LEFT JOIN search_df df ON df.term = terms.term"""
 
 
@@ -142,6 +154,11 @@ _RANK = f"""
         FROM (SELECT q.idf, unnest(k.rowids) AS rowid, unnest(k.tfs) AS tf,
                      unnest(k.lengths) AS length
               FROM rare q JOIN search_packs k ON k.term = q.term) x
+        UNION ALL
+        SELECT x.rowid, x.idf * {_part("x")}
+        FROM (SELECT d.rowid, q.idf, d.tfs[array_position(d.terms, q.term)] AS tf, d.length
+              FROM search_docs d JOIN rare q ON q.term = ANY (d.terms)
+              WHERE d.kind = :kind AND d.ix = :ix AND d.pack = 0) x
     ),
     cand AS (
         SELECT p.rowid, sum(p.part) AS score FROM hits p
@@ -219,8 +236,8 @@ class PgSearch(SqlSearch):
         )
         if not found:
             return rank.Ranked([], 0.0)
-        rows, length = found[0][0], found[0][1]
-        holding = {term: n for _, _, term, n in found}
+        rows, length, index = found[0][0], found[0][1], found[0][4]
+        holding = {term: n for _, _, term, n, _ in found}
         top = rank.ceiling(rows, holding.values())
         rare, common = rank.split_common(rows, {str(t): n for t, n in holding.items()})
         if not rare or not rows:
@@ -235,6 +252,7 @@ class PgSearch(SqlSearch):
             "depth": rank.rerank_depth(limit) if common else limit,
             "limit": limit,
             "kind": kind,
+            "ix": index,
         }
         where = ""
         if keep is not None:

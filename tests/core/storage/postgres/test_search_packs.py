@@ -12,7 +12,7 @@ import pytest
 
 from memors_core.domain import search as rank
 from memors_core.memory import Memory
-from memors_core.storage.postgres import connection
+from memors_core.storage.postgres import connection, schema
 from memors_core.testing import postgres
 
 from .conftest import roles_database
@@ -101,11 +101,54 @@ def test_a_bulk_load_ranks_as_documents_remembered_one_at_a_time(two_stores) -> 
         for d in docs:
             memory.remember(d["text"], uri=d["uri"])
     assert layout(bulk)[0] == 0 and layout(bulk)[1] > 0  # packed…
-    assert layout(single)[1] == 0  # … and rows of their own
+    assert layout(single) == (0, 0) and pending(single) == 120  # … and pending
     found = ranked(bulk)
     assert found == ranked(single)
     assert all(found.values())
     consistent(bulk)
+
+
+def pending(url: str) -> int:
+    """Passages indexed by their own row alone, not packed yet."""
+    with psycopg.connect(url) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM search_docs WHERE kind = 'p' AND pack = 0"
+        ).fetchone()[0]
+
+
+def test_single_remembers_wait_unpacked_then_pack_and_rank_as_a_rebuild(two_stores) -> None:
+    # A small remember's passages wait in their own index rows (no postings,
+    # no frequencies updated); the flush that brings the namespace to
+    # PENDING_ROWS of them packs them. Searches rank them throughout as a
+    # rebuild's postings (a row per word) rank the same passages.
+    url, rebuilt = two_stores
+    docs = documents(70)  # 140 passages, two a document
+    for u in two_stores:
+        with Memory.open(u) as memory:
+            for d in docs[:60]:
+                memory.remember(d["text"], uri=d["uri"])
+            memory.remember("Another namespace's raft.", namespace="other")
+    assert pending(url) == 121 and layout(url) == (0, 0)
+    with psycopg.connect(rebuilt) as conn:
+        conn.execute("SELECT memors_search_rebuild()")
+    assert pending(rebuilt) == 0 and layout(rebuilt)[0] > 0
+    assert ranked(url) == ranked(rebuilt)
+    for u in two_stores:
+        with Memory.open(u) as memory:
+            for d in docs[60:]:
+                memory.remember(d["text"], uri=d["uri"])
+            for h in memory.search("raft leader", limit=3).results:
+                memory.forget(h.address)
+    assert schema.PENDING_ROWS == 128
+    # (the 128th passage of the namespace packed them; the other's one waits)
+    assert layout(url)[0] == 0 and layout(url)[1] > 0
+    assert 1 < pending(url) <= 140 - 128 + 1
+    found = ranked(url)
+    assert found == ranked(rebuilt) and all(found.values())
+    consistent(url)
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT memors_search_rebuild()")
+    assert ranked(url) == found
 
 
 def test_forgotten_and_purged_passages_leave_their_packs(two_stores) -> None:

@@ -45,7 +45,7 @@ _PACKED = (
     + " OR t.n IS DISTINCT FROM d.length) "
     "FROM passages p JOIN search_stats s ON s.kind = 'p' AND s.namespace = p.namespace "
     "JOIN search_docs d ON d.kind = 'p' AND d.rowid = p.rowid "
-    "CROSS JOIN LATERAL memors_search_terms_of(p.text, s.id) t WHERE d.pack IS NOT NULL"
+    "CROSS JOIN LATERAL memors_search_terms_of(p.text, s.id) t WHERE d.pack > 0"
 )
 
 
