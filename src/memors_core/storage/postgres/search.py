@@ -104,17 +104,19 @@ _STATS = """
     WITH stats AS (
         SELECT id, docs, length FROM search_stats WHERE kind = :kind AND namespace = :ns
     ),
-    terms AS (
+    terms AS MATERIALIZED (
         SELECT DISTINCT hashtextextended(q.t, stats.id) AS term
         FROM stats CROSS JOIN (
             SELECT lexeme AS t FROM unnest(memors_search_vector(:words))
             UNION SELECT unnest(CAST(:entities AS text[]))
         ) q
+    ),
+    pending AS MATERIALIZED (
+        SELECT d.terms FROM stats JOIN search_docs d
+            ON d.kind = :kind AND d.ix = stats.id AND d.pack = 0
     )
     SELECT stats.docs, stats.length, terms.term, coalesce(df.n, 0) + (
-               SELECT count(*) FROM search_docs d
-               WHERE d.kind = :kind AND d.ix = stats.id AND d.pack = 0
-                 AND terms.term = ANY (d.terms)),
+               SELECT count(*) FROM pending p WHERE terms.term = ANY (p.terms)),
            stats.id
     FROM stats CROSS JOIN terms LEFT JOIN search_df df ON df.term = terms.term"""
 
