@@ -506,11 +506,7 @@ class _NextBatch:
             return
         if self.load.worker.stopped:
             return  # (the load stopped meanwhile: nothing is read for it)
-        try:
-            documents = [(d[1], p[0]) for d, p in zip(self.docs, self.prepared, strict=True)]
-            self.found = self.load.ingest.storage.read_ahead(self.load.namespace, documents)
-        except Exception as exc:
-            log.debug("read_ahead_failed", error=str(exc))
+        self.found = self.load.read_ahead(self.docs, self.prepared)
 
     def result(self) -> tuple[list[Prepared], object]:
         """The batch's prepared passages and what was read ahead for them."""
@@ -571,12 +567,28 @@ class _BulkLoad:
 
     def collect(self, docs: list[tuple]) -> tuple[list[Prepared], object]:
         """The prepared passages of the batch the helper has (``docs``), and
-        what was read ahead for them (None: nothing was)."""
+        what was read ahead for them (None: nothing was). The first batch
+        is read ahead for here, before its transaction: on PostgreSQL a
+        namespace's first bulk load then makes its search index outside
+        the batch (where the next batch's read ahead, while this one
+        commits, would wait for it)."""
         taken, self.next = self.next, None
         if taken is not None:
             assert taken.docs is docs
             return taken.result()
-        return self.worker.collect(docs), None
+        prepared = self.worker.collect(docs)
+        return prepared, self.read_ahead(docs, prepared)
+
+    def read_ahead(self, docs: list[tuple], prepared: list[Prepared]) -> object:
+        """What storing the batch will need, read outside any transaction
+        (:meth:`Storage.read_ahead`); None when that fails: the batch's
+        own transaction reads it again."""
+        try:
+            documents = [(d[1], p[0]) for d, p in zip(docs, prepared, strict=True)]
+            return self.ingest.storage.read_ahead(self.namespace, documents)
+        except Exception as exc:
+            log.debug("read_ahead_failed", error=str(exc))
+            return None
 
     def flush(self, more: bool = True) -> None:
         """Hand the pending batch to the worker and store the one it finished;
