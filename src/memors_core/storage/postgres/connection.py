@@ -1087,10 +1087,15 @@ class PgStore(Transactions):
         session = self._session
         if session.role != "scan" or session.scope is None or namespace not in session.scope:
             return None
+        # (the statement prepared once per connection: planning it was half
+        # of the savepoint's round trip)
+        name, statement = _preparation(sql)
+        self._prepare(self.conn, name, statement)
         cur = self.execute(
             "SAVEPOINT memors_settled; "
             f"SELECT pg_advisory_xact_lock({WRITING_SPACE}, {namespace_key(namespace)}); "
-            f"{sql}; ROLLBACK TO SAVEPOINT memors_settled; RELEASE SAVEPOINT memors_settled"
+            f"EXECUTE {name}; ROLLBACK TO SAVEPOINT memors_settled; "
+            "RELEASE SAVEPOINT memors_settled"
         )
         cur.nextset()  # (the savepoint's, then the lock's result, then the statement's)
         cur.nextset()
