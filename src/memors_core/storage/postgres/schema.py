@@ -2155,6 +2155,15 @@ _SIZED_V19 = """        SELECT st.rowid, st.namespace,
                (st.t).n + coalesce(cardinality(et.terms), 0) AS n
         FROM stemmed st LEFT JOIN entity_terms et ON et.rowid = st.rowid"""
 assert _SIZED_V17 in _DENSE_V17_TAIL
+#: The start of a ``DO`` block giving a replaced flush its settings back
+#: (a function's new body loses them), migrations 19 and 21.
+_FLUSH_SETTINGS = r"""
+DO $$
+BEGIN
+    -- (the replaced functions lost their settings with their new bodies)
+    EXECUTE format('ALTER FUNCTION memors_search_flush() SECURITY DEFINER '
+                   'SET search_path = %I, pg_temp SET work_mem = %L', current_schema(), '32MB');
+"""
 _FLUSH_V19 = _FLUSH_V17.replace(
     "    DELETE FROM search_queue;\n",
     "    DELETE FROM search_queue;\n    DELETE FROM search_staged;\n",
@@ -2236,13 +2245,8 @@ BEGIN
 """
     + _DENSE_V17_TAIL.replace(_SIZED_V17, _SIZED_V19)
     + _FLUSH_V19
-    + r"""
-DO $$
-BEGIN
-    -- (the replaced functions lost their settings with their new bodies)
-    EXECUTE format('ALTER FUNCTION memors_search_flush() SECURITY DEFINER '
-                   'SET search_path = %I, pg_temp SET work_mem = %L', current_schema(), '32MB');
-    EXECUTE format('ALTER FUNCTION memors_search_flush_dense(bigint, bigint) '
+    + _FLUSH_SETTINGS
+    + r"""    EXECUTE format('ALTER FUNCTION memors_search_flush_dense(bigint, bigint) '
                    'SET search_path = %I, pg_temp', current_schema());
     EXECUTE format('ALTER FUNCTION memors_search_index_of(text) SECURITY DEFINER '
                    'SET search_path = %I, pg_temp', current_schema());
@@ -2374,13 +2378,8 @@ END $$;
 """
     + _REMOVE_V15.replace("FILTER (WHERE g.pack IS NOT NULL)", "FILTER (WHERE g.pack > 0)")
     + _FLUSH_V21
-    + r"""
-DO $$
-BEGIN
-    -- (the replaced functions lost their settings with their new bodies)
-    EXECUTE format('ALTER FUNCTION memors_search_flush() SECURITY DEFINER '
-                   'SET search_path = %I, pg_temp SET work_mem = %L', current_schema(), '32MB');
-    EXECUTE format('ALTER FUNCTION memors_search_pack_pending(bigint) '
+    + _FLUSH_SETTINGS
+    + r"""    EXECUTE format('ALTER FUNCTION memors_search_pack_pending(bigint) '
                    'SET search_path = %I, pg_temp', current_schema());
     REVOKE EXECUTE ON FUNCTION memors_search_pack_pending(bigint) FROM PUBLIC;
 END $$;
