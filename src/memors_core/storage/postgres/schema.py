@@ -2350,7 +2350,9 @@ V21 = (
 CREATE INDEX search_docs_pending ON search_docs(ix) WHERE pack = 0;
 
 -- A namespace's pending passages packed: one row per term, its passages in
--- rowid order, the terms' frequencies counted once.
+-- rowid order, the terms' frequencies counted once. The rows are locked
+-- first (in rowid order): one that another transaction removes or packs
+-- meanwhile is left out once it commits, never counted twice.
 CREATE FUNCTION memors_search_pack_pending(ixn bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     packed bigint := nextval('search_packs_number');
@@ -2358,6 +2360,7 @@ BEGIN
     WITH pending AS MATERIALIZED (
         SELECT rowid, terms, tfs, length FROM search_docs
         WHERE kind = 'p' AND ix = ixn AND pack = 0
+        ORDER BY rowid FOR UPDATE
     ),
     packs AS (
         INSERT INTO search_packs(term, pack, rowids, tfs, lengths)
