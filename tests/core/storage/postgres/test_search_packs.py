@@ -151,6 +151,29 @@ def test_single_remembers_wait_unpacked_then_pack_and_rank_as_a_rebuild(two_stor
     assert ranked(url) == found
 
 
+def test_the_application_roles_single_remembers_are_packed_as_the_owners(two_stores) -> None:
+    # The packing runs in the flush, with the owner's rights: an
+    # application role that may not call it directly still packs.
+    owners, _ = two_stores
+    docs = documents(66)  # 132 passages: packed at the 128th
+    with Memory.open(owners) as memory:
+        for d in docs:
+            memory.remember(d["text"], uri=d["uri"])
+    with roles_database() as roles:
+        with Memory.open(roles.app_url) as memory:
+            for d in docs:
+                memory.remember(d["text"], uri=d["uri"])
+        with (
+            psycopg.connect(roles.app_url) as conn,
+            pytest.raises(psycopg.errors.InsufficientPrivilege),
+        ):
+            conn.execute("SELECT memors_search_pack_pending(1)")
+        assert pending(roles.owner_url) == pending(owners) == 4
+        assert layout(roles.owner_url)[1] > 0
+        assert ranked(roles.owner_url) == ranked(owners)
+        consistent(roles.owner_url)
+
+
 def test_forgotten_and_purged_passages_leave_their_packs(two_stores) -> None:
     bulk, single = two_stores
     docs = documents(60)
