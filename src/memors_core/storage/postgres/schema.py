@@ -2345,6 +2345,7 @@ END $$;""",
 assert _FLUSH_V21.count("pack_pending") == 1 and "search_postings" not in _FLUSH_V21
 assert "packed > 0" in _FLUSH_V21 and "rowid = ANY (rids)) THEN" in _FLUSH_V21
 assert "INTO indexes FROM docs" in _FLUSH_V21 and "indexes bigint[]" in _FLUSH_V21
+assert "    docs AS (\n" in _FLUSH_V21 and "packed IS NULL" not in _FLUSH_V21
 V21 = (
     r"""
 CREATE INDEX search_docs_pending ON search_docs(ix) WHERE pack = 0;
