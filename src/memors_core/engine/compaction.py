@@ -146,17 +146,17 @@ def _scan_kind(
     mark has reached them (another compaction scanned it meanwhile) has
     nothing to scan.
     """
-    # (the kind's mark and its open items: read together)
-    mark, open_items = tx.together(
+    # The kind's mark, its open items, and the clocks when no content write
+    # of the namespace is under way (a scan runs beside them: what one
+    # commits later is past its mark), read together.
+    mark, open_items, heads = tx.together(
         lambda: tx.changes.mark(namespace, kind.name),
         lambda: tx.items.open_keys(namespace, kind.name),
+        lambda: tx.changes.settled_heads(namespace),
     )
     incremental = not full and mark is not None and getattr(kind, "incremental", False)
     if _scanned_past(kind, mark, asked):
         return 0
-    # The clocks when no content write of the namespace is under way (a
-    # scan runs beside them: what one commits later is past its mark).
-    heads = tx.changes.settled_heads(namespace)
     ctx = KindContext(tx, namespace, not incremental, services.limits)
     said: dict[str, Any] = {"items": None, "step": None}  # from the kind's own reports
     if report is not None:
@@ -237,9 +237,9 @@ def _finish_kind(
     stamp: str,
 ) -> None:
     """A kind's last writes: its items refreshed and made obsolete, its
-    counts, its mark. None waits for an answer: they are sent together
-    (one round trip on a server engine, where each was one)."""
-    with tx.pipelined():
+    counts, its mark. None waits for an answer: on a server engine they go
+    with the transaction's commit, in one message."""
+    with tx.later():
         for ident, fingerprint, payload in refreshes:
             tx.items.refresh(ident, fingerprint, payload, stamp)
             tx.after_commit(log.info, "item_refreshed", namespace=namespace, kind=kind, item=ident)
@@ -340,11 +340,12 @@ def _scan_kinds(
                 created += _scan_kind(
                     services, tx, namespace, kind, full, report, created, read, asked
                 )
-                if not touched:
-                    tx.namespaces.touch(namespace)
-                if n == len(scanning):  # the log pruned in the last kind's transaction
-                    tx.changes.prune(namespace)
-                    pruned = True
+                with tx.later():  # (with the kind's commit)
+                    if not touched:
+                        tx.namespaces.touch(namespace)
+                    if n == len(scanning):  # the log pruned in the last kind's transaction
+                        tx.changes.prune(namespace)
+                        pruned = True
             touched = True
         except (StoreBusy, StoreUnavailable):
             raise  # the store's trouble, not the kind's: the next kind would meet it too

@@ -1023,6 +1023,15 @@ class Tx(Protocol):
         changes. An error of any of them is raised when the block ends at
         the latest, and the transaction rolls back as it would have."""
 
+    def later(self) -> AbstractContextManager[None]:
+        """A block of writes that need no answer (no read, no row count):
+        a server engine holds them back and sends them with the
+        transaction's next statement or its commit, in one message (no
+        round trip of their own); on SQLite they run at once. An error of
+        one is raised by that statement or the commit, and the transaction
+        rolls back as it would have; a savepoint rolled back drops those
+        made inside it."""
+
     def together(self, *reads: Callable[[], Any]) -> list[Any]:
         """The answers of independent reads (each a call of this
         transaction's repositories, none needing another's answer): a

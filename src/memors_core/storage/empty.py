@@ -143,6 +143,9 @@ class EmptyTx:
     def pipelined(self) -> contextlib.AbstractContextManager[None]:
         return contextlib.nullcontext()
 
+    def later(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
     def together(self, *reads: Callable[[], Any]) -> list[Any]:
         return [read() for read in reads]
 

@@ -33,7 +33,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -124,11 +124,36 @@ class _Learned(BaseException):
     handling takes it for a failure)."""
 
 
+class _Held:
+    """What a statement held back (:meth:`PgTx.later`) answers: nothing to read."""
+
+    rowcount = -1
+
+    def _refuse(self, *args: Any) -> Any:
+        raise RuntimeError("a statement of a later() block was read: it has no answer yet")
+
+    fetchone = fetchall = fetchmany = nextset = _refuse
+
+
+_HELD = _Held()
+
+
 class _Session(Session):
     """One thread's transaction: the shared bookkeeping, its connection and
     the namespaces it holds."""
 
-    __slots__ = ("begin", "brief", "conn", "recording", "replaying", "role", "scope", "snapshot")
+    __slots__ = (
+        "begin",
+        "brief",
+        "conn",
+        "later",
+        "queued",
+        "recording",
+        "replaying",
+        "role",
+        "scope",
+        "snapshot",
+    )
 
     def __init__(self, tx: PgTx) -> None:
         super().__init__(tx)
@@ -142,6 +167,11 @@ class _Session(Session):
         #: not sent yet: they go with its first statement, in one message
         #: (:meth:`PgStore._begin_with`).
         self.begin: str | None = None
+        #: Inside :meth:`PgTx.later` blocks (their depth): a write's
+        #: statements are held back in ``queued``, rendered, and go with the
+        #: transaction's next statement or its commit (:meth:`PgStore._begin_with`).
+        self.later = 0
+        self.queued: list[str] = []
         #: In a brief read (:meth:`PgStore.brief_read`): "waiting" until its
         #: statement went with the read's begin and end, then "sent".
         self.brief: str | None = None
@@ -482,7 +512,7 @@ class PgStore(Transactions):
             raise RuntimeError("a PostgreSQL store's connection is used inside a transaction only")
         if session.brief == "sent":  # (its transaction ended with its one statement)
             raise _NotBrief
-        if session.begin is not None:  # used as is: the transaction is begun first
+        if self._holding(session):  # used as is: what it holds back is sent first
             self._begin_with(session)
             conn = session.conn
             assert conn is not None
@@ -529,6 +559,7 @@ class PgStore(Transactions):
             yield session.conn
         finally:
             session.begin = session.snapshot = None
+            session.queued, session.later = [], 0
             conn, session.conn = session.conn, None
             if conn is not None:  # (None: no connection came free to replace a lost one)
                 self.pool.putconn(conn)
@@ -551,20 +582,27 @@ class PgStore(Transactions):
         params: Any = None,
         prepare: Sequence[tuple[str, str]] = (),
     ) -> psycopg.Cursor:
-        """Send the transaction's deferred first statements (``session.begin``),
-        with ``sql`` (its first statement, bound client-side) when there is
-        one, as one message: one round trip where there were two. The cursor
-        is left on ``sql``'s (first) result. A connection found lost there is
-        replaced as :meth:`_checked_out`'s is (:meth:`_first_round_trip`):
-        nothing committed on it, so nothing of the transaction stayed (a
-        read changes nothing in any case). ``prepare``: the ``(name, PREPARE
+        """Send what the transaction holds back, with ``sql`` (its next
+        statement, bound client-side) when there is one, as one message: one
+        round trip where there were more. What it holds back: its first
+        statements (``session.begin``: its BEGIN, a write's locks) until its
+        first statement, and the writes of :meth:`PgTx.later` blocks
+        (``session.queued``). The cursor is left on ``sql``'s (first)
+        result. A connection found lost at the first message is replaced as
+        :meth:`_checked_out`'s is (:meth:`_first_round_trip`): nothing
+        committed on it, so nothing of the transaction stayed (a read
+        changes nothing in any case). ``prepare``: the ``(name, PREPARE
         statement)`` of each statement ``sql`` executes, sent first, alone,
         on a connection that has not prepared it."""
-        begin = session.begin
-        assert begin is not None
-        session.begin = None
-        text = begin if sql is None else f"{begin}; {sql}"
-        if sql is not None and session.brief == "waiting":
+        begin, session.begin = session.begin, None
+        queued, session.queued = session.queued, []
+        held = [begin] if begin is not None else []
+        if queued:
+            # (rendered already: a ``%`` of theirs is no placeholder of ``sql``'s)
+            held += [q.replace("%", "%%") for q in queued] if params is not None else queued
+        skip = (0 if begin is None else begin.count(";") + 1) + len(queued)
+        text = "; ".join(held) if sql is None else "; ".join([*held, sql])
+        if sql is not None and begin is not None and session.brief == "waiting":
             text, session.brief = f"{text}; COMMIT", "sent"  # (the read's one statement)
 
         def send(conn: psycopg.Connection) -> psycopg.Cursor:
@@ -572,11 +610,40 @@ class PgStore(Transactions):
                 self._prepare(conn, name, statement)
             return conn.execute(text, params)
 
-        cur = self._first_round_trip(session, send, None)
-        if sql is not None:  # past the results of ``begin``'s statements
-            for _ in range(begin.count(";") + 1):
+        if begin is not None:
+            cur = self._first_round_trip(session, send, None)
+        else:
+            assert session.conn is not None
+            cur = send(session.conn)
+        if sql is not None:  # past the results of what was held back
+            for _ in range(skip):
                 cur.nextset()
         return cur
+
+    def _holding(self, session: _Session) -> bool:
+        """Whether the transaction holds back statements to send first."""
+        return session.begin is not None or bool(session.queued)
+
+    @staticmethod
+    def _holds_back(session: _Session) -> bool:
+        """Whether the statement being sent is a :meth:`PgTx.later` block's
+        write, to hold back (in the driver's pipeline mode it goes on in it)."""
+        conn = session.conn
+        return bool(
+            session.later
+            and session.in_write
+            and conn is not None
+            and not conn.pgconn.pipeline_status
+        )
+
+    def _hold(self, session: _Session, sql: str, params: Any) -> psycopg.Cursor:
+        """``sql`` held back, rendered, until the transaction's next
+        statement (a :meth:`PgTx.later` block's write)."""
+        conn = session.conn
+        assert conn is not None
+        # (the connections' cursors bind client-side: rendered as they would be sent)
+        session.queued.append(psycopg.ClientCursor(conn).mogrify(sql, params))
+        return cast(psycopg.Cursor, _HELD)
 
     def _first_round_trip(
         self,
@@ -720,9 +787,18 @@ class PgStore(Transactions):
     # (the transaction machine's driver calls)
 
     def _send(self, session: Session, sql: str) -> None:
+        if isinstance(session, _Session) and session.queued:
+            if sql.startswith("ROLLBACK TO SAVEPOINT"):
+                # (held back inside the savepoint: its entry sent all before)
+                session.queued = []
+            else:
+                self._begin_with(session, sql)
+                return
         self.conn.execute(sql)
 
     def _rollback(self, session: Session) -> None:
+        if isinstance(session, _Session):
+            session.queued = []  # (undone with the rest)
         if isinstance(session, _Session) and (session.begin is not None or session.conn is None):
             # (nothing was sent, or the connection was lost sending the
             # first message: nothing to roll back, no lock to take)
@@ -731,28 +807,39 @@ class PgStore(Transactions):
         super()._rollback(session)
 
     def _commit(self, session: Session) -> None:
-        if isinstance(session, _Session) and session.begin is not None:
+        if isinstance(session, _Session) and self._holding(session):
             # A write that sent nothing still takes its turn (its locks),
-            # begun and committed in one message.
+            # begun and committed in one message; the writes it held back
+            # (:meth:`PgTx.later`) go with its COMMIT.
+            begun, wrote = session.begin is None, bool(session.queued)
             try:
                 self._begin_with(session, "COMMIT")
+            except psycopg.OperationalError as exc:
+                if begun:
+                    raise self._lost_commit(exc) from None
+                raise
             except psycopg.Error:
-                if session.conn is not None:
+                if session.conn is not None:  # (a statement held back failed: none stays)
                     with contextlib.suppress(psycopg.Error):
                         session.conn.execute("ROLLBACK")
                 raise
+            if (begun or wrote) and session.conn is not None:
+                self._keep_statistics(session.conn)
             return
         conn = self.conn
         try:
             conn.execute("COMMIT")
         except psycopg.OperationalError as exc:
-            raise StoreUnavailable(
-                f"lost the connection to {self.location} while committing "
-                f"({one_line(exc, _password(self.url))}): the write may or may not have been "
-                "stored, whole or not at all; run it again to be sure (remembering the same "
-                "text twice stores it once)"
-            ) from None
+            raise self._lost_commit(exc) from None
         self._keep_statistics(conn)
+
+    def _lost_commit(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"lost the connection to {self.location} while committing "
+            f"({one_line(exc, _password(self.url))}): the write may or may not have been "
+            "stored, whole or not at all; run it again to be sure (remembering the same "
+            "text twice stores it once)"
+        )
 
     def _keep_statistics(self, conn: psycopg.Connection) -> None:
         """ANALYZE the tables that changed much since their statistics were taken.
@@ -934,7 +1021,9 @@ class PgStore(Transactions):
         r = render(sql)
         session = self._session
         try:
-            if session.begin is not None:  # a read's first statement: with its BEGIN
+            if self._holds_back(session):
+                return self._hold(session, r.sql, r.params(params))
+            if self._holding(session):  # with its BEGIN, or the writes held back
                 return self._begin_with(session, r.sql, r.params(params))
             return self.conn.execute(r.sql, r.params(params))
         except pg_errors.ReadOnlySqlTransaction:
@@ -963,6 +1052,12 @@ class PgStore(Transactions):
         values: list[Any] = []
         preparing: list[tuple[str, str]] = []
         for query, params in queries:
+            if query is _SETTLED:  # (settled_row's script: its statement written in)
+                namespace, written = params
+                name, statement = _preparation(written)
+                runs.append(_settled_script(namespace, name))
+                preparing.append((name, statement))
+                continue
             r = render(query)
             name, statement = _preparation(r.sql)
             bound = r.params(params)
@@ -973,7 +1068,11 @@ class PgStore(Transactions):
             preparing.append((name, statement))
         run = "; ".join(runs)
         session = self._session
-        if session.begin is not None:
+        if self._holds_back(session) and session.conn is not None:
+            for name, statement in preparing:
+                self._prepare(session.conn, name, statement)
+            return self._hold(session, run, values)
+        if self._holding(session):
             return self._begin_with(session, run, values, preparing)
         conn = self.conn
         for name, statement in preparing:
@@ -1037,10 +1136,18 @@ class PgStore(Transactions):
         if not queries:
             return []
         cur = self._executed(queries)
-        out = [cur.fetchall()]
-        for _ in queries[1:]:
-            cur.nextset()
-            out.append(cur.fetchall())
+        out = []
+        for n, (query, _) in enumerate(queries):
+            if n:
+                cur.nextset()
+            if query is _SETTLED:  # its row is its script's third result of five
+                cur.nextset()
+                cur.nextset()
+                out.append(cur.fetchall())
+                cur.nextset()
+                cur.nextset()
+            else:
+                out.append(cur.fetchall())
         return out
 
     @staticmethod
@@ -1087,16 +1194,19 @@ class PgStore(Transactions):
         session = self._session
         if session.role != "scan" or session.scope is None or namespace not in session.scope:
             return None
+        if session.recording is not None:  # (:meth:`together` learning its reads)
+            session.recording.append((_SETTLED, (namespace, sql)))
+            raise _Learned
+        if session.replaying is not None:
+            query, values, rows = session.replaying
+            session.replaying = None
+            if query is _SETTLED and values == (namespace, sql):
+                return rows[0] if rows else None
         # (the statement prepared once per connection: planning it was half
         # of the savepoint's round trip)
         name, statement = _preparation(sql)
         self._prepare(self.conn, name, statement)
-        cur = self.execute(
-            "SAVEPOINT memors_settled; "
-            f"SELECT pg_advisory_xact_lock({WRITING_SPACE}, {namespace_key(namespace)}); "
-            f"EXECUTE {name}; ROLLBACK TO SAVEPOINT memors_settled; "
-            "RELEASE SAVEPOINT memors_settled"
-        )
+        cur = self.execute(_settled_script(namespace, name))
         cur.nextset()  # (the savepoint's, then the lock's result, then the statement's)
         cur.nextset()
         row: tuple[Any, ...] | None = cur.fetchone()
@@ -1147,6 +1257,24 @@ def _lock_sql(
 
 
 _PLACEHOLDER = re.compile(r"%%|%s")
+
+
+#: A read of :meth:`PgStore.together` that is :meth:`PgStore.settled_row`'s
+#: script, not a planned statement (its parameters: the namespace and the
+#: statement, written in).
+_SETTLED = "settled_row"
+
+
+def _settled_script(namespace: str, name: str) -> str:
+    """The prepared statement ``name`` run while no content write of
+    ``namespace`` is under way (:meth:`PgStore.settled_row`): five
+    statements, its row the third's."""
+    return (
+        "SAVEPOINT memors_settled; "
+        f"SELECT pg_advisory_xact_lock({WRITING_SPACE}, {namespace_key(namespace)}); "
+        f"EXECUTE {name}; ROLLBACK TO SAVEPOINT memors_settled; "
+        "RELEASE SAVEPOINT memors_settled"
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -358,6 +358,17 @@ class PgTx(SqlTx):
         return answers
 
     @contextlib.contextmanager
+    def later(self) -> Iterator[None]:
+        """The block's statements held back (:meth:`PgStore.execute`) until
+        the transaction's next statement or its commit, sent with it."""
+        session = self.db._session
+        session.later += 1
+        try:
+            yield
+        finally:
+            session.later -= 1
+
+    @contextlib.contextmanager
     def pipelined(self) -> Iterator[None]:
         """psycopg's pipeline mode: the block's statements are sent without
         waiting for each other's answers (one round trip where each took

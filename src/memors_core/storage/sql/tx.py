@@ -105,6 +105,10 @@ class SqlTx:
         """(Statements are calls in SQLite's process: nothing to gather.)"""
         return contextlib.nullcontext()
 
+    def later(self) -> contextlib.AbstractContextManager[None]:
+        """(SQLite runs each statement at once: nothing to hold back.)"""
+        return contextlib.nullcontext()
+
     def together(self, *reads: Callable[[], Any]) -> list[Any]:
         """(SQLite's reads are calls in its process: each runs in turn; the
         PostgreSQL engine sends their statements together.)"""

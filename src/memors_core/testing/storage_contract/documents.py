@@ -9,7 +9,7 @@ import pytest
 
 from memors_core.domain.dates import now
 from memors_core.domain.ids import address, uuid7
-from memors_core.domain.rows import Document, DocumentVersion, Dropped, NewPassage
+from memors_core.domain.rows import Document, DocumentVersion, Dropped, NewPassage, ScanMark
 from memors_core.errors import NotFound
 from memors_core.storage.api import Storage
 from memors_core.testing.storage_contract.fixtures import NS, OTHER_NS, StorageFixtures
@@ -109,6 +109,46 @@ class DocumentContract(StorageFixtures):
         with storage.read() as tx:
             assert tx.documents.get(second, NS) is None
             assert tx.documents.latest_by_uri(NS, "file:///p.md") is not None
+
+    def test_writes_made_later_are_stored_with_the_next_statement_or_the_commit(
+        self, storage: Storage
+    ) -> None:
+        # What a compaction's kind writes last (its counts, its mark) needs
+        # no answer: a server engine holds it back, yet a read after it in
+        # the transaction sees it, the commit stores what is left, a
+        # savepoint rolled back drops what was made inside it, and a
+        # failing one fails the write with nothing of it kept.
+        first, second, third = ScanMark(1, 2, 3), ScanMark(4, 5, 6), ScanMark(7, 8, 9)
+        with storage.write() as tx:
+            with tx.later():
+                tx.namespaces.touch(NS)
+                tx.changes.set_mark(NS, "alpha", first)
+            assert tx.changes.mark(NS, "alpha") == first
+            with tx.later():
+                tx.changes.set_mark(NS, "beta", second)
+            with pytest.raises(LookupError), storage.write() as inner:  # (a savepoint)
+                with inner.later():
+                    inner.changes.set_mark(NS, "gamma", third)
+                raise LookupError("undone")
+            with tx.later():
+                tx.changes.set_mark(NS, "delta", third)
+        with storage.read() as tx:
+            assert tx.changes.mark(NS, "alpha") == first
+            assert tx.changes.mark(NS, "beta") == second
+            assert tx.changes.mark(NS, "gamma") is None
+            assert tx.changes.mark(NS, "delta") == third
+            assert NS in tx.namespaces.names()
+        driver_error = cast(Any, storage).driver_error
+        with pytest.raises(driver_error), storage.write() as tx:
+            tx.changes.set_mark(NS, "epsilon", first)
+            sql = tx.native("sql")
+            with tx.later():
+                tx.changes.set_mark(NS, "zeta", second)
+                # (the namespace is there: its name again breaks the key)
+                sql.execute("INSERT INTO namespaces(name, created_at) VALUES (?, ?)", (NS, now()))
+        with storage.read() as tx:
+            assert tx.changes.mark(NS, "epsilon") is None
+            assert tx.changes.mark(NS, "zeta") is None
 
     def test_passages_added_without_their_numbers_are_stored_and_found(
         self, storage: Storage
