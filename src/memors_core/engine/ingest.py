@@ -8,7 +8,6 @@ transaction per batch while a helper process splits and shingles the next.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import threading
@@ -270,14 +269,9 @@ class Ingest:
         prepared = self._within_limit(body, prepared)
         pieces = prepared[0]
         stamp = stamp or now()
-        # (the namespace needs no answer: it goes with the look-up; a bulk
-        # load's document sends neither, its batch having looked its uris up,
-        # and a pipeline with nothing in it would cost a round trip of its own)
-        sends = touch or latest is None
-        with tx.pipelined() if sends else contextlib.nullcontext():
-            if touch:
-                tx.namespaces.touch(namespace)
-            previous = _previous(tx, namespace, uri, latest)
+        if touch:  # (held back: it goes with the look-up, in the transaction's first message)
+            tx.namespaces.touch(namespace)
+        previous = _previous(tx, namespace, uri, latest)
         reuse: dict[str, list[str]] = {}
         if previous is not None:
             doc_id, last = previous.document.id, previous.version

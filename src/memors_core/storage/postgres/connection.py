@@ -807,6 +807,12 @@ class PgStore(Transactions):
         super()._rollback(session)
 
     def _commit(self, session: Session) -> None:
+        if isinstance(session, _Session) and session.begin is not None and session.queued:
+            # Writes held back and nothing sent: they go with the BEGIN,
+            # alone, as a first message may be sent again on another
+            # connection (:meth:`_first_round_trip`); one that commits
+            # writes never is (it may have landed).
+            self._begin_with(session)
         if isinstance(session, _Session) and self._holding(session):
             # A write that sent nothing still takes its turn (its locks),
             # begun and committed in one message; the writes it held back

@@ -72,9 +72,11 @@ def dumps(value: Any) -> str:
 
 class SqlNamespaces(Repo):
     def touch(self, namespace: str) -> None:
-        self.run(
-            "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)", (namespace, now())
-        )
+        with self.tx.later():  # (no answer: it goes with the next statement)
+            self.run(
+                "INSERT OR IGNORE INTO namespaces(name, created_at) VALUES (?, ?)",
+                (namespace, now()),
+            )
 
     def names(self) -> list[str]:
         return [r[0] for r in self.all("SELECT name FROM namespaces ORDER BY name")]
@@ -895,27 +897,33 @@ class SqlFacts(Repo):
                 raise NotFound(f"no passage {source} in namespace {namespace!r}")
         entity = self.tx.entities.ensure(subject, namespace).id
         ident = uuid7()
+        with self.tx.later():  # (no answer: it goes with the next statement or the commit)
+            self._insert_fact(
+                (
+                    ident,
+                    namespace,
+                    entity,
+                    predicate.strip(),
+                    value.strip(),
+                    text.fold_value(predicate),
+                    text.fold_value(value),
+                    valid_from.strip() if valid_from else None,
+                    valid_to.strip() if valid_to else None,
+                    from_ts,
+                    to_ts,
+                    source_id,
+                    now(),
+                )
+            )
+        return ident
+
+    def _insert_fact(self, row: tuple[Any, ...]) -> None:
         self.run(
             "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
             "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                ident,
-                namespace,
-                entity,
-                predicate.strip(),
-                value.strip(),
-                text.fold_value(predicate),
-                text.fold_value(value),
-                valid_from.strip() if valid_from else None,
-                valid_to.strip() if valid_to else None,
-                from_ts,
-                to_ts,
-                source_id,
-                now(),
-            ),
+            row,
         )
-        return ident
 
     def copy(self, ident: str, valid_from: str | None, valid_to: str | None, at: str) -> str:
         from_ts, to_ts = dates.interval(valid_from, valid_to)

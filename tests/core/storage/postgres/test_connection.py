@@ -15,6 +15,7 @@ import psycopg
 import pytest
 
 from memors_core import Memory
+from memors_core.domain.rows import ScanMark
 from memors_core.engine import views
 from memors_core.errors import MemorsError, StoreBusy
 from memors_core.storage.postgres.connection import (
@@ -82,6 +83,36 @@ def test_a_connection_dropped_between_transactions_is_replaced(postgres_url):
         # and takes a new one: the user sees nothing
         memory.remember("Stored after the server dropped the connection.")
         assert memory.search("dropped the connection").results
+
+
+def test_a_write_of_held_back_statements_alone_is_stored_over_a_dropped_connection(
+    postgres_url, monkeypatch
+):
+    # Writes that need no answer are held back (tx.later) till the next
+    # statement or the commit. A write made of them alone sends them with
+    # its BEGIN, not with its COMMIT: a first message found on a dropped
+    # connection is sent again on another, which is safe only while it
+    # commits nothing.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+    with Memory.open(postgres_url) as memory:
+        with memory.store.read() as tx:
+            pid = tx.native("postgres").info.backend_pid
+        with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        sent = _messages(monkeypatch)
+        with memory.store.write() as tx:
+            tx.namespaces.touch("held")
+            with tx.later():
+                tx.changes.set_mark("held", "kind", ScanMark(3, 2, 1))
+        monkeypatch.undo()
+        assert "held" in memory.namespaces()
+        with memory.store.read() as tx:
+            assert tx.changes.mark("held", "kind") == ScanMark(3, 2, 1)
+        # the held writes went with the BEGIN (twice: the dropped connection's
+        # attempt, then the new one's), the COMMIT alone
+        begun = [m for m in sent if m.startswith("BEGIN")]
+        assert len(begun) == 2 and all("INTO compact_marks" in m for m in begun), sent
+        assert sent[-1] == "COMMIT", sent
 
 
 def _messages(monkeypatch) -> list[str]:
@@ -265,7 +296,8 @@ def test_a_write_begins_and_takes_its_locks_with_its_first_statement(postgres_ur
         first = rest.split("; SET LOCAL lock_timeout = ", 1)[1]
         assert "; " in first and first.split("; ", 1)[1].strip(), sent[0]  # a statement follows
         assert not any(m.startswith("BEGIN") for m in sent[1:]), sent
-        assert sent[-1] == "COMMIT"
+        # (the fact's insert needs no answer: held back, it goes with the COMMIT)
+        assert sent[-1].startswith("INSERT INTO facts") and sent[-1].endswith("; COMMIT"), sent
         with memory.store.read() as tx:
             facts = tx.facts.live("default")
         assert {(f.predicate, f.value) for f in facts} == {("leader", "n1"), ("term", "7")}
@@ -384,7 +416,9 @@ def test_a_connection_lost_inside_a_write_stores_nothing_and_says_so_in_one_line
             with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
                 pid = tx.native("postgres").info.backend_pid
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            tx.namespaces.touch("never")
+            # (a statement sent at once: the namespace's registration is
+            # held back till the commit, where the loss says "may or may not")
+            tx.changes.set_mark("never", "kind", ScanMark(1, 1, 1))
         message = str(raised.value)
         assert "\n" not in message
         assert "lost the connection" in message and "nothing of it was stored" in message
