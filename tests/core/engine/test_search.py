@@ -278,3 +278,25 @@ def test_pages_superseded_or_forgotten_are_not_returned(memory):
     assert first not in _addresses(memory.search("copies", granularity="all", limit=100))
     memory.forget(second)
     assert memory.search("raft", granularity="page").results == []
+
+
+def test_a_search_naming_an_entity_reads_its_term_with_the_statistics(memory, monkeypatch):
+    # A question that names an entity also looks for the entity's term (the
+    # passages that mention it). On PostgreSQL the term is made from the
+    # entity's row in the statement that reads the terms' statistics: no
+    # round trip of its own to read the entity's number first.
+    memory.remember("[[Raft]] elects a leader.", uri="raft")
+    memory.remember("The protocol by Ongaro keeps a replicated log.", uri="log")
+    memory.remember("[[Raft]] was written up in 2014.", uri="paper")
+    if memory.store.tx.engine != "postgres":
+        pytest.skip("PostgreSQL's round trips (SQLite's reads are calls in its process)")
+    from store_checks import statements
+
+    with statements(memory, monkeypatch) as seen:
+        found = memory.search("what about raft", limit=5).results
+    assert {r.text for r in found} == {
+        "[[Raft]] elects a leader.",
+        "[[Raft]] was written up in 2014.",
+    }
+    assert not [s for s in seen if "rowid FROM entities WHERE id IN" in s], seen
+    assert any("FROM search_stats" in s and "FROM entities e" in s for s in seen), seen
