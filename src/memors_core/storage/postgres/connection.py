@@ -620,7 +620,8 @@ class PgStore(Transactions):
                 cur.nextset()
         return cur
 
-    def _holding(self, session: _Session) -> bool:
+    @staticmethod
+    def _holding(session: _Session) -> bool:
         """Whether the transaction holds back statements to send first."""
         return session.begin is not None or bool(session.queued)
 
@@ -636,11 +637,16 @@ class PgStore(Transactions):
             and not conn.pgconn.pipeline_status
         )
 
-    def _hold(self, session: _Session, sql: str, params: Any) -> psycopg.Cursor:
+    def _hold(
+        self, session: _Session, sql: str, params: Any, prepare: Sequence[tuple[str, str]] = ()
+    ) -> psycopg.Cursor:
         """``sql`` held back, rendered, until the transaction's next
-        statement (a :meth:`PgTx.later` block's write)."""
+        statement (a :meth:`PgTx.later` block's write); ``prepare`` as
+        :meth:`_begin_with`'s, sent now."""
         conn = session.conn
         assert conn is not None
+        for name, statement in prepare:
+            self._prepare(conn, name, statement)
         # (the connections' cursors bind client-side: rendered as they would be sent)
         session.queued.append(psycopg.ClientCursor(conn).mogrify(sql, params))
         return cast(psycopg.Cursor, _HELD)
@@ -787,14 +793,17 @@ class PgStore(Transactions):
     # (the transaction machine's driver calls)
 
     def _send(self, session: Session, sql: str) -> None:
-        if isinstance(session, _Session) and session.queued:
-            if sql.startswith("ROLLBACK TO SAVEPOINT"):
-                # (held back inside the savepoint: its entry sent all before)
-                session.queued = []
-            else:
-                self._begin_with(session, sql)
-                return
+        if isinstance(session, _Session) and session.queued:  # (what it holds goes first)
+            self._begin_with(session, sql)
+            return
         self.conn.execute(sql)
+
+    def _roll_back_to(self, session: Session, name: str) -> None:
+        if isinstance(session, _Session):
+            # (held back inside the savepoint, undone with it: its entry
+            # sent what was held before it)
+            session.queued = []
+        super()._roll_back_to(session, name)
 
     def _rollback(self, session: Session) -> None:
         if isinstance(session, _Session):
@@ -1074,10 +1083,8 @@ class PgStore(Transactions):
             preparing.append((name, statement))
         run = "; ".join(runs)
         session = self._session
-        if self._holds_back(session) and session.conn is not None:
-            for name, statement in preparing:
-                self._prepare(session.conn, name, statement)
-            return self._hold(session, run, values)
+        if self._holds_back(session):
+            return self._hold(session, run, values, preparing)
         if self._holding(session):
             return self._begin_with(session, run, values, preparing)
         conn = self.conn
@@ -1146,11 +1153,9 @@ class PgStore(Transactions):
         for n, (query, _) in enumerate(queries):
             if n:
                 cur.nextset()
-            if query is _SETTLED:  # its row is its script's third result of five
-                cur.nextset()
-                cur.nextset()
-                out.append(cur.fetchall())
-                cur.nextset()
+            if query is _SETTLED:
+                out.append(_settled_rows(cur))
+                cur.nextset()  # (past the savepoint's rollback and release)
                 cur.nextset()
             else:
                 out.append(cur.fetchall())
@@ -1212,11 +1217,8 @@ class PgStore(Transactions):
         # of the savepoint's round trip)
         name, statement = _preparation(sql)
         self._prepare(self.conn, name, statement)
-        cur = self.execute(_settled_script(namespace, name))
-        cur.nextset()  # (the savepoint's, then the lock's result, then the statement's)
-        cur.nextset()
-        row: tuple[Any, ...] | None = cur.fetchone()
-        return row
+        rows = _settled_rows(self.execute(_settled_script(namespace, name)))
+        return rows[0] if rows else None
 
     def all(self, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
         return self.execute(sql, params).fetchall()
@@ -1281,6 +1283,14 @@ def _settled_script(namespace: str, name: str) -> str:
         f"EXECUTE {name}; ROLLBACK TO SAVEPOINT memors_settled; "
         "RELEASE SAVEPOINT memors_settled"
     )
+
+
+def _settled_rows(cur: psycopg.Cursor) -> list[tuple[Any, ...]]:
+    """The statement's rows of :func:`_settled_script`'s results, the
+    cursor on its first (the savepoint's, then the lock's, then these)."""
+    cur.nextset()
+    cur.nextset()
+    return cur.fetchall()
 
 
 @functools.lru_cache(maxsize=256)

@@ -898,7 +898,10 @@ class SqlFacts(Repo):
         entity = self.tx.entities.ensure(subject, namespace).id
         ident = uuid7()
         with self.tx.later():  # (no answer: it goes with the next statement or the commit)
-            self._insert_fact(
+            self.run(
+                "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
+                "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     ident,
                     namespace,
@@ -913,17 +916,9 @@ class SqlFacts(Repo):
                     to_ts,
                     source_id,
                     now(),
-                )
+                ),
             )
         return ident
-
-    def _insert_fact(self, row: tuple[Any, ...]) -> None:
-        self.run(
-            "INSERT INTO facts(id, namespace, subject, predicate, value, predicate_folded, "
-            "value_folded, valid_from, valid_to, from_ts, to_ts, source, recorded_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row,
-        )
 
     def copy(self, ident: str, valid_from: str | None, valid_to: str | None, at: str) -> str:
         from_ts, to_ts = dates.interval(valid_from, valid_to)

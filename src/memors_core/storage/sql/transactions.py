@@ -75,6 +75,12 @@ class Transactions:
         with contextlib.suppress(self.driver_error):
             self._send(session, "ROLLBACK")
 
+    def _roll_back_to(self, session: Session, name: str) -> None:
+        """Undo the savepoint ``name`` and end it (a driver's failure is ignored)."""
+        with contextlib.suppress(self.driver_error):
+            self._send(session, f"ROLLBACK TO SAVEPOINT {name}")
+            self._send(session, f"RELEASE SAVEPOINT {name}")
+
     # --- the machine ------------------------------------------------------------------
 
     @property
@@ -139,9 +145,7 @@ class Transactions:
             session.tx.reset_clocks()
             if undo is not None:
                 undo()
-            with contextlib.suppress(self.driver_error):
-                self._send(session, f"ROLLBACK TO SAVEPOINT {name}")
-                self._send(session, f"RELEASE SAVEPOINT {name}")
+            self._roll_back_to(session, name)
             raise
         else:
             self._send(session, f"RELEASE SAVEPOINT {name}")
