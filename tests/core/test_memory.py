@@ -12,7 +12,7 @@ from memors_core.domain.ids import uuid7
 from memors_core.plugins.manager import ENTRY_POINT_GROUP, build_plugin_manager
 from memors_core.testing import passages_about, temporary_memory
 from memors_core.wire import to_json
-from store_checks import value_of
+from store_checks import rows_of, value_of
 
 BUILT_IN_KINDS = {"page", "stale", "conflict", "merge", "duplicate"}
 
@@ -146,13 +146,29 @@ def test_remember_many_returns_counts_and_commits_once_per_batch(memory):
     memory.store.conn.set_commit_hook(None)
 
 
+#: The documents each transaction of a load stored (its rows share its time).
+_BATCH_SIZES = "SELECT COUNT(*) FROM passages GROUP BY created_at ORDER BY created_at"
+
+
 def test_remember_many_stores_the_engines_batch_of_documents_per_transaction(memory):
     # A batch's rows share its transaction's time: one time per transaction.
-    # PostgreSQL's index work at commit costs less per document in larger ones.
-    docs = [{"text": f"Document {i} about node {i % 7}.", "uri": f"u{i}"} for i in range(1200)]
+    # PostgreSQL's index work at commit costs less per document in larger
+    # ones; the first batches are an eighth of the engine's, doubling, so the
+    # first rows do not wait for a whole batch to be prepared.
+    docs = [{"text": f"Document {i} about node {i % 7}.", "uri": f"u{i}"} for i in range(3000)]
     memory.remember_many(docs)
-    transactions = value_of(memory, "SELECT COUNT(DISTINCT created_at) FROM passages")
-    assert transactions == (1 if memory.store.engine == "postgres" else 3)  # 2,000; 500 each
+    sizes = [r[0] for r in rows_of(memory, _BATCH_SIZES)]
+    if memory.store.engine == "postgres":  # 2,000 a batch
+        assert sizes == [250, 500, 1000, 1250]
+    else:  # 500 a batch
+        assert sizes == [62, 125, 250, 500, 500, 500, 500, 500, 63]
+
+
+def test_remember_many_with_a_batch_given_stores_that_many_from_the_first(memory):
+    docs = [{"text": f"Document {i} about node {i % 7}.", "uri": f"u{i}"} for i in range(700)]
+    memory.remember_many(docs, batch=300)
+    sizes = [r[0] for r in rows_of(memory, _BATCH_SIZES)]
+    assert sizes == [300, 300, 100]
 
 
 def test_remember_many_names_the_bad_document_and_keeps_earlier_batches(memory):

@@ -38,6 +38,21 @@ log = get_logger("memors")
 #: New passages stored per statement (one statement each for the passages,
 #: their mentions and profiles): bounded, so a huge document streams.
 STORE_BATCH = 1000
+#: A ramped bulk load's first batches: an eighth of its batch, a quarter,
+#: a half. The load's first rows wait for the helper process to prepare the
+#: first batch (and on PostgreSQL for its terms to be counted) with the
+#: other core idle, so that batch is small.
+RAMP_STEPS = 3
+
+
+def _batch_sizes(batch: int, ramp: bool) -> Iterator[int]:
+    """Each batch's size in documents: ``batch``, after (with ``ramp``) an
+    eighth of it, a quarter and a half."""
+    if ramp:
+        for shift in range(RAMP_STEPS, 0, -1):
+            yield max(1, batch >> shift)
+    while True:
+        yield batch
 
 
 def _dumps(value: Any) -> str:
@@ -194,14 +209,17 @@ class Ingest:
         namespace: str,
         *,
         batch: int = 500,
+        ramp: bool = False,
         progress: Callable[[Progress], None] | None = None,
         where: Callable[[int], str] | None = None,
     ) -> RememberedMany:
         """Store many documents, one transaction per ``batch`` (see
-        :meth:`memors_core.Memory.remember_many`)."""
+        :meth:`memors_core.Memory.remember_many`); with ``ramp``, the first
+        batches are smaller (:data:`RAMP_STEPS`)."""
         load = _BulkLoad(self, namespace, Reporter(progress))
         before = self._entity_count(namespace)
-        load.run(self._checked(documents, where or (lambda n: f"document {n}")), batch)
+        sizes = _batch_sizes(batch, ramp)
+        load.run(self._checked(documents, where or (lambda n: f"document {n}")), sizes)
         totals = load.totals
         return RememberedMany(
             documents=totals["documents"],
@@ -475,6 +493,10 @@ def _finished(
     return _remembered(tx, where.document, where.version)
 
 
+#: A batch taken from the helper that nothing was read ahead for yet.
+_UNREAD = object()
+
+
 class _NextBatch:
     """The next batch of a bulk load made ready on a thread of its own while
     this one commits: its passages taken from the helper process, then what
@@ -528,15 +550,18 @@ class _BulkLoad:
         self.ahead: list[tuple[list[tuple], bool]] = []  # the batch the worker has
         self.next: _NextBatch | None = None  # that batch taken and read ahead for
 
-    def run(self, documents: Iterable[tuple], batch: int) -> None:
-        """Store the (checked) documents. When reading or checking one fails,
-        everything before it is stored, whatever raised (a bad line, an
-        unreadable file), and the error says how much, so a load can resume."""
+    def run(self, documents: Iterable[tuple], sizes: Iterator[int]) -> None:
+        """Store the (checked) documents, in batches of ``sizes``. When
+        reading or checking one fails, everything before it is stored,
+        whatever raised (a bad line, an unreadable file), and the error says
+        how much, so a load can resume."""
         try:
+            size = next(sizes)
             for doc in documents:
                 self.pending.append(doc)
-                if len(self.pending) >= batch:
+                if len(self.pending) >= size:
                     self.flush()
+                    size = next(sizes)
         except MemorsError as exc:
             try:
                 self.drain()
@@ -561,17 +586,13 @@ class _BulkLoad:
 
     def collect(self, docs: list[tuple]) -> tuple[list[Prepared], object]:
         """The prepared passages of the batch the helper has (``docs``), and
-        what was read ahead for them (None: nothing was). The first batch
-        is read ahead for here, before its transaction: on PostgreSQL a
-        namespace's first bulk load then makes its search index outside
-        the batch (where the next batch's read ahead, while this one
-        commits, would wait for it)."""
+        what was read ahead for them (None: nothing was; ``_UNREAD``: not
+        yet, which :meth:`store` does once the helper has the next batch)."""
         taken, self.next = self.next, None
         if taken is not None:
             assert taken.docs is docs
             return taken.result()
-        prepared = self.worker.collect(docs)
-        return prepared, self.read_ahead(docs, prepared)
+        return self.worker.collect(docs), _UNREAD
 
     def read_ahead(self, docs: list[tuple], prepared: list[Prepared]) -> object:
         """What storing the batch will need, read outside any transaction
@@ -628,6 +649,12 @@ class _BulkLoad:
         """Store one batch in one transaction (``found``: what was read ahead
         for it); counted once it is committed. The batch the helper has is
         taken and read ahead for while this one commits."""
+        if found is _UNREAD:
+            # (the first batch is read ahead for here, before its transaction:
+            # on PostgreSQL a namespace's first bulk load then makes its search
+            # index outside the batch, where the next batch's read ahead, while
+            # this one commits, would wait for it)
+            found = self.read_ahead(docs, prepared)
         ingest, namespace, report = self.ingest, self.namespace, self.report
         passages, fared = 0, Counter()
         created: list[tuple[str, str]] | None = [] if ingest.makes_vectors else None
