@@ -103,16 +103,18 @@ def words(text: str) -> list[str] | None:
 
 class _Stemmed:
     """The words of one namespace stemmed with one seed. Nearly every word
-    is one lexeme at one position: ``lexeme`` maps it to that lexeme. The
-    others (none: too long to index; several) are kept whole in ``odd``,
-    and ``lexeme`` maps them to None. ``terms`` holds each lexeme's hashed
-    term, as an element of a ``bigint[]`` in binary."""
+    is one lexeme at one position: ``lexeme`` maps it to that lexeme, and
+    ``term`` to the lexeme's hashed term, as an element of a ``bigint[]`` in
+    binary. The others (none: too long to index; several) are kept whole in
+    ``odd``, and ``lexeme`` maps them to None. ``terms`` holds each
+    lexeme's hashed term."""
 
-    __slots__ = ("lexeme", "odd", "seed", "terms")
+    __slots__ = ("lexeme", "odd", "seed", "term", "terms")
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.lexeme: dict[str, str | None] = {}
+        self.term: dict[str, bytes] = {}  # a one-lexeme word's term
         self.odd: dict[str, list[tuple[str, int]]] = {}  # word -> [(lexeme, positions)]
         self.terms: dict[str, bytes] = {}
 
@@ -124,6 +126,7 @@ class _Stemmed:
             self.terms[lexeme] = Int8Array.element_of(term)
         if len(stems) == 1 and stems[0][2] == 1:
             self.lexeme[word] = stems[0][0]
+            self.term[word] = self.terms[stems[0][0]]
         else:
             self.lexeme[word] = None
             self.odd[word] = [(lexeme, positions) for lexeme, _, positions in stems]
@@ -133,10 +136,14 @@ class _Stemmed:
         and each one's number of positions (in no particular order: the
         index reads a passage's terms by value)."""
         times = Counter(tokens)
+        try:
+            hashed = list(map(self.term.__getitem__, times))
+        except KeyError:  # (an odd word, or one not stemmed yet: below)
+            pass
+        else:
+            if len(set(hashed)) == len(hashed):  # (no two words of one lexeme)
+                return hashed, list(times.values())
         lexemes = list(map(self.lexeme.__getitem__, times))
-        if None not in lexemes and len(set(lexemes)) == len(lexemes):
-            hashed = list(map(self.terms.__getitem__, lexemes))  # type: ignore[arg-type]
-            return hashed, list(times.values())
         tally: dict[str, int] = {}  # words that share a lexeme, or are odd
         for word, one, n in zip(times, lexemes, times.values(), strict=True):
             if one is not None:
