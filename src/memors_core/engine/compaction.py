@@ -311,25 +311,55 @@ def _scan_kinds(
     report: Reporter | None,
     errors: list[dict[str, str]],
 ) -> int:
-    """Scan the chosen kinds of ``namespace``, each in a transaction of its
-    own; how many items they created (a kind that fails is said in
-    ``errors`` and the others go on).
+    """Scan the chosen kinds of ``namespace``; how many items they created
+    (a kind that fails is said in ``errors`` and the others go on).
 
     A scan runs beside the namespace's content writes (remembering, facts,
     forgetting) and takes turns with its other scans. The clocks as the
     compaction is asked for say what it must scan (what was committed by
     then): one that waited for another compaction finds the kinds that one
-    scanned past them done, and scans only the others."""
+    scanned past them done, and scans only the others.
+
+    Where scans wait only for each other (``Capabilities.scans_beside_writes``)
+    the kinds are scanned in one turn, each in a savepoint: compactions of
+    a busy namespace then queue once each, and one that waited finds every
+    kind scanned past its clocks. Turns of one kind each interleaved them:
+    a queue of compactions, each kind of each waiting for all the others'.
+    Elsewhere each kind is a transaction of its own, so that the writers
+    its turn holds off go between them."""
+    store = services.store
+    asked = None if full else store.brief_read(lambda tx: tx.changes.heads())
+    if not store.capabilities.scans_beside_writes:
+        return _scan_kinds_asked(services, namespace, chosen, full, report, errors, asked)
+    with store.write(namespace=namespace, role="scan") as turn:
+        return _scan_kinds_asked(services, namespace, chosen, full, report, errors, asked, turn)
+
+
+def _scan_kinds_asked(
+    services: Services,
+    namespace: str,
+    chosen: list[Kind],
+    full: bool,
+    report: Reporter | None,
+    errors: list[dict[str, str]],
+    asked: ScanMark | None,
+    turn: Tx | None = None,
+) -> int:
+    """:func:`_scan_kinds` once asked for at the clocks ``asked``: each kind
+    in a write of its own, a transaction, or a savepoint of ``turn`` (the
+    compaction's one turn, where it has one)."""
     store = services.store
     created = 0
     touched = False  # the namespace is listed once one kind's scan committed
     pruned = False
     read: ChangesRead = {}
-    asked = None if full else store.brief_read(lambda tx: tx.changes.heads())
     scanning = chosen
     if asked is not None and chosen:
-        with store.write(namespace=namespace, role="scan") as tx:
-            scanning = _left_to_scan(tx, namespace, chosen, asked)
+        if turn is not None:
+            scanning = _left_to_scan(turn, namespace, chosen, asked)
+        else:
+            with store.write(namespace=namespace, role="scan") as tx:
+                scanning = _left_to_scan(tx, namespace, chosen, asked)
         if not scanning:
             return 0
     for n, kind in enumerate(scanning, 1):

@@ -84,6 +84,12 @@ class Capabilities:
     vectors: bool = False
     #: Why not, when :attr:`vectors` is False: one line a user can act on.
     vectors_missing: str = ""
+    #: A namespace's compaction scans wait only for each other, never for
+    #: its other writers (a scan's turn is a lock of its own): a compaction
+    #: scans all its kinds in one turn, each kind in a savepoint. Where a
+    #: scan takes the writers' turn too (SQLite's one write lock), each
+    #: kind is a transaction of its own, so writers go between them.
+    scans_beside_writes: bool = False
     #: Documents a bulk load stores per transaction by default (a server
     #: engine's index work at commit costs less per document in larger ones).
     bulk_documents: int = 500

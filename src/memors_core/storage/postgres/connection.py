@@ -295,6 +295,7 @@ class PgStore(Transactions):
             secure_erase=False,
             online_backup=True,
             shared=True,
+            scans_beside_writes=True,
             vectors=not self.vectors_missing,
             vectors_missing=self.vectors_missing,
             # (a batch's flush writes a row per term: 2,000 documents at
@@ -797,6 +798,14 @@ class PgStore(Transactions):
             self._begin_with(session, sql)
             return
         self.conn.execute(sql)
+
+    def _release_savepoint(self, session: Session, name: str) -> None:
+        if isinstance(session, _Session) and session.in_write:
+            # (held back like a later block's write: it goes with the next
+            # statement or the COMMIT, where it was a round trip of its own)
+            session.queued.append(f"RELEASE SAVEPOINT {name}")
+            return
+        super()._release_savepoint(session, name)
 
     def _roll_back_to(self, session: Session, name: str) -> None:
         if isinstance(session, _Session):

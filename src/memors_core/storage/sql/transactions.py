@@ -75,6 +75,10 @@ class Transactions:
         with contextlib.suppress(self.driver_error):
             self._send(session, "ROLLBACK")
 
+    def _release_savepoint(self, session: Session, name: str) -> None:
+        """End the savepoint ``name``, its work kept."""
+        self._send(session, f"RELEASE SAVEPOINT {name}")
+
     def _roll_back_to(self, session: Session, name: str) -> None:
         """Undo the savepoint ``name`` and end it (a driver's failure is ignored)."""
         with contextlib.suppress(self.driver_error):
@@ -148,7 +152,7 @@ class Transactions:
             self._roll_back_to(session, name)
             raise
         else:
-            self._send(session, f"RELEASE SAVEPOINT {name}")
+            self._release_savepoint(session, name)
         finally:
             session.depth -= 1
 
