@@ -9,6 +9,7 @@ hooks and counts every event in the store's persisted counters.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -329,68 +330,50 @@ def _scan_kinds(
     its turn holds off go between them."""
     store = services.store
     asked = None if full else store.brief_read(lambda tx: tx.changes.heads())
-    if not store.capabilities.scans_beside_writes:
-        return _scan_kinds_asked(services, namespace, chosen, full, report, errors, asked)
-    with store.write(namespace=namespace, role="scan") as turn:
-        return _scan_kinds_asked(services, namespace, chosen, full, report, errors, asked, turn)
-
-
-def _scan_kinds_asked(
-    services: Services,
-    namespace: str,
-    chosen: list[Kind],
-    full: bool,
-    report: Reporter | None,
-    errors: list[dict[str, str]],
-    asked: ScanMark | None,
-    turn: Tx | None = None,
-) -> int:
-    """:func:`_scan_kinds` once asked for at the clocks ``asked``: each kind
-    in a write of its own, a transaction, or a savepoint of ``turn`` (the
-    compaction's one turn, where it has one)."""
-    store = services.store
-    created = 0
-    touched = False  # the namespace is listed once one kind's scan committed
-    pruned = False
-    read: ChangesRead = {}
-    scanning = chosen
-    if asked is not None and chosen:
-        if turn is not None:
-            scanning = _left_to_scan(turn, namespace, chosen, asked)
-        else:
-            with store.write(namespace=namespace, role="scan") as tx:
-                scanning = _left_to_scan(tx, namespace, chosen, asked)
-        if not scanning:
-            return 0
-    for n, kind in enumerate(scanning, 1):
-        if report is not None:
-            report(True, task="compact", phase=kind.name, step="scanning", created=created)
-        try:
-            with store.write(namespace=namespace, role="scan") as tx:
-                created += _scan_kind(
-                    services, tx, namespace, kind, full, report, created, read, asked
+    one_turn = store.capabilities.scans_beside_writes
+    with store.write(namespace=namespace, role="scan") if one_turn else nullcontext() as turn:
+        created = 0
+        touched = False  # the namespace is listed once one kind's scan committed
+        pruned = False
+        read: ChangesRead = {}
+        scanning = chosen
+        if asked is not None and chosen:
+            if turn is not None:  # (in the compaction's turn: no savepoint of its own)
+                scanning = _left_to_scan(turn, namespace, chosen, asked)
+            else:
+                with store.write(namespace=namespace, role="scan") as tx:
+                    scanning = _left_to_scan(tx, namespace, chosen, asked)
+            if not scanning:
+                return 0
+        for n, kind in enumerate(scanning, 1):
+            if report is not None:
+                report(True, task="compact", phase=kind.name, step="scanning", created=created)
+            try:
+                with store.write(namespace=namespace, role="scan") as tx:
+                    created += _scan_kind(
+                        services, tx, namespace, kind, full, report, created, read, asked
+                    )
+                    with tx.later():  # (with the kind's commit)
+                        if not touched:
+                            tx.namespaces.touch(namespace)
+                        if n == len(scanning):  # the log pruned in the last kind's write
+                            tx.changes.prune(namespace)
+                            pruned = True
+                touched = True
+            except (StoreBusy, StoreUnavailable):
+                raise  # the store's trouble, not the kind's: the next kind would meet it too
+            except Exception as exc:  # a broken plugin never takes the others down
+                owner = services.kinds.owner(kind.name)
+                log.error(
+                    "kind_failed", namespace=namespace, kind=kind.name, plugin=owner, error=str(exc)
                 )
-                with tx.later():  # (with the kind's commit)
-                    if not touched:
-                        tx.namespaces.touch(namespace)
-                    if n == len(scanning):  # the log pruned in the last kind's transaction
-                        tx.changes.prune(namespace)
-                        pruned = True
-            touched = True
-        except (StoreBusy, StoreUnavailable):
-            raise  # the store's trouble, not the kind's: the next kind would meet it too
-        except Exception as exc:  # a broken plugin never takes the others down
-            owner = services.kinds.owner(kind.name)
-            log.error(
-                "kind_failed", namespace=namespace, kind=kind.name, plugin=owner, error=str(exc)
-            )
-            errors.append(
-                {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
-            )
-    if not pruned:  # (no kind, or the last one failed)
-        with store.write(namespace=namespace, role="scan") as tx:
-            tx.changes.prune(namespace)
-    return created
+                errors.append(
+                    {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
+                )
+        if not pruned:  # (no kind, or the last one failed)
+            with store.write(namespace=namespace, role="scan") as tx:
+                tx.changes.prune(namespace)
+        return created
 
 
 def compact(

@@ -27,6 +27,16 @@ def _compact_counted(memory, monkeypatch, **kwargs):
     return seen
 
 
+def _one_more_document_compacted(memory, monkeypatch):
+    """Raft's three passages compacted, then Paxos remembered: the statements
+    of the compaction that follows (every kind has something to scan)."""
+    for n in range(3):
+        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
+    memory.compact()
+    memory.remember("[[Paxos]] agrees on one value.", uri="doc-p")
+    return _compact_counted(memory, monkeypatch)
+
+
 def test_each_kind_reads_its_three_clocks_in_one_statement(memory, monkeypatch):
     for n in range(3):
         memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
@@ -56,11 +66,7 @@ def test_a_kinds_mark_open_items_and_settled_clocks_are_read_in_one_message(memo
     # and open items, not in a round trip of its own.
     if memory.store.tx.engine != "postgres":
         pytest.skip("PostgreSQL's round trips (SQLite's reads are calls in its process)")
-    for n in range(3):
-        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
-    memory.compact()
-    memory.remember("[[Paxos]] agrees on one value.", uri="doc-p")
-    seen = _compact_counted(memory, monkeypatch)
+    seen = _one_more_document_compacted(memory, monkeypatch)
     settled = [s for s in seen if "SAVEPOINT memors_settled" in s]
     assert len(settled) == len(memory.kinds.names()), [s[:80] for s in settled]
     for message in settled:
@@ -75,11 +81,7 @@ def test_a_compaction_takes_one_turn_where_scans_wait_only_for_each_other(memory
     # Turns of one kind each interleaved them: five waits a compaction,
     # each behind every other compaction's. On SQLite a scan holds off the
     # file's writers: each kind is a transaction, and they go between.
-    for n in range(3):
-        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"doc-{n}")
-    memory.compact()
-    memory.remember("[[Paxos]] agrees on one value.", uri="doc-p")
-    seen = _compact_counted(memory, monkeypatch)
+    seen = _one_more_document_compacted(memory, monkeypatch)
     if memory.store.tx.engine == "postgres":
         writes = [s for s in seen if s.startswith("BEGIN ISOLATION LEVEL READ COMMITTED")]
         assert len(writes) == 1, [w[:120] for w in writes]
@@ -384,11 +386,7 @@ def test_a_kinds_mark_and_open_items_are_read_in_one_message(memory, monkeypatch
     # its scan mark and its open items. On PostgreSQL they go in one
     # message (they were round trips of their own); on SQLite they are
     # calls, as before.
-    for n in range(3):
-        memory.remember(f"[[Raft]] elects a leader, round {n}.", uri=f"raft-{n}")
-    memory.compact()
-    memory.remember("[[Paxos]] agrees on one value.", uri="paxos")
-    seen = _compact_counted(memory, monkeypatch)
+    seen = _one_more_document_compacted(memory, monkeypatch)
     mark = "SELECT change_seq, passage_seq, tombstone_seq FROM compact_marks"
     open_keys = "SELECT id, key, fingerprint FROM work_items"
     kinds = memory.kinds.names()
