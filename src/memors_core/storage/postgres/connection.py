@@ -800,9 +800,11 @@ class PgStore(Transactions):
         self.conn.execute(sql)
 
     def _release_savepoint(self, session: Session, name: str) -> None:
-        if isinstance(session, _Session) and session.in_write:
+        conn = session.conn if isinstance(session, _Session) and session.in_write else None
+        if isinstance(session, _Session) and conn is not None and not conn.pgconn.pipeline_status:
             # (held back like a later block's write: it goes with the next
-            # statement or the COMMIT, where it was a round trip of its own)
+            # statement or the COMMIT, where it was a round trip of its own;
+            # in the driver's pipeline mode a statement goes alone: sent)
             session.queued.append(f"RELEASE SAVEPOINT {name}")
             return
         super()._release_savepoint(session, name)

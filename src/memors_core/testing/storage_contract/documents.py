@@ -110,6 +110,26 @@ class DocumentContract(StorageFixtures):
             assert tx.documents.get(second, NS) is None
             assert tx.documents.latest_by_uri(NS, "file:///p.md") is not None
 
+    def test_a_savepoint_inside_a_pipelined_block_keeps_what_follows_it(
+        self, storage: Storage
+    ) -> None:
+        # A nested write (a savepoint) ended inside a pipelined block, then
+        # more writes in the block: each stored. (PostgreSQL holds a
+        # savepoint's RELEASE back to go with the next statement; in the
+        # driver's pipeline a statement goes alone, so there it is sent.)
+        stamp = now()
+        first, second = uuid7(), uuid7()
+        with storage.write() as tx, tx.pipelined():
+            tx.namespaces.touch(NS)
+            with storage.write() as inner:
+                inner.documents.insert_many([Document(first, NS, "file:///in.md", stamp)])
+            tx.namespaces.touch(f"{NS}-after")
+            tx.documents.insert_many([Document(second, NS, "file:///after.md", stamp)])
+        with storage.read() as tx:
+            assert tx.documents.get(first, NS) is not None
+            assert tx.documents.get(second, NS) is not None
+            assert f"{NS}-after" in tx.namespaces.names()
+
     def test_writes_made_later_are_stored_with_the_next_statement_or_the_commit(
         self, storage: Storage
     ) -> None:
