@@ -70,6 +70,9 @@ def test_a_kinds_mark_open_items_and_settled_clocks_are_read_in_one_message(memo
     settled = [s for s in seen if "SAVEPOINT memors_settled" in s]
     assert len(settled) == len(memory.kinds.names()), [s[:80] for s in settled]
     for message in settled:
+        # (the kind's first statements: its savepoint went before, alone or
+        # with the last writes of the kind before it)
+        assert message.startswith("SELECT change_seq, passage_seq, tombstone_seq"), message[:80]
         assert "FROM compact_marks" in message and "FROM work_items" in message, message[:300]
 
 

@@ -629,14 +629,15 @@ class PgStore(Transactions):
     @staticmethod
     def _holds_back(session: _Session) -> bool:
         """Whether the statement being sent is a :meth:`PgTx.later` block's
-        write, to hold back (in the driver's pipeline mode it goes on in it)."""
+        write, to hold back."""
+        return bool(session.later) and PgStore._may_hold(session)
+
+    @staticmethod
+    def _may_hold(session: _Session) -> bool:
+        """Whether a write's statement may be held back to go with the next
+        (not in the driver's pipeline mode, where each goes on in it alone)."""
         conn = session.conn
-        return bool(
-            session.later
-            and session.in_write
-            and conn is not None
-            and not conn.pgconn.pipeline_status
-        )
+        return session.in_write and conn is not None and not conn.pgconn.pipeline_status
 
     def _hold(
         self, session: _Session, sql: str, params: Any, prepare: Sequence[tuple[str, str]] = ()
@@ -800,11 +801,9 @@ class PgStore(Transactions):
         self.conn.execute(sql)
 
     def _release_savepoint(self, session: Session, name: str) -> None:
-        conn = session.conn if isinstance(session, _Session) and session.in_write else None
-        if isinstance(session, _Session) and conn is not None and not conn.pgconn.pipeline_status:
+        if isinstance(session, _Session) and self._may_hold(session):
             # (held back like a later block's write: it goes with the next
-            # statement or the COMMIT, where it was a round trip of its own;
-            # in the driver's pipeline mode a statement goes alone: sent)
+            # statement or the COMMIT, where it was a round trip of its own)
             session.queued.append(f"RELEASE SAVEPOINT {name}")
             return
         super()._release_savepoint(session, name)
