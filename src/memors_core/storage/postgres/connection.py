@@ -800,6 +800,15 @@ class PgStore(Transactions):
             return
         self.conn.execute(sql)
 
+    def _open_savepoint(self, session: Session, name: str) -> None:
+        if isinstance(session, _Session) and self._may_hold(session):
+            # (held back: it goes with the savepoint's first statement, or
+            # with what follows it, where it was a round trip of its own;
+            # a compaction's turn set one a kind)
+            session.queued.append(f"SAVEPOINT {name}")
+            return
+        super()._open_savepoint(session, name)
+
     def _release_savepoint(self, session: Session, name: str) -> None:
         if isinstance(session, _Session) and self._may_hold(session):
             # (held back like a later block's write: it goes with the next
@@ -810,6 +819,13 @@ class PgStore(Transactions):
 
     def _roll_back_to(self, session: Session, name: str) -> None:
         if isinstance(session, _Session):
+            opened = f"SAVEPOINT {name}"
+            if opened in session.queued:
+                # Never sent: the server knows nothing of it, and what the
+                # transaction held back before it stays held.
+                at = len(session.queued) - 1 - session.queued[::-1].index(opened)
+                del session.queued[at:]
+                return
             # (held back inside the savepoint, undone with it: its entry
             # sent what was held before it)
             session.queued = []

@@ -75,6 +75,10 @@ class Transactions:
         with contextlib.suppress(self.driver_error):
             self._send(session, "ROLLBACK")
 
+    def _open_savepoint(self, session: Session, name: str) -> None:
+        """Set the savepoint ``name``."""
+        self._send(session, f"SAVEPOINT {name}")
+
     def _release_savepoint(self, session: Session, name: str) -> None:
         """End the savepoint ``name``, its work kept."""
         self._send(session, f"RELEASE SAVEPOINT {name}")
@@ -139,7 +143,7 @@ class Transactions:
         name = f"memors_{session.depth}"
         mark = len(session.after_commit)
         undo = None
-        self._send(session, f"SAVEPOINT {name}")
+        self._open_savepoint(session, name)
         try:
             if enter is not None:
                 undo = enter()

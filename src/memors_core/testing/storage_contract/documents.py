@@ -170,6 +170,43 @@ class DocumentContract(StorageFixtures):
             assert tx.changes.mark(NS, "epsilon") is None
             assert tx.changes.mark(NS, "zeta") is None
 
+    def test_savepoints_undone_before_or_after_their_first_statement_undo_only_themselves(
+        self, storage: Storage
+    ) -> None:
+        # A server engine sets a savepoint with its first statement (a
+        # compaction's turn sets one a kind): one undone before anything of
+        # it was sent leaves what the transaction held back before it, one
+        # inside another undoes only itself, and one undone after a read
+        # inside it undoes its writes as ever.
+        marks = [ScanMark(n, n + 1, n + 2) for n in range(1, 7)]
+        with storage.write() as tx:
+            with tx.later():
+                tx.namespaces.touch(NS)
+                tx.changes.set_mark(NS, "kept-before", marks[0])
+            with pytest.raises(LookupError), storage.write() as inner:
+                with inner.later():
+                    inner.changes.set_mark(NS, "undone-unsent", marks[1])
+                raise LookupError("undone before anything of it was sent")
+            with storage.write() as outer:
+                with outer.later():
+                    outer.changes.set_mark(NS, "kept-outer", marks[2])
+                with pytest.raises(LookupError), storage.write() as inner:
+                    with inner.later():
+                        inner.changes.set_mark(NS, "undone-nested", marks[3])
+                    raise LookupError("the inner one alone")
+                outer.changes.set_mark(NS, "kept-after-nested", marks[4])
+            with pytest.raises(LookupError), storage.write() as inner:
+                inner.changes.set_mark(NS, "undone-sent", marks[5])
+                assert inner.changes.mark(NS, "undone-sent") == marks[5]  # (sent, read back)
+                raise LookupError("undone after its statements were sent")
+            assert tx.changes.mark(NS, "kept-before") == marks[0]
+        with storage.read() as tx:
+            got = {k: tx.changes.mark(NS, k) for k in ("kept-before", "kept-outer")}
+            assert got == {"kept-before": marks[0], "kept-outer": marks[2]}
+            assert tx.changes.mark(NS, "kept-after-nested") == marks[4]
+            for undone in ("undone-unsent", "undone-nested", "undone-sent"):
+                assert tx.changes.mark(NS, undone) is None, undone
+
     def test_passages_added_without_their_numbers_are_stored_and_found(
         self, storage: Storage
     ) -> None:
