@@ -165,6 +165,7 @@ def _scan_kind(
     if incremental:
         ctx.changes = _changes_since(tx, namespace, mark, heads, read)
     ctx.open_keys = MappingProxyType(open_items)
+    ctx.heads = heads
     seen: set[str] = set()
     created = 0
     stamp = now()

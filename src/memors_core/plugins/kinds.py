@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 
-from memors_core.domain.rows import Item, OpenKey, Passage
+from memors_core.domain.rows import Item, OpenKey, Passage, ScanMark
 from memors_core.errors import PluginError
 from memors_core.settings import Limits
 
@@ -118,6 +118,13 @@ class KindContext:
     #: transaction; read-only. (What ``store.items.open_keys`` would answer,
     #: without asking again.)
     open_keys: Mapping[str, OpenKey] | None = None
+    #: During a scan: the clocks it covers (passages, tombstones, the change
+    #: log), read when no content write of the namespace was under way, so
+    #: that every number at or below them is committed. A kind that keeps a
+    #: clock of its own (how far it has read) takes it from here: the clocks
+    #: as they read later may pass a number that a write begun since has
+    #: drawn and not committed, which the kind would then never read.
+    heads: ScanMark | None = None
     #: On submit, fields ``validate`` or ``apply`` add to the report (what
     #: the resolution does or did, beyond the stored address).
     report: dict[str, Any] = attrs.Factory(dict)

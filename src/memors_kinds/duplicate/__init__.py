@@ -76,6 +76,17 @@ class DuplicateResolution:
     keep: list[str]
 
 
+def _head(ctx: KindContext) -> int:
+    """The passage clock the scan covers, and so how far it indexes: the
+    engine's settled clocks (``ctx.heads``), never the clock as it reads
+    now, which may be past a passage a write begun since the scan's clocks
+    numbered and has not committed yet (that passage would never be
+    indexed, nor found a near duplicate of anything remembered later)."""
+    if ctx.heads is not None:
+        return ctx.heads.passages
+    return ctx.store.passages.head()  # (scanned outside the engine's compaction)
+
+
 def _index(tx: PluginStore) -> PrefixIndex:
     """The prefix index of the store's engine (one module per engine)."""
     if tx.engine == "sqlite":
@@ -269,7 +280,7 @@ class DuplicateKind(Kind):
         self, ctx: KindContext, index: PrefixIndex, indexed: int
     ) -> list[dict[str, Any]]:
         tx, ns = ctx.store, ctx.namespace
-        head = tx.passages.head()
+        head = _head(ctx)
         index.fold(head, force=True)  # the scan reads every passage anyway: one index after it
         fresh: list[Prefix] = []
         total = tx.passages.live_count(ns)  # for the progress line
@@ -282,7 +293,7 @@ class DuplicateKind(Kind):
                 blob = row.shingles
                 if not blob:
                     continue  # too short to have a 3-gram
-                if row.seq > indexed:
+                if indexed < row.seq <= head:  # (one past the scan's clocks: the next scan's)
                     fresh.append((row.seq, *prefix_piece(blob)))
                     if len(fresh) >= 100_000:  # index as we go: bounded memory
                         index.add(fresh, recent=False)
@@ -308,8 +319,9 @@ class DuplicateKind(Kind):
         """The clusters recomputed, and the keys of the clusters re-examined."""
         tx, ns, changes = ctx.store, ctx.namespace, ctx.changes
         assert changes is not None
-        head = tx.passages.head()
+        head = _head(ctx)
         rows = [r for r in tx.passages.live_shingles(ns, after=indexed) if r.shingles]
+        rows = [r for r in rows if r.seq <= head]  # (one past the clocks: the next scan's)
         new = [(r.id, r.document, r.shingles) for r in rows]
         prefixes = [(r.seq, *prefix_piece(r.shingles)) for r in rows]
         # Forgotten passages stay indexed; every look-up reads only live ones.

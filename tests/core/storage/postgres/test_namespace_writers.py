@@ -280,3 +280,66 @@ def test_a_savepoint_takes_no_more_of_a_namespace_than_its_transaction(
             pass
         with memory.store.write(namespace="alpha", role="content") as tx:
             tx.namespaces.touch("alpha")
+
+
+def test_a_duplicate_scan_indexes_what_a_write_begun_during_it_commits(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A write of "alpha" begins while the duplicate kind scans "alpha"
+    # (scans run beside writes): its passage has a number, not committed,
+    # below that of a write of "beta" committed since. The kind's own clock
+    # (how far "alpha" is indexed) must not pass that passage: taken from
+    # the clocks as they then read, the passage was never indexed and a
+    # near copy of it remembered later was never found to be one.
+    from memors_kinds.duplicate.postgres_index import PostgresPrefixIndex
+
+    licence = (
+        "Permission is hereby granted, free of charge, to any person obtaining a copy "
+        "of this software to deal in the software without restriction."
+    )
+    near = licence.replace("without restriction.", "without any restriction.")
+    reached, go_on = threading.Event(), threading.Event()
+    indexed = PostgresPrefixIndex.indexed
+
+    def paused(self, namespace):  # the scan caught past its clocks, before its own
+        if not reached.is_set():
+            reached.set()
+            assert go_on.wait(600), "the test never let the scan go on"  # (a hang guard)
+        return indexed(self, namespace)
+
+    with (
+        Memory.open(postgres_url) as holder,
+        Memory.open(postgres_url) as other,
+        Memory.open(postgres_url) as compactor,
+    ):
+        other.remember("[[Paxos]] alpha's first note, long enough.", uri="a0", namespace="alpha")
+        compactor.compact(namespace="alpha")  # the kind has indexed "alpha"
+        other.remember("[[Paxos]] alpha's second note, to scan.", uri="a1", namespace="alpha")
+        errors: list[BaseException] = []
+
+        def compact() -> None:
+            try:
+                compactor.compact(kinds=["duplicate"], namespace="alpha")
+            except BaseException as exc:  # reported by the test
+                errors.append(exc)
+
+        monkeypatch.setattr(PostgresPrefixIndex, "indexed", paused)
+        thread = threading.Thread(target=compact)
+        thread.start()
+        try:
+            assert reached.wait(600), errors  # (a hang guard)
+            with holder.store.write(namespace="alpha", role="content"):
+                holder.remember(licence, uri="licence", namespace="alpha")
+                other.remember("[[Chord]] beta's note, committed first.", uri="b", namespace="beta")
+                go_on.set()
+                thread.join()  # (the scan never waits for a write begun after its clocks)
+        finally:
+            go_on.set()
+            thread.join()
+        monkeypatch.undo()
+        assert errors == []
+        other.remember(near, uri="near", namespace="alpha")
+        found = compactor.compact(kinds=["duplicate"], namespace="alpha").items
+        assert [len(i.payload["passages"]) for i in found] == [2]
+        compactor.compact(kinds=["duplicate"], namespace="alpha", full=True)
+        assert len(compactor.items(kind="duplicate", namespace="alpha").items) == 1
