@@ -108,6 +108,18 @@ def _compactor(url: str, rounds: int, errors: list[BaseException]) -> None:
         errors.append(exc)
 
 
+def _compacting(memory: Memory, errors: list[BaseException], **kwargs) -> threading.Thread:
+    """A thread (not started) compacting with ``kwargs``; what it raises goes to ``errors``."""
+
+    def compact() -> None:
+        try:
+            memory.compact(**kwargs)
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    return threading.Thread(target=compact)
+
+
 def _open_items(memory: Memory, namespace: str) -> dict[int, str]:
     return {i.id: i.fingerprint for i in memory.items(status="open", namespace=namespace).items}
 
@@ -181,14 +193,7 @@ def test_remembering_never_waits_for_a_compaction_of_its_namespace(
         compacted = other.compact(namespace="alpha")
         item = compacted.items[0]
         errors: list[BaseException] = []
-
-        def compact() -> None:
-            try:
-                scanner.compact(kinds=["paused"], namespace="alpha")
-            except BaseException as exc:  # reported by the test
-                errors.append(exc)
-
-        thread = threading.Thread(target=compact)
+        thread = _compacting(scanner, errors, kinds=["paused"], namespace="alpha")
         thread.start()
         try:
             assert kind.scanning.wait(600)  # (a hang guard)
@@ -239,14 +244,7 @@ def test_a_scan_waits_for_the_write_under_way_and_its_mark_skips_nothing(
         other.remember("[[Paxos]] alpha's first note.", uri="alpha/first", namespace="alpha")
         compactor.compact(namespace="alpha")  # every kind has its mark
         errors: list[BaseException] = []
-
-        def compact() -> None:
-            try:
-                compactor.compact(namespace="alpha")
-            except BaseException as exc:
-                errors.append(exc)
-
-        thread = threading.Thread(target=compact)
+        thread = _compacting(compactor, errors, namespace="alpha")
         with holder.store.write(namespace="alpha", role="content"):
             for i, text in enumerate(passages_about("Zab", 4, topic="held")):
                 holder.remember(text, uri=f"alpha/zab-{i}", namespace="alpha")
@@ -316,15 +314,8 @@ def test_a_duplicate_scan_indexes_what_a_write_begun_during_it_commits(
         compactor.compact(namespace="alpha")  # the kind has indexed "alpha"
         other.remember("[[Paxos]] alpha's second note, to scan.", uri="a1", namespace="alpha")
         errors: list[BaseException] = []
-
-        def compact() -> None:
-            try:
-                compactor.compact(kinds=["duplicate"], namespace="alpha")
-            except BaseException as exc:  # reported by the test
-                errors.append(exc)
-
         monkeypatch.setattr(PostgresPrefixIndex, "indexed", paused)
-        thread = threading.Thread(target=compact)
+        thread = _compacting(compactor, errors, kinds=["duplicate"], namespace="alpha")
         thread.start()
         try:
             assert reached.wait(600), errors  # (a hang guard)
