@@ -17,7 +17,10 @@ home, a page citing 50 passages: :func:`web_figures` adds them to the
 store) through the real server, and last remembers the whole corpus
 again with a line added to each document (every document a new version:
 a changed copy synced again). Then, on fresh stores, the 8-process
-mixed load of ``benchmarks/writers.py`` (``--mixed-seconds``) and lexical
+mixed load of ``benchmarks/writers.py`` (``--mixed-seconds``: in one
+namespace and in eight, each empty at the start; then in one namespace
+already holding ``--mixed-size`` passages of the same notes, by default
+``--size``, as every other row is measured at that size) and lexical
 search over ``--lexical-size`` conversation turns in one namespace, as
 ``benchmarks/retrieval.py`` measures it. Each step runs in a process of its own (``--step``), started
 fresh, so the peak RSS printed beside it is that memors process's own and
@@ -455,25 +458,39 @@ def mixed_run(engine: str, args: argparse.Namespace) -> dict[str, Any]:
     """``benchmarks/writers.py``'s mixed load (remember, search, every 4th
     round a fact and an incremental compact) of 8 processes for
     ``--mixed-seconds``, all in one namespace, then each in its own, on a
-    fresh store seeded as that benchmark seeds it."""
+    fresh store seeded as that benchmark seeds it (its namespaces start
+    empty); then, with ``--mixed-size``, all in one namespace holding that
+    many passages of the same notes when the step starts (``sized``)."""
     from benchmarks import writers
 
-    url, drop = fresh_store(engine)
     out: dict[str, Any] = {}
+    url, drop = fresh_store(engine)
     try:
         writers.seed(url)
         for layout in ("one", "own"):
             f = out[layout] = writers.run_step(url, 8, layout, True, args.mixed_seconds)
-            report(
-                f"{engine}: 8 processes, mixed, {layout} namespace{'s' if layout == 'own' else ''}",
-                f"{f['ops_s']:.1f} ops/s",
-                f"p95 {f['p95_ms']:.0f} ms",
-                "",
-                f"{len(f['errors'])} errors; {load()}",
-            )
+            _mixed_report(engine, f, f"{layout} namespace{'s' if layout == 'own' else ''}")
     finally:
         drop()
+    if args.mixed_size > 0:
+        url, drop = fresh_store(engine)
+        try:
+            writers.seed(url, args.mixed_size // 2, "shared")  # (two passages a note)
+            f = out["sized"] = writers.run_step(url, 8, "one", True, args.mixed_seconds)
+            _mixed_report(engine, f, f"one namespace of {args.mixed_size:,} passages")
+        finally:
+            drop()
     return out
+
+
+def _mixed_report(engine: str, f: dict[str, Any], where: str) -> None:
+    report(
+        f"{engine}: 8 processes, mixed, {where}",
+        f"{f['ops_s']:.1f} ops/s",
+        f"p95 {f['p95_ms']:.0f} ms",
+        "",
+        f"{len(f['errors'])} errors; {load()}",
+    )
 
 
 def lexical_run(engine: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -620,12 +637,20 @@ def issue_table(lite: dict, pg: dict, args: argparse.Namespace) -> None:
         ok=lambda a, b, r: b <= 10.0,
     )
     row(
-        "8 processes, mixed ops (one namespace)",
+        "8 processes, mixed ops (one namespace, empty at start)",
         lambda f: f["mixed"]["one"]["ops_s"],
         "{:.1f} ops/s",
         ">= 1.0x",
         ok=lambda a, b, r: r >= 1.0,
     )
+    if "sized" in lite.get("mixed", {}):
+        row(
+            f"8 processes, mixed ops (one namespace of {args.mixed_size:,} passages)",
+            lambda f: f["mixed"]["sized"]["ops_s"],
+            "{:.1f} ops/s",
+            ">= 1.0x",
+            ok=lambda a, b, r: r >= 1.0,
+        )
     rows.append(
         (
             f"hybrid search p50 at {n:,}",
@@ -721,6 +746,13 @@ def main() -> None:
         help="seconds of each 8-process mixed step (default 8; 0 skips it)",
     )
     parser.add_argument(
+        "--mixed-size",
+        type=int,
+        default=None,
+        help="passages of the namespace of one more mixed step, one namespace "
+        "(default --size; 0 skips it)",
+    )
+    parser.add_argument(
         "--lexical-size",
         type=int,
         default=300_000,
@@ -731,6 +763,8 @@ def main() -> None:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--file", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mixed_size is None:
+        args.mixed_size = args.size
     if args.step:
         print(json.dumps(step(args.step, args.url, args)))
     else:

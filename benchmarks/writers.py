@@ -201,14 +201,17 @@ def pool_run(args: argparse.Namespace) -> None:
 # --- the driver ---------------------------------------------------------------------------
 
 
-def seed(url: str) -> None:
+def seed(url: str, documents: int = 400, namespace: str = "default") -> None:
+    """``documents`` notes (two passages each) remembered in ``namespace``
+    and compacted. By default in ``default``, beside the namespaces the
+    steps write (``shared``, ``w0``…), which start empty."""
     from memors_core import Memory
 
     with Memory.open(url) as memory:
         memory.remember_many(
-            [{"text": note("seed", n), "uri": f"seed/{n}"} for n in range(400)], "default"
+            [{"text": note("seed", n), "uri": f"seed/{n}"} for n in range(documents)], namespace
         )
-        memory.compact(limit=0)
+        memory.compact(limit=0, namespace=namespace)
 
 
 def run_step(url: str, count: int, layout: str, mixed: bool, seconds: float) -> dict[str, Any]:

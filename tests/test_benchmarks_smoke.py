@@ -82,6 +82,7 @@ def test_engines_harness_prints_every_figure(engine):
         f"{engine}: web page citing 50 passages, p50 / p95",
         f"{engine}: remember it all again, each edited",
         f"{engine}: 8 processes, mixed, one namespace",
+        f"{engine}: 8 processes, mixed, one namespace of 1,000 passages",
         f"{engine}: lexical search p50 / p95",
         "remember, passages/s",
     ):
