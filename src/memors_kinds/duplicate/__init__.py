@@ -320,8 +320,9 @@ class DuplicateKind(Kind):
         tx, ns, changes = ctx.store, ctx.namespace, ctx.changes
         assert changes is not None
         head = _head(ctx)
-        rows = [r for r in tx.passages.live_shingles(ns, after=indexed) if r.shingles]
-        rows = [r for r in rows if r.seq <= head]  # (one past the clocks: the next scan's)
+        rows = [  # (one past the clocks: the next scan's)
+            r for r in tx.passages.live_shingles(ns, after=indexed) if r.shingles and r.seq <= head
+        ]
         new = [(r.id, r.document, r.shingles) for r in rows]
         prefixes = [(r.seq, *prefix_piece(r.shingles)) for r in rows]
         # Forgotten passages stay indexed; every look-up reads only live ones.
