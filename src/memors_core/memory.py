@@ -257,7 +257,7 @@ class Memory:
         valid_from = opt_str(valid_from, "valid_from", 64)
         valid_to = opt_str(valid_to, "valid_to", 64)
         source = opt_str(source, "source", 200)
-        with self.store.write(namespace=namespace, role="content") as tx:
+        with self.store.write(namespace=namespace, role="add") as tx:
             return edits.record_fact(
                 tx, namespace, subject, predicate, value, valid_from, valid_to, source
             )

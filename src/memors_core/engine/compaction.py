@@ -334,7 +334,6 @@ def _scan_kinds(
     one_turn = store.capabilities.scans_beside_writes
     with store.write(namespace=namespace, role="scan") if one_turn else nullcontext() as turn:
         created = 0
-        touched = False  # the namespace is listed once one kind's scan committed
         pruned = False
         read: ChangesRead = {}
         scanning = chosen
@@ -354,13 +353,9 @@ def _scan_kinds(
                     created += _scan_kind(
                         services, tx, namespace, kind, full, report, created, read, asked
                     )
-                    with tx.later():  # (with the kind's commit)
-                        if not touched:
-                            tx.namespaces.touch(namespace)
-                        if n == len(scanning):  # the log pruned in the last kind's write
-                            tx.changes.prune(namespace)
-                            pruned = True
-                touched = True
+                    if n == len(scanning):
+                        _listed_and_pruned(tx, namespace)
+                        pruned = True
             except (StoreBusy, StoreUnavailable):
                 raise  # the store's trouble, not the kind's: the next kind would meet it too
             except Exception as exc:  # a broken plugin never takes the others down
@@ -371,10 +366,20 @@ def _scan_kinds(
                 errors.append(
                     {"kind": kind.name, "plugin": owner, "error": f"{type(exc).__name__}: {exc}"}
                 )
-        if not pruned:  # (no kind, or the last one failed)
+        if not pruned:  # (the last kind failed)
             with store.write(namespace=namespace, role="scan") as tx:
-                tx.changes.prune(namespace)
+                _listed_and_pruned(tx, namespace)
         return created
+
+
+def _listed_and_pruned(tx: Tx, namespace: str) -> None:
+    """The namespace listed and the change log pruned, with the last kind's
+    commit (its write's last statements). Not before: in one turn, a later
+    kind's clocks wait for the namespace's writers under way, and a writer
+    adding the namespace's first rows would wait for the row listing it."""
+    with tx.later():
+        tx.namespaces.touch(namespace)
+        tx.changes.prune(namespace)
 
 
 def compact(

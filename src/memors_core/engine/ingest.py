@@ -149,6 +149,11 @@ class _Rows:
             rows.clear()
 
 
+class _NotAdding(Exception):
+    """A document a write of role ``add`` cannot store: it needs the
+    namespace's turn (role ``content``)."""
+
+
 class Ingest:
     """Remembering documents into a storage, with the plugins' entity extractors."""
 
@@ -176,8 +181,28 @@ class Ingest:
         report = Reporter(progress)
         prepared = prepare_passages(doc[0], self.limits.passages_per_document, report)
         created: list[tuple[str, str]] | None = [] if self.makes_vectors else None
-        with self.storage.write(namespace=namespace, role="content") as tx:
-            out = self._one(tx, namespace, *doc, prepared=prepared, report=report, created=created)
+        try:
+            # (a write that only adds runs beside the namespace's others, on
+            # an engine with many writers: a document new to it, or one it
+            # has unchanged)
+            with self.storage.write(namespace=namespace, role="add") as tx:
+                out = self._one(
+                    tx,
+                    namespace,
+                    *doc,
+                    prepared=prepared,
+                    report=report,
+                    created=created,
+                    adding=True,
+                )
+        except _NotAdding:
+            # A new version supersedes passages (pages citing them go
+            # stale): it takes the namespace's turn, the add undone.
+            created = [] if created is not None else None
+            with self.storage.write(namespace=namespace, role="content") as tx:
+                out = self._one(
+                    tx, namespace, *doc, prepared=prepared, report=report, created=created
+                )
         self._new_passages(namespace, created)
         return out
 
@@ -272,6 +297,7 @@ class Ingest:
         stamp: str | None = None,
         latest: dict[str, LatestDocument] | None = None,
         rows: _Rows | None = None,
+        adding: bool = False,
     ) -> Remembered | tuple[int, str]:
         """Store one document; with ``counts_only`` return just how many
         passages it has and how it fared (``new``, ``new_versions`` or
@@ -282,7 +308,10 @@ class Ingest:
         A bulk load passes its transaction's ``stamp``, the documents its
         uris named when it began (``latest``, kept up to date here), and
         ``rows``, where a new document's rows wait to be stored with the
-        batch's."""
+        batch's. ``adding``: the write may only add (``Storage.write``'s
+        role ``add``); a document that needs more (a new version, or
+        entities linked to the passages it has) raises :class:`_NotAdding`
+        before it changes anything."""
         doc_hash = text.content_hash(body)
         prepared = self._within_limit(body, prepared)
         pieces = prepared[0]
@@ -295,10 +324,14 @@ class Ingest:
             doc_id, last = previous.document.id, previous.version
             if rows is not None and rows.holds(doc_id):
                 rows.store()  # (what it reads of its last version waits in the batch)
+            if adding and names:
+                raise _NotAdding  # (linked to its passages even when unchanged)
             if _unchanged(tx, namespace, previous, (doc_hash, title, metadata), names):
                 if counts_only:
                     return len(pieces), "unchanged"
                 return _remembered(tx, doc_id, last)
+            if adding:
+                raise _NotAdding
             version = last + 1
             reuse = _reusable(tx, doc_id, last)
         else:

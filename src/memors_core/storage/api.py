@@ -1091,12 +1091,19 @@ class Storage(Protocol):
         run beside, on an engine with many writers. ``"all"`` (the default)
         takes turns with every one. ``"content"``: a write that remembers,
         records facts or forgets and decides no work item; it takes turns
-        with the other content writes (its clocks' numbers then follow their
-        commits) and not with a compaction's scan. ``"scan"``: a compaction's
-        scans (work items, marks, the change log's pruning); it takes turns
-        with the other scans and "all" writes, and reads its clocks with
-        :meth:`ChangeLog.settled_heads`. A savepoint's role is its
-        transaction's or within it ("content" and "scan" within "all")."""
+        with the other content writes and not with a compaction's scan.
+        ``"add"``: a content write that only adds (a document at a uri it
+        claims, or with none, its passages, the entities they name, a fact);
+        it runs beside the other "add" writes and a compaction's scan, and
+        takes turns with the rest; on such an engine looking a uri up claims
+        it until the write ends, and an entity it makes waits for the others
+        being made. Its clocks' numbers then need not follow its commits.
+        ``"scan"``: a compaction's scans (work items, marks, the change
+        log's pruning); it takes turns with the other scans and "all"
+        writes, and reads its clocks with :meth:`ChangeLog.settled_heads`
+        (once no content write is under way). A savepoint's role is its
+        transaction's or within it ("content", "add" and "scan" within
+        "all"; "add" within "content")."""
 
     #: The engine's name (``"sqlite"``), as :attr:`Tx.engine`.
     engine: str

@@ -4,19 +4,22 @@ One psycopg connection per store object, in autocommit mode with explicit
 transactions. Every outermost write first takes transaction-scoped
 advisory locks: a write that names its namespace takes the store's write
 lock (:data:`WRITE_LOCK`) *shared* and its namespace's locks of its role
-(:data:`ROLE_SPACES`) exclusively; any other write takes the store's lock
-exclusively. So writers that remember, record or forget in one namespace
-take turns, as SQLite's ``BEGIN IMMEDIATE`` made them (the code written
-for it reads, checks, then writes), a compaction's scans take turns among
-themselves and run beside them, writers of different namespaces never
-wait for each other, and a store-wide write (an import, a purge, a
-migration) waits for all of them. Within a namespace the numbers its
-content writers draw (passages, tombstones, the change log: sequences,
-which no one waits for) are therefore in commit order, and a scan reads
-its clocks once the writer under way committed (:meth:`PgStore.settled_row`),
-so an incremental scan's high-water mark never skips a row a slower
-writer commits later. Reads are ``REPEATABLE READ READ ONLY`` (one
-snapshot; every write refused).
+(:data:`ROLE_LOCKS`); any other write takes the store's lock exclusively.
+So writers that forget, load in bulk or make a new version of a document
+in one namespace take turns, as SQLite's ``BEGIN IMMEDIATE`` made them
+(the code written for it reads, checks, then writes); writers that only
+add (a document at a new uri, a fact: role ``add``) run together, waiting
+for each other only where they claim one uri or make entities; a
+compaction's scans take turns among themselves and run beside all of
+them; writers of different namespaces never wait for each other, and a
+store-wide write (an import, a purge, a migration) waits for all of them.
+The numbers a namespace's writers draw (passages, tombstones, the change
+log: sequences, which no one waits for) are not in commit order where
+writers run together, so a scan reads its clocks once no content writer
+of the namespace is under way (:meth:`PgStore.settled_row`): every number
+at or below what it read is committed, and an incremental scan's
+high-water mark never skips a row a slower writer commits later. Reads
+are ``REPEATABLE READ READ ONLY`` (one snapshot; every write refused).
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ import os
 import re
 import threading
 import time
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -48,6 +50,16 @@ from memors_core.settings import busy_timeout_ms
 from memors_core.storage.postgres.addresses import one_line, safe_location
 from memors_core.storage.postgres.addresses import password as _password
 from memors_core.storage.postgres.dialect import render
+from memors_core.storage.postgres.locks import (
+    LOCK_SPACE,
+    MIGRATE_LOCK,
+    NAMESPACE_SPACE,
+    ROLE_LOCKS,
+    WRITE_LOCK,
+    WRITING_SPACE,
+    covers,
+    namespace_key,
+)
 from memors_core.storage.postgres.schema import MIGRATIONS, SCHEMA_VERSION, STAGED_TERMS
 from memors_core.storage.postgres.terms import STAGED, Ahead, TermCache
 from memors_core.storage.sql.transactions import Session, Transactions
@@ -64,34 +76,6 @@ log = get_logger("memors.store")
 # its logs, and nowhere otherwise.
 logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
-#: Advisory lock keys (two 32-bit halves: "memo", then what for).
-LOCK_SPACE = 0x6D656D6F
-WRITE_LOCK = 1
-MIGRATE_LOCK = 2
-#: Advisory lock space of the namespaces' writers ("memn"); the key is the
-#: namespace's CRC-32 (two names sharing one only take turns).
-NAMESPACE_SPACE = 0x6D656D6E
-#: Advisory lock space of the namespaces' compaction scans ("mems"), same keys.
-SCAN_SPACE = 0x6D656D73
-#: Advisory lock space held shared by the namespace's writer under way
-#: ("memw"), same keys: a scan waits for that one writer alone, where the
-#: namespace's lock would have it wait behind every writer queued for it.
-WRITING_SPACE = 0x6D656D77
-#: What each role of a namespace's write waits for (``Storage.write``): the
-#: lock spaces it takes exclusively, in the order they are taken, then
-#: ``WRITING_SPACE`` shared by a role that writes content.
-ROLE_SPACES = {
-    "all": (SCAN_SPACE, NAMESPACE_SPACE),
-    "content": (NAMESPACE_SPACE,),
-    "scan": (SCAN_SPACE,),
-}
-
-
-def namespace_key(namespace: str) -> int:
-    """The advisory lock key of ``namespace``'s writers (a signed 32-bit integer)."""
-    return zlib.crc32(namespace.encode("utf-8", "surrogatepass")) - 2**31
-
-
 #: What begins a read: one snapshot, every write refused (a refused write
 #: rolls back to the savepoint, so the snapshot stays usable).
 READ_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SAVEPOINT memors_read"
@@ -104,6 +88,28 @@ STATISTICS_EVERY_S = 5.0
 
 #: What a brief read returns.
 T = TypeVar("T")
+
+
+class _SharedTurn:
+    """The turns of a process's writers that hold a database lock together:
+    up to ``width`` threads at once (at least one), re-entrant in a thread
+    (what runs after a commit may write again)."""
+
+    def __init__(self, width: int) -> None:
+        self._slots = threading.BoundedSemaphore(max(1, width))
+        self._depth = threading.local()
+
+    def acquire(self, timeout: float) -> bool:
+        depth = getattr(self._depth, "n", 0)
+        if not depth and not self._slots.acquire(timeout=timeout):
+            return False
+        self._depth.n = depth + 1
+        return True
+
+    def release(self) -> None:
+        self._depth.n -= 1
+        if not self._depth.n:
+            self._slots.release()
 
 
 class NoStoreYet(BadInput):
@@ -272,7 +278,7 @@ class PgStore(Transactions):
         # on a pooled connection each: while one waits for the database's
         # lock, the pool's other connections stay free for reads.
         # (Re-entrant: what runs after a commit may write again.)
-        self._turns: dict[object, threading.RLock] = {
+        self._turns: dict[object, threading.RLock | _SharedTurn] = {
             WRITE_LOCK: threading.RLock(),
             MIGRATE_LOCK: threading.RLock(),
         }
@@ -707,7 +713,7 @@ class PgStore(Transactions):
         it waits only for that namespace's writers of its ``role`` (and a
         store-wide write); the transaction must then change nothing of
         another namespace."""
-        if role not in ROLE_SPACES:
+        if role not in ROLE_LOCKS:
             raise ValueError(f"unknown role of a write: {role!r}")
         if self.readonly:
             raise MemorsError(
@@ -721,7 +727,11 @@ class PgStore(Transactions):
             return
         deadline = time.monotonic() + self.busy_ms / 1000
 
-        turns = [lock] if namespace is None else [(s, namespace) for s in ROLE_SPACES[role]]
+        turns = (
+            [lock]
+            if namespace is None
+            else [(space, namespace, shared) for space, shared in ROLE_LOCKS[role]]
+        )
         with self._translated(), contextlib.ExitStack() as held:
             for turn in turns:
                 held.enter_context(self._turn(turn, deadline))
@@ -750,11 +760,17 @@ class PgStore(Transactions):
     @contextlib.contextmanager
     def _turn(self, key: object, deadline: float) -> Iterator[None]:
         """This process's turn among its writers for ``key`` (a lock, or a
-        namespace), waited for until ``deadline``: one of them at a time
-        holds a pooled connection waiting for (then holding) the database's
-        lock."""
+        namespace's lock space and whether it is taken shared), waited for
+        until ``deadline``: one of them at a time holds a pooled connection
+        waiting for (then holding) the database's lock; of a lock taken
+        shared, which its writers hold together, all but one of the pool's
+        connections."""
         with self._turns_guard:
-            turn = self._turns.setdefault(key, threading.RLock())
+            turn = self._turns.get(key)
+            if turn is None:
+                shared = isinstance(key, tuple) and key[-1] is True
+                turn = _SharedTurn(self.pool.max_size - 1) if shared else threading.RLock()
+                self._turns[key] = turn
         if not turn.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise self._busy()
         try:
@@ -764,11 +780,7 @@ class PgStore(Transactions):
 
     def _savepoint_in(self, session: _Session, namespace: str | None, role: str) -> Iterator[PgTx]:
         scope = session.scope
-        if (
-            namespace is not None
-            and scope is not None
-            and not set(ROLE_SPACES[role]) <= set(ROLE_SPACES[session.role])
-        ):
+        if namespace is not None and scope is not None and not covers(session.role, role):
             # (taking more of a namespace's locks inside a transaction could
             # wait for a scan waiting for this transaction's)
             raise ValueError(
@@ -790,7 +802,10 @@ class PgStore(Transactions):
 
             return undo
 
-        yield from self._savepoint(session, enter)
+        # (a lock waited for in vain is the store's trouble at once, not
+        # the savepoint's caller's: a compaction's kind reports its own)
+        with self._translated():
+            yield from self._savepoint(session, enter)
 
     # (the transaction machine's driver calls)
 
@@ -1219,15 +1234,15 @@ class PgStore(Transactions):
     def settled_row(self, namespace: str, sql: str) -> tuple[Any, ...] | None:
         """The row of ``sql`` (one statement, no parameters) read when no
         content write of ``namespace`` is under way, in a scan's transaction
-        (role ``"scan"``, which runs beside them): the lock its writer under
-        way holds shared (:data:`WRITING_SPACE`) is taken in a savepoint, for
+        (role ``"scan"``, which runs beside them): the lock its writers under
+        way hold shared (:data:`WRITING_SPACE`) is taken in a savepoint, for
         that statement alone, then given back (a rolled-back savepoint
         releases the locks taken in it, and an error ends the transaction,
         its locks with it). A writer holds it until its rows are visible, so
-        every number its clocks drew at or below what the statement reads is
-        committed; the next writer, waiting for the namespace's lock, waits
-        for that statement at most. None in any other transaction: its own
-        locks settle it."""
+        every number the clocks drew at or below what the statement reads is
+        committed; a writer beginning meanwhile queues behind the request
+        and waits for that statement at most. None in any other
+        transaction: its own locks settle it."""
         session = self._session
         if session.role != "scan" or session.scope is None or namespace not in session.scope:
             return None
@@ -1276,14 +1291,17 @@ def _lock_sql(
     lock: int, namespace: str | None, role: str = "all", *, shared_held: bool = False
 ) -> str:
     """The statement taking a write's advisory locks: ``namespace``'s locks
-    of ``role`` (:data:`ROLE_SPACES`) exclusively under the store's lock
-    shared, or the store's (``lock``) exclusively. ``shared_held``: the
-    store's is held shared already."""
+    of ``role`` (:data:`ROLE_LOCKS`) under the store's lock shared, or the
+    store's (``lock``) exclusively. ``shared_held``: the store's is held
+    shared already."""
     if namespace is None:
         return f"SELECT pg_advisory_xact_lock({LOCK_SPACE}, {int(lock)})"
     key = namespace_key(namespace)
-    ns = "; ".join(f"SELECT pg_advisory_xact_lock({space}, {key})" for space in ROLE_SPACES[role])
-    if NAMESPACE_SPACE in ROLE_SPACES[role]:
+    ns = "; ".join(
+        f"SELECT pg_advisory_xact_lock{'_shared' if shared else ''}({space}, {key})"
+        for space, shared in ROLE_LOCKS[role]
+    )
+    if any(space == NAMESPACE_SPACE for space, _shared in ROLE_LOCKS[role]):
         ns += f"; SELECT pg_advisory_xact_lock_shared({WRITING_SPACE}, {key})"
     if shared_held:
         return ns

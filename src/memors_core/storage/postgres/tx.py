@@ -6,18 +6,20 @@ from __future__ import annotations
 import contextlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
 from memors_core.domain.rows import (
     Document,
     DocumentVersion,
+    LatestDocument,
     NewPassage,
     Passage,
     ScanMark,
     Tombstone,
 )
+from memors_core.storage.postgres.locks import ENTITY_SPACE, URI_SPACE, namespace_key, uri_key
 from memors_core.storage.postgres.purge import PgPurges
 from memors_core.storage.postgres.search import PgSearch
 from memors_core.storage.postgres.terms import Ahead, Staging, TermCache
@@ -34,6 +36,7 @@ from memors_core.storage.sql.records import (
     PASSAGE_COLS,
     TOMBSTONE_COLS,
     SqlDocuments,
+    SqlEntities,
     SqlPassages,
     dumps,
 )
@@ -118,7 +121,27 @@ class _Bound(Repo):
 
 
 class PgDocuments(_Bound, SqlDocuments):
-    """Documents and versions inserted in one statement per call."""
+    """Documents and versions inserted in one statement per call; in an
+    ``add`` write, a uri claimed before it is looked up."""
+
+    def latest_by_uri(self, namespace: str, uri: str) -> LatestDocument | None:
+        self._claim(namespace, [uri])
+        return super().latest_by_uri(namespace, uri)
+
+    def latest_by_uris(self, namespace: str, uris: Iterable[str]) -> dict[str, LatestDocument]:
+        uris = list(uris)
+        self._claim(namespace, uris)
+        return super().latest_by_uris(namespace, uris)
+
+    def _claim(self, namespace: str, uris: Sequence[str]) -> None:
+        """An ``add`` write runs beside the namespace's others: a uri it
+        looks up is claimed first, until it ends, so two writes never both
+        find it new and make two first versions of it (the second finds
+        the first once that commits). In key order: two claiming the same
+        uris never wait for each other both."""
+        if self.db._session.role == "add":
+            for key in sorted({uri_key(namespace, uri) for uri in uris}):
+                cast("PgTx", self.tx).claim(URI_SPACE, key)
 
     def insert_many(self, documents: Sequence[Document]) -> None:
         if documents:
@@ -151,6 +174,23 @@ class PgDocuments(_Bound, SqlDocuments):
                     [v.created_at for v in versions],
                 ),
             ).close()
+
+
+class PgEntities(SqlEntities):
+    """Entities; in an ``add`` write, one made under the namespace's lock
+    of new entities."""
+
+    def _found_once_claimed(self, name: str, namespace: str) -> str | None:
+        """An ``add`` write runs beside the namespace's others: a name it
+        finds new is looked up again once it holds the namespace's lock of
+        new entities (until it ends), so two writes never make one entity
+        twice (the second finds the first's once that commits). One lock a
+        namespace: two writes making entities in different orders would
+        otherwise each wait for the other's."""
+        if self.db._session.role != "add":
+            return None
+        cast("PgTx", self.tx).claim(ENTITY_SPACE, namespace_key(namespace))
+        return self.find(name, namespace)
 
 
 # What ``get`` shows of a passage, in one round trip where three look-ups
@@ -340,6 +380,7 @@ class PgTx(SqlTx):
         # (the shared repositories this engine writes its own way, in one
         # statement per call: replaced before any is used)
         self.documents = PgDocuments(self)
+        self.entities = PgEntities(self)
         self.passages = PgPassages(self)
         self.changes = PgChangeLog(self)
         self.counters = PgCounters(self)
@@ -380,12 +421,19 @@ class PgTx(SqlTx):
         with conn.pipeline():
             yield
 
+    def claim(self, space: int, key: int) -> None:
+        """Take the advisory lock ``(space, key)`` until the transaction
+        ends (held back: it goes with the next statement)."""
+        with self.later():
+            self.db.run(f"SELECT pg_advisory_xact_lock({int(space)}, {int(key)})")
+
     def reserve(self, name: str, count: int) -> None:
         """Draw ``count`` numbers of ``name``'s sequence in one round trip.
 
         A sequence makes no writer wait for another (as ``MAX(rowid) + 1``
-        would, on the unique key, between namespaces); within a namespace its
-        writers take turns, so its rows' numbers follow their commits."""
+        would, on the unique key); its numbers need not follow the commits
+        (writers run together), so a scan reads its clocks settled
+        (:meth:`PgStore.settled_row`)."""
         if count > 0:
             drawn = self.db.all(
                 "SELECT nextval(?::regclass) FROM generate_series(1, ?)", (f"{name}_clock", count)

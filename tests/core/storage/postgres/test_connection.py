@@ -536,12 +536,14 @@ def test_writers_waiting_for_the_lock_leave_the_pool_to_searches(postgres_url, m
                     assert time.monotonic() < deadline, "no writer reached the lock"
                     time.sleep(0.05)
                 # Let the others take their places too; whatever they do,
-                # one waits in the database at a time.
+                # one connection of the pool stays free of them (writes that
+                # only add run together once the lock is free: all but one
+                # of the pool's connections may wait for it).
                 waiting = []
                 for _ in range(10):
                     time.sleep(0.05)
                     waiting.append(_write_lock_waiters(admin, dbname))
-                assert max(waiting) == 1
+                assert max(waiting) <= 3
                 found = memory.search("majority vote")  # while all five wait
                 assert [r.address for r in found.results]
         finally:

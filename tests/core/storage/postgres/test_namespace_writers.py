@@ -1,5 +1,6 @@
 """Writers of different namespaces never wait for each other on PostgreSQL;
-writers of one namespace take turns, and incremental compaction under
+writers of one namespace that only add (a document at a new uri, a fact)
+run together, the others take turns, and incremental compaction under
 concurrent writers of many namespaces finds what a full rescan finds.
 
 No timing: a short busy timeout turns any wait for another writer's lock
@@ -19,7 +20,13 @@ from memors_core.errors import StoreBusy
 from memors_core.memory import Memory
 from memors_core.plugins.kinds import Kind, Scan
 from memors_core.plugins.manager import build_plugin_manager
-from memors_core.storage.postgres.connection import WRITING_SPACE, namespace_key
+from memors_core.storage.postgres.locks import (
+    ENTITY_SPACE,
+    URI_SPACE,
+    WRITING_SPACE,
+    namespace_key,
+    uri_key,
+)
 from memors_core.testing import passages_about
 
 pytestmark = pytest.mark.postgres_run("the PostgreSQL engine's own tests")
@@ -131,7 +138,7 @@ def test_incremental_compaction_equals_a_full_one_under_writers_of_many_namespac
     threads = [
         threading.Thread(target=_writer, args=(postgres_url, ns, 16, errors))
         for ns in NAMESPACES
-        for _ in range(2)  # two writers per namespace: they take turns
+        for _ in range(2)  # two writers per namespace, of the same uris and entities
     ]
     threads += [threading.Thread(target=_compactor, args=(postgres_url, 30, errors))]
     for t in threads:
@@ -334,3 +341,169 @@ def test_a_duplicate_scan_indexes_what_a_write_begun_during_it_commits(
         assert [len(i.payload["passages"]) for i in found] == [2]
         compactor.compact(kinds=["duplicate"], namespace="alpha", full=True)
         assert len(compactor.items(kind="duplicate", namespace="alpha").items) == 1
+
+
+def _waiting_for(admin: psycopg.Connection, space: int, key: int) -> bool:
+    """Whether a session waits for the advisory lock ``(space, key)``."""
+    return bool(
+        admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s AND objid = %s",
+            (space, key & 0xFFFFFFFF),
+        ).fetchone()[0]
+    )
+
+
+def test_writes_that_only_add_to_a_namespace_run_together(two: tuple[Memory, Memory]) -> None:
+    holder, other = two
+    alpha = other.documents(namespace="alpha").documents[0]
+    # The holder's write only adds to "alpha" (a document at a new uri
+    # naming a new entity, a fact), its transaction open.
+    with holder.store.write(namespace="alpha", role="add"):
+        holder.remember("[[Gossip]] spreads news.", uri="alpha/open", namespace="alpha")
+        holder.record_fact("Raft", "terms", "held", namespace="alpha")
+
+        # Another process's writes that only add go on beside it.
+        beside = other.remember("[[Raft]] beside it.", uri="alpha/beside", namespace="alpha")
+        other.remember("[[Raft]] with no uri.", namespace="alpha")
+        other.record_fact("Raft", "terms", "beside", namespace="alpha")
+
+        # The uri it claimed, the entities it makes, a new version of a
+        # document, a forget and a compaction's clocks wait for it.
+        with pytest.raises(StoreBusy):
+            other.remember("[[Raft]] the same uri.", uri="alpha/open", namespace="alpha")
+        with pytest.raises(StoreBusy):
+            other.remember("[[Chord]] a new entity.", uri="alpha/chord", namespace="alpha")
+        with pytest.raises(StoreBusy):
+            other.remember("[[Raft]] a new version.", uri=alpha.uri, namespace="alpha")
+        with pytest.raises(StoreBusy):
+            other.forget(beside.document, namespace="alpha")
+        with pytest.raises(StoreBusy):
+            other.compact(namespace="alpha")
+    again = other.remember("[[Raft]] the same uri, later.", uri="alpha/open", namespace="alpha")
+    assert other.get(again.document, namespace="alpha").version == 2
+    assert sorted(f.value for f in other.facts("Raft", namespace="alpha").facts) == [
+        "beside",
+        "held",
+    ]
+    newer = other.remember("[[Raft]] a new version.", uri=alpha.uri, namespace="alpha")
+    assert other.get(newer.document, namespace="alpha").version == 2
+    assert [e.name for e in other.entities(namespace="alpha").entities] == ["Gossip", "Raft"]
+
+
+def test_two_writes_naming_one_new_entity_make_it_once(
+    postgres_url: str,
+) -> None:
+    with (
+        Memory.open(postgres_url) as holder,
+        Memory.open(postgres_url) as other,
+        psycopg.connect(postgres_url, autocommit=True) as admin,
+    ):
+        other.remember("[[Raft]] elects a leader.", uri="first", namespace="alpha")
+        errors: list[BaseException] = []
+
+        def remember() -> None:
+            try:
+                other.remember("[[Zab]] orders a broadcast.", uri="theirs", namespace="alpha")
+            except BaseException as exc:  # reported by the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=remember)
+        with holder.store.write(namespace="alpha", role="add"):
+            holder.remember("[[Zab]] recovers a leader.", uri="mine", namespace="alpha")
+            thread.start()
+            while thread.is_alive() and not _waiting_for(
+                admin, ENTITY_SPACE, namespace_key("alpha")
+            ):
+                thread.join(0.01)
+            assert thread.is_alive(), errors  # it waits for the entity being made
+        thread.join()
+        assert errors == []
+        names = [e.name for e in other.entities(namespace="alpha").entities]
+        assert sorted(names) == ["Raft", "Zab"]
+        zab = other.entity("Zab", namespace="alpha")
+        assert len(zab.passages) == 2
+
+
+def test_two_writes_of_one_new_uri_make_one_document(postgres_url: str) -> None:
+    with (
+        Memory.open(postgres_url) as holder,
+        Memory.open(postgres_url) as other,
+        psycopg.connect(postgres_url, autocommit=True) as admin,
+    ):
+        other.remember("Raft elects a leader.", uri="first", namespace="alpha")
+        errors: list[BaseException] = []
+
+        def remember() -> None:
+            try:
+                other.remember("Their text of the note.", uri="note", namespace="alpha")
+            except BaseException as exc:  # reported by the test
+                errors.append(exc)
+
+        thread = threading.Thread(target=remember)
+        with holder.store.write(namespace="alpha", role="add"):
+            mine = holder.remember("My text of the note.", uri="note", namespace="alpha")
+            thread.start()
+            while thread.is_alive() and not _waiting_for(
+                admin, URI_SPACE, uri_key("alpha", "note")
+            ):
+                thread.join(0.01)
+            assert thread.is_alive(), errors  # it waits for the uri's first version
+        thread.join()
+        assert errors == []
+        listed = other.documents(namespace="alpha").documents
+        assert sorted((d.uri, d.version) for d in listed) == [("first", 1), ("note", 2)]
+        assert other.get(mine.document, namespace="alpha").version == 2
+
+
+def test_a_write_that_only_adds_takes_no_more_of_its_namespace(postgres_url: str) -> None:
+    with Memory.open(postgres_url) as memory:
+        with memory.store.write(namespace="alpha", role="add"):
+            for role in ("content", "all", "scan"):
+                with (
+                    pytest.raises(ValueError, match="inside a write of role 'add'"),
+                    memory.store.write(namespace="alpha", role=role),
+                ):
+                    pass
+            with memory.store.write(namespace="alpha", role="add") as tx:
+                tx.namespaces.touch("alpha")
+        for role in ("content", "all"):
+            with (
+                memory.store.write(namespace="alpha", role=role),
+                memory.store.write(namespace="alpha", role="add") as tx,
+            ):
+                tx.namespaces.touch("alpha")
+        with (
+            memory.store.write(namespace="alpha", role="scan"),
+            pytest.raises(ValueError, match="of role 'add' inside a write of role 'scan'"),
+            memory.store.write(namespace="alpha", role="add"),
+        ):
+            pass
+
+
+def test_a_write_making_a_namespace_never_waits_for_its_compaction(
+    postgres_url: str, short_wait: None
+) -> None:
+    # A compaction of a namespace no row names yet lists it with its last
+    # kind's write. Listed with its first, the row waited uncommitted while
+    # its later kinds waited for the namespace's writers under way: a
+    # writer adding the namespace's first rows then waited for that row,
+    # and the compaction for the writer.
+    kind = _Paused()
+    pm = build_plugin_manager(plugins=[("paused", _PausedKinds(kind))])
+    with (
+        Memory.open(postgres_url, plugin_manager=pm) as scanner,
+        Memory.open(postgres_url) as other,
+    ):
+        errors: list[BaseException] = []
+        thread = _compacting(scanner, errors, kinds=["stale", "paused"], namespace="fresh")
+        thread.start()
+        try:
+            assert kind.scanning.wait(600)  # (a hang guard)
+            other.remember("[[Raft]] the namespace's first note.", uri="n", namespace="fresh")
+            other.record_fact("Raft", "terms", "first", namespace="fresh")
+        finally:
+            kind.go_on.set()
+            thread.join()
+        assert errors == []
+        assert "fresh" in other.namespaces()
