@@ -126,8 +126,9 @@ _COPY_ROW = [
 
 
 def _probe_sql() -> str:
-    """Candidates of a batch of new passages, from both prefix tables, as
-    ``(probing seq, candidate seq)`` rows.
+    """Candidates of a batch of new passages, from both prefix tables: a
+    row per probing passage, its seq and its candidates' (an array, in
+    order; one row a candidate cost more to read than to find).
 
     Parameters: the indexed prefix tokens of every probing passage, laid
     end to end (an array), then five arrays of one element per probing
@@ -142,7 +143,7 @@ def _probe_sql() -> str:
     subquery that ``OFFSET 0`` keeps from being flattened): once the tables
     are analysed, the planner would otherwise hash the whole of
     ``dup_prefix`` for a few thousand look-ups, some thirty times slower.
-    The rows found are counted passage by passage (a LATERAL per probing
+    The rows found are counted passage by passage (a subquery per probing
     passage): a few thousand rows sorted at a time, where one sort of the
     whole batch's (600,000 rows for 128 passages of look-alike notes) took
     half the probe's time.
@@ -162,11 +163,10 @@ def _probe_sql() -> str:
     )
     return (
         "WITH t(tokens) AS (SELECT %s::bigint[]) "
-        "SELECT x.seq, c.passage FROM unnest("
-        "%s::bigint[], %s::integer[], %s::integer[], %s::integer[], %s::integer[]"
-        ") AS x(seq, size, low, first, last) "
-        f"CROSS JOIN LATERAL (SELECT passage FROM ({rows}) u "
-        "GROUP BY passage HAVING count(*) >= LEAST(2, x.size)) c"
+        f"SELECT x.seq, ARRAY(SELECT passage FROM ({rows}) u "
+        "GROUP BY passage HAVING count(*) >= LEAST(2, x.size) ORDER BY passage) "
+        "FROM unnest(%s::bigint[], %s::integer[], %s::integer[], %s::integer[], %s::integer[]"
+        ") AS x(seq, size, low, first, last)"
     )
 
 
@@ -296,12 +296,9 @@ class PostgresPrefixIndex(SqlPrefixIndex):
             tokens.extend(prefix_tokens(piece))
             lasts.append(len(tokens))
         params = (tokens, seqs, sizes, lows, firsts, lasts)
-        found: dict[int, list[int]] = {}
-        for seq, passage in self.conn.execute(_PROBE, tuple(_array(p) for p in params)):
-            found.setdefault(seq, []).append(passage)
-        for seq, passages in found.items():  # (in passage order, as SQLite's probe)
-            passages.sort()
-            out.setdefault(seq, []).extend(passages)
+        for seq, passages in self.conn.execute(_PROBE, tuple(_array(p) for p in params)):
+            if passages:
+                out[seq] = passages
 
     def remember_clusters(self, namespace: str, clusters: Iterable[Sequence[str]]) -> None:
         """One statement per 100,000 members; a passage named twice keeps
