@@ -185,25 +185,36 @@ class Ingest:
             # (a write that only adds runs beside the namespace's others, on
             # an engine with many writers: a document new to it, or one it
             # has unchanged)
-            with self.storage.write(namespace=namespace, role="add") as tx:
-                out = self._one(
-                    tx,
-                    namespace,
-                    *doc,
-                    prepared=prepared,
-                    report=report,
-                    created=created,
-                    adding=True,
-                )
+            out = self._stored(namespace, doc, prepared, report, created, "add")
         except _NotAdding:
             # A new version supersedes passages (pages citing them go
             # stale): it takes the namespace's turn, the add undone.
             created = [] if created is not None else None
-            with self.storage.write(namespace=namespace, role="content") as tx:
-                out = self._one(
-                    tx, namespace, *doc, prepared=prepared, report=report, created=created
-                )
+            out = self._stored(namespace, doc, prepared, report, created, "content")
         self._new_passages(namespace, created)
+        return out
+
+    def _stored(
+        self,
+        namespace: str,
+        doc: tuple,
+        prepared: Prepared,
+        report: Reporter,
+        created: list[tuple[str, str]] | None,
+        role: str,
+    ) -> Remembered:
+        """One checked document stored in a write of ``role``."""
+        with self.storage.write(namespace=namespace, role=role) as tx:
+            out = self._one(
+                tx,
+                namespace,
+                *doc,
+                prepared=prepared,
+                report=report,
+                created=created,
+                adding=role == "add",
+            )
+        assert isinstance(out, Remembered)
         return out
 
     @functools.cached_property
