@@ -9,6 +9,7 @@ into the ``busy`` error, so "did not wait" is "did not fail".
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 
@@ -181,6 +182,26 @@ class _PausedKinds:
         registry.add(self.kind)
 
 
+@contextlib.contextmanager
+def _scan_paused(url: str, kinds: list[str], namespace: str) -> Iterator[None]:
+    """A compaction of ``kinds`` (the last ``paused``) in another process,
+    caught in its paused kind's scan while the block runs; it must end
+    without an error once let go on."""
+    kind = _Paused()
+    pm = build_plugin_manager(plugins=[("paused", _PausedKinds(kind))])
+    with Memory.open(url, plugin_manager=pm) as scanner:
+        errors: list[BaseException] = []
+        thread = _compacting(scanner, errors, kinds=kinds, namespace=namespace)
+        thread.start()
+        try:
+            assert kind.scanning.wait(600), errors  # (a hang guard)
+            yield
+        finally:
+            kind.go_on.set()
+            thread.join()
+        assert errors == []
+
+
 def test_remembering_never_waits_for_a_compaction_of_its_namespace(
     postgres_url: str, short_wait: None
 ) -> None:
@@ -189,21 +210,12 @@ def test_remembering_never_waits_for_a_compaction_of_its_namespace(
     # remembered, recorded or forgotten meanwhile: those take the
     # namespace's turn alone, and a scan reads its clocks when none is
     # under way. Before, every write of the namespace waited for the scan.
-    kind = _Paused()
-    pm = build_plugin_manager(plugins=[("paused", _PausedKinds(kind))])
-    with (
-        Memory.open(postgres_url, plugin_manager=pm) as scanner,
-        Memory.open(postgres_url) as other,
-    ):
+    with Memory.open(postgres_url) as other:
         for i, text in enumerate(passages_about("Raft", 4, topic="alpha")):
             other.remember(text, uri=f"alpha/{i}", namespace="alpha")
         compacted = other.compact(namespace="alpha")
         item = compacted.items[0]
-        errors: list[BaseException] = []
-        thread = _compacting(scanner, errors, kinds=["paused"], namespace="alpha")
-        thread.start()
-        try:
-            assert kind.scanning.wait(600)  # (a hang guard)
+        with _scan_paused(postgres_url, ["paused"], "alpha"):
             # the scan is under way, its transaction open: content goes on
             done = other.remember(
                 "[[Raft]] alpha, during the scan.", uri="alpha/during", namespace="alpha"
@@ -215,10 +227,6 @@ def test_remembering_never_waits_for_a_compaction_of_its_namespace(
                 other.compact(namespace="alpha")
             with pytest.raises(StoreBusy):
                 other.submit(item.id, skip=True, reason="later", namespace="alpha")
-        finally:
-            kind.go_on.set()
-            thread.join()
-        assert errors == []
         assert other.get(done.passages[0], namespace="alpha").status == "forgotten"
         assert [f.value for f in other.facts("Raft", namespace="alpha").facts] == ["during"]
 
@@ -391,69 +399,66 @@ def test_writes_that_only_add_to_a_namespace_run_together(two: tuple[Memory, Mem
     assert [e.name for e in other.entities(namespace="alpha").entities] == ["Gossip", "Raft"]
 
 
-def test_two_writes_naming_one_new_entity_make_it_once(
-    postgres_url: str,
-) -> None:
+def _remembered_while_an_add_holds(
+    url: str, mine: tuple[str, str], theirs: tuple[str, str], lock: tuple[int, int]
+) -> tuple[Memory, str]:
+    """``mine`` (text, uri) remembered in "alpha" by a write of role
+    ``add`` held open while another process remembers ``theirs``, which
+    must wait for the advisory ``lock`` (space, key) until the first
+    commits, then succeed. The other's store (open) and mine's document."""
     with (
-        Memory.open(postgres_url) as holder,
-        Memory.open(postgres_url) as other,
-        psycopg.connect(postgres_url, autocommit=True) as admin,
+        Memory.open(url) as holder,
+        psycopg.connect(url, autocommit=True) as admin,
+        contextlib.ExitStack() as stack,
     ):
+        other = Memory.open(url)
+        stack.callback(other.close)  # (closed here only if what follows fails)
         other.remember("[[Raft]] elects a leader.", uri="first", namespace="alpha")
         errors: list[BaseException] = []
 
         def remember() -> None:
             try:
-                other.remember("[[Zab]] orders a broadcast.", uri="theirs", namespace="alpha")
+                other.remember(theirs[0], uri=theirs[1], namespace="alpha")
             except BaseException as exc:  # reported by the test
                 errors.append(exc)
 
         thread = threading.Thread(target=remember)
         with holder.store.write(namespace="alpha", role="add"):
-            holder.remember("[[Zab]] recovers a leader.", uri="mine", namespace="alpha")
+            done = holder.remember(mine[0], uri=mine[1], namespace="alpha")
             thread.start()
-            while thread.is_alive() and not _waiting_for(
-                admin, ENTITY_SPACE, namespace_key("alpha")
-            ):
+            while thread.is_alive() and not _waiting_for(admin, *lock):
                 thread.join(0.01)
-            assert thread.is_alive(), errors  # it waits for the entity being made
+            assert thread.is_alive(), errors  # it waits for what the first makes
         thread.join()
         assert errors == []
+        stack.pop_all()
+    return other, done.document
+
+
+def test_two_writes_naming_one_new_entity_make_it_once(postgres_url: str) -> None:
+    other, _mine = _remembered_while_an_add_holds(
+        postgres_url,
+        ("[[Zab]] recovers a leader.", "mine"),
+        ("[[Zab]] orders a broadcast.", "theirs"),
+        (ENTITY_SPACE, namespace_key("alpha")),
+    )
+    with other:
         names = [e.name for e in other.entities(namespace="alpha").entities]
         assert sorted(names) == ["Raft", "Zab"]
-        zab = other.entity("Zab", namespace="alpha")
-        assert len(zab.passages) == 2
+        assert len(other.entity("Zab", namespace="alpha").passages) == 2
 
 
 def test_two_writes_of_one_new_uri_make_one_document(postgres_url: str) -> None:
-    with (
-        Memory.open(postgres_url) as holder,
-        Memory.open(postgres_url) as other,
-        psycopg.connect(postgres_url, autocommit=True) as admin,
-    ):
-        other.remember("Raft elects a leader.", uri="first", namespace="alpha")
-        errors: list[BaseException] = []
-
-        def remember() -> None:
-            try:
-                other.remember("Their text of the note.", uri="note", namespace="alpha")
-            except BaseException as exc:  # reported by the test
-                errors.append(exc)
-
-        thread = threading.Thread(target=remember)
-        with holder.store.write(namespace="alpha", role="add"):
-            mine = holder.remember("My text of the note.", uri="note", namespace="alpha")
-            thread.start()
-            while thread.is_alive() and not _waiting_for(
-                admin, URI_SPACE, uri_key("alpha", "note")
-            ):
-                thread.join(0.01)
-            assert thread.is_alive(), errors  # it waits for the uri's first version
-        thread.join()
-        assert errors == []
+    other, mine = _remembered_while_an_add_holds(
+        postgres_url,
+        ("My text of the note.", "note"),
+        ("Their text of the note.", "note"),
+        (URI_SPACE, uri_key("alpha", "note")),
+    )
+    with other:
         listed = other.documents(namespace="alpha").documents
         assert sorted((d.uri, d.version) for d in listed) == [("first", 1), ("note", 2)]
-        assert other.get(mine.document, namespace="alpha").version == 2
+        assert other.get(mine, namespace="alpha").version == 2
 
 
 def test_a_write_that_only_adds_takes_no_more_of_its_namespace(postgres_url: str) -> None:
@@ -489,21 +494,11 @@ def test_a_write_making_a_namespace_never_waits_for_its_compaction(
     # its later kinds waited for the namespace's writers under way: a
     # writer adding the namespace's first rows then waited for that row,
     # and the compaction for the writer.
-    kind = _Paused()
-    pm = build_plugin_manager(plugins=[("paused", _PausedKinds(kind))])
     with (
-        Memory.open(postgres_url, plugin_manager=pm) as scanner,
         Memory.open(postgres_url) as other,
+        _scan_paused(postgres_url, ["stale", "paused"], "fresh"),
     ):
-        errors: list[BaseException] = []
-        thread = _compacting(scanner, errors, kinds=["stale", "paused"], namespace="fresh")
-        thread.start()
-        try:
-            assert kind.scanning.wait(600)  # (a hang guard)
-            other.remember("[[Raft]] the namespace's first note.", uri="n", namespace="fresh")
-            other.record_fact("Raft", "terms", "first", namespace="fresh")
-        finally:
-            kind.go_on.set()
-            thread.join()
-        assert errors == []
+        other.remember("[[Raft]] the namespace's first note.", uri="n", namespace="fresh")
+        other.record_fact("Raft", "terms", "first", namespace="fresh")
+    with Memory.open(postgres_url) as other:
         assert "fresh" in other.namespaces()
