@@ -70,16 +70,19 @@ INPUTS_BATCH = 256
 
 class Inputs:
     """What the pages of a run of entities are written from, read for all of
-    them at once (three statements where there were three an entity): each
-    entity's live passages and live facts, as a payload shows them, and the
-    last page written about it."""
+    them at once (three statements where there were three an entity, sent
+    together: one round trip on a server engine): each entity's live
+    passages and live facts, as a payload shows them, and the last page
+    written about it."""
 
     def __init__(self, ctx: KindContext, canonicals: Sequence[str]) -> None:
         store = ctx.store
         self.ctx, self.canonicals = ctx, canonicals
-        self.passages = store.entities.live_passages_of(canonicals)
-        self.facts = store.facts.of_entities(canonicals)
-        self.last = store.pages.last_written_of(canonicals)
+        self.passages, self.facts, self.last = store.together(
+            lambda: store.entities.live_passages_of(canonicals),
+            lambda: store.facts.of_entities(canonicals),
+            lambda: store.pages.last_written_of(canonicals),
+        )
         self._entities: dict[str, dict[str, Any]] | None = None
 
     def entity(self, canonical: str) -> dict[str, Any]:

@@ -194,7 +194,7 @@ def test_plugin_code_calls_nothing_on_the_store_outside_plugin_store():
         attr: {n for n, f in vars(proto).items() if inspect.isfunction(f)}
         for attr, proto in store.repositories().items()
     }
-    offered |= {"engine": set(), "after_commit": set(), "native": set()}
+    offered |= {"engine": set(), "after_commit": set(), "together": set(), "native": set()}
     calls = plugin_store_calls()
     assert {"entities", "facts", "pages", "tombstones", "merges"} <= set(calls)
     beyond = {

@@ -119,9 +119,11 @@ class SqlPages(Repo):
         )
 
     def last_written_of(self, canonicals: Iterable[str]) -> dict[str, str]:
-        # (by row id: the newest of each entity is the last one kept)
+        # (by row id: the newest of each entity is the last one kept;
+        # planned: a compaction's page kind reads it with the entities'
+        # passages and facts, in one message on a server engine)
         return dict(
-            self.all(
+            self.planned(
                 f"SELECT e.canonical, pg.id FROM {_FROM} "
                 "WHERE e.canonical IN (SELECT value FROM json_each(?)) ORDER BY pg.rowid",
                 (json.dumps(sorted(set(canonicals))),),
