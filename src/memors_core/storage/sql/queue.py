@@ -263,14 +263,19 @@ class SqlChangeLog(Repo):
         return self.heads()  # (a write of the namespace's: no write of it is under way)
 
     def entities_since(self, namespace: str, after: int) -> set[str]:
-        touched = {
-            r[0]
-            for r in self.all(
-                "SELECT DISTINCT entity FROM changes WHERE namespace = ? AND seq > ?",
-                (namespace, after),
-            )
-        }
-        return touched | self.tx.entities.canonical_of(touched)
+        # The entities logged and what each is now (merged into another:
+        # that one), in one statement: one round trip on a server engine,
+        # inside a compaction's scan turn, where it was two.
+        touched: set[str] = set()
+        for entity, canonical in self.planned(
+            "SELECT DISTINCT c.entity, e.canonical FROM changes c "
+            "LEFT JOIN entities e ON e.id = c.entity WHERE c.namespace = ? AND c.seq > ?",
+            (namespace, after),
+        ):
+            touched.add(entity)
+            if canonical is not None:
+                touched.add(canonical)
+        return touched
 
     def mark(self, namespace: str, kind: str) -> ScanMark | None:
         row = self.planned_one(
