@@ -188,8 +188,8 @@ class Ingest:
             out = self._stored(namespace, doc, prepared, report, created, "add")
         except _NotAdding:
             # A new version supersedes passages (pages citing them go
-            # stale): it takes the namespace's turn, the add undone.
-            created = [] if created is not None else None
+            # stale): it takes the namespace's turn, the add undone (it
+            # gave up before storing a passage: ``created`` is still empty).
             out = self._stored(namespace, doc, prepared, report, created, "content")
         self._new_passages(namespace, created)
         return out
