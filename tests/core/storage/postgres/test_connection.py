@@ -529,23 +529,19 @@ def test_writers_waiting_for_the_lock_leave_the_pool_to_searches(postgres_url, m
             with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
                 for t in writers:
                     t.start()
-                # Until one of them waits in the database (the bound only
-                # ends a run that hangs: they reach it in well under a second).
-                deadline = time.monotonic() + 600
-                while not _write_lock_waiters(admin, dbname):
-                    assert time.monotonic() < deadline, "no writer reached the lock"
-                    time.sleep(0.05)
-                # Let the others take their places too; whatever they do,
-                # one connection of the pool stays free of them (writes that
-                # only add run together once the lock is free: all but one
-                # of the pool's connections may wait for it).
-                waiting = []
-                for _ in range(10):
-                    time.sleep(0.05)
-                    waiting.append(_write_lock_waiters(admin, dbname))
-                assert max(waiting) <= 3
+                # Writes that only add run together once the lock is free:
+                # all but one of the pool's connections wait for it, the
+                # other two writers wait in the process. Until three wait in
+                # the database (no clock: a writer that ends first, which
+                # only its own busy timeout would make it do, fails the test).
+                while _write_lock_waiters(admin, dbname) < 3:
+                    assert all(t.is_alive() for t in writers), outcomes
+                    time.sleep(0.01)
+                assert _write_lock_waiters(admin, dbname) == 3
                 found = memory.search("majority vote")  # while all five wait
                 assert [r.address for r in found.results]
+                # and no fourth took the connection the search had
+                assert _write_lock_waiters(admin, dbname) == 3
         finally:
             holder.close()
             for t in writers:
