@@ -78,8 +78,9 @@ the postings table asks autovacuum to come after 2% new rows rather than
 20%, so a bulk load is followed soon by fast searches.
 
 The index's tables, functions and triggers are made by migrations V2, V4,
-V5, V7, V13, V15, V16, V17, V19 and V21 of :mod:`memors_core.storage.postgres.schema`, in the one
-list of the engine's migrations (V16, V17: a bulk load's batch is stemmed,
+V5, V7, V13, V15, V16, V17, V19, V21, V22 and V23 of
+:mod:`memors_core.storage.postgres.schema`, in the one list of the
+engine's migrations (V16, V17: a bulk load's batch is stemmed,
 its terms hashed and counted, by a query of its own, which the server may
 run on parallel workers).
 """

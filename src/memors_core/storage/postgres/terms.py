@@ -135,16 +135,18 @@ class _Stemmed:
         """The hashed terms (in binary) of a text whose words are ``tokens``,
         and each one's number of positions (in no particular order: the
         index reads a passage's terms by value)."""
-        times = Counter(tokens)
         try:
-            hashed = list(map(self.term.__getitem__, times))
+            # (nearly always: every word one lexeme at one position, so its
+            # term is counted as it comes, and words of one lexeme add up;
+            # counting the words first, then their terms, took twice as long)
+            counts = Counter(map(self.term.__getitem__, tokens))
         except KeyError:  # (an odd word, or one not stemmed yet: below)
             pass
         else:
-            if len(set(hashed)) == len(hashed):  # (no two words of one lexeme)
-                return hashed, list(times.values())
+            return list(counts), list(counts.values())
+        times = Counter(tokens)
         lexemes = list(map(self.lexeme.__getitem__, times))
-        tally: dict[str, int] = {}  # words that share a lexeme, or are odd
+        tally: dict[str, int] = {}  # (some words odd: counted by lexeme)
         for word, one, n in zip(times, lexemes, times.values(), strict=True):
             if one is not None:
                 tally[one] = tally.get(one, 0) + n
