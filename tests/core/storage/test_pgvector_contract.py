@@ -3,6 +3,8 @@ server of the test process's own: Debian's PostgreSQL 15 has no pgvector),
 and what the tests' own server says when it has none."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memors_core.testing.storage_contract import (
     PgvectorStorage,
@@ -151,6 +153,47 @@ class TestTheGraph(PgvectorStorage):
             assert options(store) == want
         finally:
             store.close()
+
+
+class TestTheVectorsText:
+    """A vector goes to the server as text (``[x,y,…]``): each number in
+    the fewest digits that give its float32 back exactly."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.floats(width=32, allow_nan=False, allow_infinity=False), max_size=40))
+    def test_each_number_is_nine_digits_at_most_and_reads_back_exactly(self, numbers) -> None:
+        import numpy as np
+
+        from memors_core.storage.postgres.vectors import literal
+
+        vector = np.array(numbers, dtype="<f4").tobytes()
+        text = literal(vector)
+        assert text.startswith("[") and text.endswith("]")
+        parts = text[1:-1].split(",") if numbers else []
+        # (Python's repr of the float64 took up to 17 digits: a third longer to send and parse)
+        assert all(
+            len(p.lstrip("-").split("e")[0].replace(".", "").lstrip("0")) <= 9 for p in parts
+        )
+        assert np.array(parts, dtype="<f4").tobytes() == vector
+
+
+class TestTheServerReadsVectorsExactly(PgvectorStorage):
+    def test_a_vector_sent_as_text_is_the_same_float32s_on_the_server(self, storage) -> None:
+        import numpy as np
+
+        from memors_core.storage.postgres.vectors import literal
+
+        rng = np.random.default_rng(7)
+        for scale in (1.0, 1e-30, 3e37):
+            vector = (rng.standard_normal(384) * scale).astype("<f4").tobytes()
+            with storage.read() as tx:
+                # (pgvector's own text form is the shortest that reads back exactly)
+                (back,) = (
+                    tx.native("postgres")
+                    .execute("SELECT %s::vector::text", (literal(vector),))
+                    .fetchone()
+                )
+            assert np.array(back[1:-1].split(","), dtype="<f4").tobytes() == vector
 
 
 class TestWithoutPgvector(PostgresStorage):
