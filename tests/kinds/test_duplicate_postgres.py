@@ -18,6 +18,7 @@ from fractions import Fraction
 from types import SimpleNamespace
 
 import apsw
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -398,7 +399,38 @@ def test_erase_removes_a_passage_from_both_prefix_tables_and_its_cluster(index_s
                 for t in postgres_index.PREFIX_TABLES
             ]
             assert left == [0, 0]
-            assert index.members_of("ns", {"p1"}) == {"p1"}
+            assert index.clusters_holding("ns", {"p1"}) == ({"p1"}, {"p1"})
             raise RolledBack
     except RolledBack:
         pass
+
+
+# --- round trips ------------------------------------------------------------------------------
+
+
+def test_an_incremental_scan_adds_and_probes_in_one_message_and_notes_its_clock_with_the_fold(
+    trio, monkeypatch
+):
+    """Over a network every statement waits for the server: an incremental
+    scan sends its new passages' prefix rows with the probe that finds
+    their partners (the probe, after them, finds them too), and notes how
+    far the namespace is indexed with the fold's look-up."""
+    memory, members = trio
+    duplicates(memory)
+    sent: list[str] = []
+    execute = psycopg.ClientCursor.execute
+
+    def counted(self, query, params=None, **kwargs):
+        sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.ClientCursor, "execute", counted)
+    late = memory.remember(LICENCE, uri="late").passages[0]
+    sent.clear()
+    memory.compact(kinds=["duplicate"])
+    added = [s for s in sent if "INSERT INTO dup_recent" in s]
+    assert len(added) == 1 and "WITH t(tokens)" in added[0], sent
+    noted = [s for s in sent if "INSERT INTO dup_indexed" in s]
+    assert len(noted) == 1 and "FROM dup_folded" in noted[0], sent
+    (item,) = duplicates(memory)  # the late copy found its partners all the same
+    assert sorted(p["address"] for p in item["payload"]["passages"]) == sorted([*members, late])

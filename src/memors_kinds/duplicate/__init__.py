@@ -98,7 +98,7 @@ def _index(tx: PluginStore) -> PrefixIndex:
 
 def _partners(
     tx: PluginStore,
-    index: PrefixIndex,
+    wanted: dict[int, list[int]],
     namespace: str,
     new: Sequence[tuple[str, str, bytes]],
     prefixes: Sequence[Prefix],
@@ -108,12 +108,11 @@ def _partners(
     the same order), the live passages of other documents with Jaccard >=
     0.75 to it.
 
-    Candidates come from the prefix index (the new passages are indexed
-    already, so they find each other); each one of another document is
-    verified exactly (``stats["candidates"]`` counts them). The candidates'
-    shingles are read together, once each.
+    Candidates come from the prefix index (``wanted``: the new passages
+    were indexed first, so they find each other); each one of another
+    document is verified exactly (``stats["candidates"]`` counts them). The
+    candidates' shingles are read together, once each.
     """
-    wanted = index.candidates(prefixes)
     needed = sorted(set().union(*wanted.values())) if wanted else []
     shingles: dict[int, tuple[str, str, array[int]]] = {}
     for start in range(0, len(needed), 20_000):
@@ -163,6 +162,8 @@ def _unsettled(
     """The clusters not settled already: a cluster all of whose members one
     finished item kept or released (and that is still finished) was decided
     on; it is asked again only once a passage it did not see joins it."""
+    if not found:
+        return found  # (nothing to ask the index about)
     settled = index.settled(ctx.namespace, {m for c in found for m in c["members"]})
     if not settled:
         return found
@@ -329,15 +330,14 @@ class DuplicateKind(Kind):
         gone = [
             t.target for t in tx.tombstones.since(ns, changes.tombstone_seq) if t.type == "passage"
         ]
-        index.add(prefixes, recent=True)
+        wanted = index.add_and_find(prefixes)
         touched: set[str] = set()
         stats: dict[str, int] = {"passages": len(new)}
-        for ident, partners in _partners(tx, index, ns, new, prefixes, stats).items():
+        for ident, partners in _partners(tx, wanted, ns, new, prefixes, stats).items():
             touched.add(ident)
             touched.update(partners)
         touched.update(gone)
-        index.set_indexed(ns, head)
-        index.fold(head, force=False)
+        index.advance(ns, head)
         log.debug("duplicates_scanned", namespace=ns, scan="incremental", **stats)
         if not touched:
             return [], set()
@@ -345,8 +345,8 @@ class DuplicateKind(Kind):
         # components are closed under qualifying pairs, so no pair crosses
         # out of this set except through the new passages, whose partners
         # were all found above.
-        old_keys = index.clusters_of(ns, touched)
-        members = touched | index.members_of(ns, old_keys)
+        old_keys, held = index.clusters_holding(ns, touched)
+        members = touched | held
         found = clusters(
             (r.id, r.document, r.shingles)
             for r in tx.passages.live_shingles(ns, ids=members)

@@ -41,16 +41,25 @@ class PrefixIndex(Protocol):
         when ``force`` (a full scan starts), else when the engine finds it
         due. ``head`` is the passage clock now."""
 
+    def advance(self, namespace: str, head: int) -> None:
+        """An incremental scan's end: :meth:`set_indexed` to ``head``, then
+        :meth:`fold` if due (in one round trip where the engine can)."""
+
     def candidates(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
         """For each passage given (indexed already), the other indexed
         passages that may reach the threshold with it: never one short of
         the truth, so exact verification afterwards finds every pair."""
 
-    def clusters_of(self, namespace: str, passages: Iterable[str]) -> set[str]:
-        """The keys of the remembered clusters holding any of ``passages``."""
+    def add_and_find(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
+        """:meth:`add` an incremental scan's passages (``recent``), then their
+        :meth:`candidates` (so they find each other): in one round trip
+        where the engine can send both at once."""
 
-    def members_of(self, namespace: str, clusters: Iterable[str]) -> set[str]:
-        """The passage ids of those remembered clusters."""
+    def clusters_holding(
+        self, namespace: str, passages: Iterable[str]
+    ) -> tuple[set[str], set[str]]:
+        """The keys of the remembered clusters holding any of ``passages``,
+        and every member of those clusters (one look-up)."""
 
     def forget_clusters(self, namespace: str, clusters: Iterable[str] | None = None) -> None:
         """Drop those remembered clusters (None: every one of ``namespace``)."""

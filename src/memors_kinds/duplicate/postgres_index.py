@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memors_kinds.duplicate.index import Prefix
 from memors_kinds.duplicate.join import THRESHOLD
@@ -172,10 +172,40 @@ def _probe_sql() -> str:
 
 _PROBE = _probe_sql()
 
+#: How far a namespace is indexed, noted (PostgreSQL's spelling of
+#: :meth:`SqlPrefixIndex.set_indexed`'s).
+_INDEXED = (
+    "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (%s, %s) "
+    "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq"
+)
+#: The last fold's clock, its row locked unless another writer holds it.
+_FOLDED = "SELECT passage_seq FROM dup_folded WHERE one = 1 FOR UPDATE SKIP LOCKED"
+
 
 def _array(values: Iterable[int]) -> str:
     """A PostgreSQL array literal of integers (cast in the statement)."""
     return "{" + ",".join(map(str, values)) + "}"
+
+
+def _probe_params(batch: Sequence[Prefix]) -> tuple[str, ...]:
+    """:data:`_PROBE`'s parameters for a batch of passages: their prefix
+    tokens end to end, and each passage's number, size, least partner size
+    and the span of its tokens."""
+    num, den = THRESHOLD.numerator, THRESHOLD.denominator
+    tokens = array("q")
+    seqs: list[int] = []
+    sizes: list[int] = []
+    lows: list[int] = []
+    firsts: list[int] = []
+    lasts: list[int] = []
+    for seq, size, piece in batch:
+        seqs.append(seq)
+        sizes.append(size)
+        lows.append(-((-num * size) // den))  # ceil(t * size)
+        firsts.append(len(tokens) + 1)
+        tokens.extend(prefix_tokens(piece))
+        lasts.append(len(tokens))
+    return tuple(_array(p) for p in (tokens, seqs, sizes, lows, firsts, lasts))
 
 
 class PostgresPrefixIndex(SqlPrefixIndex):
@@ -243,9 +273,18 @@ class PostgresPrefixIndex(SqlPrefixIndex):
         values stand in for counts). A fold only makes look-ups faster:
         while a writer of another namespace folds (its transaction holds
         the row), this one skips it rather than wait."""
-        row = self.conn.execute(
-            "SELECT passage_seq FROM dup_folded WHERE one = 1 FOR UPDATE SKIP LOCKED"
-        ).fetchone()
+        self._fold(head, force, self.conn.execute(_FOLDED))
+
+    def advance(self, namespace: str, head: int) -> None:
+        """The namespace's clock noted with the fold's look-up, in one message."""
+        cur = self.conn.execute(f"{_INDEXED}; {_FOLDED}", (namespace, head))
+        cur.nextset()  # (past the clock's)
+        self._fold(head, False, cur)
+
+    def _fold(self, head: int, force: bool, folded: Any) -> None:
+        """The fold, given the cursor on :data:`_FOLDED`'s answer; its three
+        statements in one message."""
+        row = folded.fetchone()
         if row is None:
             return
         if not force and (head - row[0]) * FOLD_RATIO <= row[0]:
@@ -253,10 +292,8 @@ class PostgresPrefixIndex(SqlPrefixIndex):
         self.conn.execute(
             "INSERT INTO dup_prefix(token, size, passage, pos) "
             "SELECT token, size, passage, pos FROM dup_recent ORDER BY token, size, passage "
-            "ON CONFLICT DO NOTHING"
-        )
-        self.conn.execute("DELETE FROM dup_recent")
-        self.conn.execute(
+            "ON CONFLICT DO NOTHING; "
+            "DELETE FROM dup_recent; "
             "INSERT INTO dup_folded(one, passage_seq) VALUES (1, %s) "
             "ON CONFLICT(one) DO UPDATE SET passage_seq = excluded.passage_seq",
             (head,),
@@ -265,7 +302,6 @@ class PostgresPrefixIndex(SqlPrefixIndex):
     def candidates(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
         """One query per batch of up to PROBE_TOKENS prefix tokens (an
         incremental scan's passages are usually one batch)."""
-        num, den = THRESHOLD.numerator, THRESHOLD.denominator
         out: dict[int, list[int]] = {}
         batch: list[Prefix] = []
         tokens = 0
@@ -273,30 +309,30 @@ class PostgresPrefixIndex(SqlPrefixIndex):
             batch.append(prefix)
             tokens += len(prefix[2]) // 8
             if tokens >= PROBE_TOKENS:
-                self._probe(batch, num, den, out)
+                self._probe(batch, out)
                 batch, tokens = [], 0
         if batch:
-            self._probe(batch, num, den, out)
+            self._probe(batch, out)
         return out
 
-    def _probe(
-        self, batch: Sequence[Prefix], num: int, den: int, out: dict[int, list[int]]
-    ) -> None:
-        tokens = array("q")
-        seqs: list[int] = []
-        sizes: list[int] = []
-        lows: list[int] = []
-        firsts: list[int] = []
-        lasts: list[int] = []
-        for seq, size, piece in batch:
-            seqs.append(seq)
-            sizes.append(size)
-            lows.append(-((-num * size) // den))  # ceil(t * size)
-            firsts.append(len(tokens) + 1)
-            tokens.extend(prefix_tokens(piece))
-            lasts.append(len(tokens))
-        params = (tokens, seqs, sizes, lows, firsts, lasts)
-        for seq, passages in self.conn.execute(_PROBE, tuple(_array(p) for p in params)):
+    def add_and_find(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
+        """An incremental scan's few passages inserted and probed in one
+        message (the probe, after the insert, finds them too): a round trip
+        less a compaction; many go as :meth:`add` and :meth:`candidates` do."""
+        rows = sum(len(piece) // 8 for _r, _s, piece in prefixes)
+        if not prefixes or rows >= min(COPY_ROWS, PROBE_TOKENS):
+            self.add(prefixes, recent=True)
+            return self.candidates(prefixes)
+        columns = [list(c) for c in zip(*few_rows(prefixes), strict=True)]
+        cur = self.conn.execute(
+            f"{_INSERT.format(table='dup_recent')}; {_PROBE}",
+            (*(_array(c) for c in columns), *_probe_params(prefixes)),
+        )
+        cur.nextset()  # (past the insert's)
+        return {seq: passages for seq, passages in cur if passages}
+
+    def _probe(self, batch: Sequence[Prefix], out: dict[int, list[int]]) -> None:
+        for seq, passages in self.conn.execute(_PROBE, _probe_params(batch)):
             if passages:
                 out[seq] = passages
 

@@ -85,25 +85,16 @@ class SqlPrefixIndex:
 
     # --- the clusters of the last scan ------------------------------------------------
 
-    def clusters_of(self, namespace: str, passages: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.sql.all(
-                "SELECT DISTINCT cluster FROM dup_members WHERE namespace = ? "
-                "AND passage IN (SELECT value FROM json_each(?))",
-                (namespace, json.dumps(sorted(passages))),
-            )
-        }
-
-    def members_of(self, namespace: str, clusters: Iterable[str]) -> set[str]:
-        return {
-            r[0]
-            for r in self.sql.all(
-                "SELECT passage FROM dup_members WHERE namespace = ? "
-                "AND cluster IN (SELECT value FROM json_each(?))",
-                (namespace, json.dumps(sorted(clusters))),
-            )
-        }
+    def clusters_holding(
+        self, namespace: str, passages: Iterable[str]
+    ) -> tuple[set[str], set[str]]:
+        rows = self.sql.all(
+            "SELECT cluster, passage FROM dup_members WHERE namespace = ?1 AND cluster IN "
+            "(SELECT cluster FROM dup_members WHERE namespace = ?1 "
+            "AND passage IN (SELECT value FROM json_each(?2)))",
+            (namespace, json.dumps(sorted(passages))),
+        )
+        return {r[0] for r in rows}, {r[1] for r in rows}
 
     def forget_clusters(self, namespace: str, clusters: Iterable[str] | None = None) -> None:
         if clusters is None:

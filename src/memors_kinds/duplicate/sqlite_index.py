@@ -166,6 +166,14 @@ class SqlitePrefixIndex(SqlPrefixIndex):
             (head,),
         )
 
+    def add_and_find(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
+        self.add(prefixes, recent=True)
+        return self.candidates(prefixes)
+
+    def advance(self, namespace: str, head: int) -> None:
+        self.set_indexed(namespace, head)
+        self.fold(head, force=False)
+
     def candidates(self, prefixes: Sequence[Prefix]) -> dict[int, list[int]]:
         num, den = THRESHOLD.numerator, THRESHOLD.denominator
         out: dict[int, list[int]] = {}
