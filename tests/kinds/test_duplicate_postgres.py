@@ -18,7 +18,6 @@ from fractions import Fraction
 from types import SimpleNamespace
 
 import apsw
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -417,14 +416,7 @@ def test_an_incremental_scan_adds_and_probes_in_one_message_and_notes_its_clock_
     far the namespace is indexed with the fold's look-up."""
     memory, members = trio
     duplicates(memory)
-    sent: list[str] = []
-    execute = psycopg.ClientCursor.execute
-
-    def counted(self, query, params=None, **kwargs):
-        sent.append(str(query))
-        return execute(self, query, params, **kwargs)
-
-    monkeypatch.setattr(psycopg.ClientCursor, "execute", counted)
+    sent = postgres.messages_sent(monkeypatch)
     late = memory.remember(LICENCE, uri="late").passages[0]
     sent.clear()
     memory.compact(kinds=["duplicate"])

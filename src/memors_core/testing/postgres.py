@@ -25,6 +25,7 @@ import hashlib
 import os
 import socket
 import uuid
+from typing import Any
 
 DEFAULT_ADMIN_URL = "postgresql:///postgres"
 PREFIX = "memors_t_"
@@ -300,3 +301,20 @@ def drop_stale() -> list[str]:
                     continue
                 dropped.append(name)
     return dropped
+
+
+def messages_sent(monkeypatch: Any) -> list[str]:
+    """What the PostgreSQL engine sends from now on, one entry per message
+    (one round trip): for the tests that count a call's round trips
+    (``monkeypatch``: pytest's, which puts psycopg back afterwards)."""
+    import psycopg
+
+    sent: list[str] = []
+    execute = psycopg.ClientCursor.execute
+
+    def counted(self: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute(self, query, params, **kwargs)
+
+    monkeypatch.setattr(psycopg.ClientCursor, "execute", counted)
+    return sent

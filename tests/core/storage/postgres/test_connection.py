@@ -99,7 +99,7 @@ def test_a_write_of_held_back_statements_alone_is_stored_over_a_dropped_connecti
             pid = tx.native("postgres").info.backend_pid
         with psycopg.connect(pg.admin_url(), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         with memory.store.write() as tx:
             tx.namespaces.touch("held")
             with tx.later():
@@ -115,19 +115,6 @@ def test_a_write_of_held_back_statements_alone_is_stored_over_a_dropped_connecti
         assert sent[-1] == "COMMIT", sent
 
 
-def _messages(monkeypatch) -> list[str]:
-    """What the store sends from now on, one entry per message (round trip)."""
-    sent: list[str] = []
-    execute = psycopg.ClientCursor.execute
-
-    def counted(self, query, params=None, **kwargs):
-        sent.append(str(query))
-        return execute(self, query, params, **kwargs)
-
-    monkeypatch.setattr(psycopg.ClientCursor, "execute", counted)
-    return sent
-
-
 def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monkeypatch):
     # The home's counts (live and stale pages, the listed entities' aliases,
     # passages, facts and pages) cost the server more to plan than to run:
@@ -137,7 +124,7 @@ def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monk
     with Memory.open(postgres_url) as memory:
         memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
         memory.record_fact("Raft", "year", "2014")
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         first = memory.overview()
         names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
         assert len(names) >= 6, sent
@@ -179,7 +166,7 @@ def test_a_page_view_plans_its_reads_once_per_connection(postgres_url, monkeypat
             titles = memory.labels([c.document for c in cited.values()])
             return shown, cited, titles
 
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         first = view()
         names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
         assert len(names) >= 3, sent
@@ -199,7 +186,7 @@ def test_a_remembers_answer_is_planned_once_per_connection(postgres_url, monkeyp
     # connection, executed on the next ones.
     monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
     with Memory.open(postgres_url) as memory:
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         first = memory.remember("[[Raft]] elects a leader.", uri="a")
         names = [s.split()[1] for s in sent if s.startswith("PREPARE memors_")]
         assert len(names) >= 3, sent  # (the document, the name and its alias, the answer)
@@ -231,7 +218,7 @@ def test_a_compaction_and_a_search_plan_their_reads_once_per_connection(postgres
             found = memory.search("Raft leader lease").results
             return done.open, [r.text for r in found]
 
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         for n in range(4):  # (the entity due a page from its third passage)
             round(n)
         prepared = {s.split()[1] for s in sent if s.startswith("PREPARE memors_")}
@@ -257,7 +244,7 @@ def test_a_get_is_one_round_trip_the_read_begun_and_ended_with_its_statement(
     with Memory.open(postgres_url) as memory:
         memory.remember("[[Raft]] elects a leader; [[Paxos]] agrees on a value.", uri="r")
         address = memory.search("elects a leader").results[0].address
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         first = memory.get(address)
         assert len(sent) == 2, sent
         assert sent[0].startswith("PREPARE memors_") and "FROM passages p" in sent[0]
@@ -288,7 +275,7 @@ def test_a_write_begins_and_takes_its_locks_with_its_first_statement(postgres_ur
     monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
     with Memory.open(postgres_url) as memory:
         memory.record_fact("Raft", "leader", "n1")  # (the first: its statements prepared)
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         memory.record_fact("Raft", "term", "7")
         assert sent[0].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; "), sent
         rest = sent[0].partition("pg_advisory_xact_lock")[2]
@@ -332,7 +319,7 @@ def test_a_get_that_needs_more_than_its_one_statement_reads_again_whole(postgres
             runs.append(1)
             return [views.get(tx, "passage", p.rsplit("/", 1)[1], "default") for p in made.passages]
 
-        sent = _messages(monkeypatch)
+        sent = pg.messages_sent(monkeypatch)
         assert memory.store.brief_read(two_gets) == whole
         assert len(runs) == 2  # the first ended with its first statement
         assert sent[0].endswith("; COMMIT") and sent[-1] == "COMMIT", sent
@@ -349,7 +336,7 @@ def test_opening_a_store_is_ten_round_trips(postgres_url, monkeypatch):
     # seventeen: a SET each, a "SELECT 1" proof, the version in two
     # statements, the vectors' state in four.
     Memory.open(postgres_url).close()  # migrated, as a store is after its first open
-    sent = _messages(monkeypatch)
+    sent = pg.messages_sent(monkeypatch)
     with Memory.open(postgres_url) as memory:
         opened = list(sent)
         assert memory.entity_count() == 0  # and it works
