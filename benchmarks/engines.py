@@ -737,7 +737,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200, help="searches of each length (200)")
     parser.add_argument("--skip-web", action="store_true", help="skip the web view figures")
     parser.add_argument(
-        "--web-requests", type=int, default=20, help="timed GETs of each web view (20)"
+        "--web-requests", type=int, default=100, help="timed GETs of each web view (100)"
     )
     parser.add_argument(
         "--mixed-seconds",
