@@ -320,7 +320,7 @@ class PostgresPrefixIndex(SqlPrefixIndex):
         message (the probe, after the insert, finds them too): a round trip
         less a compaction; many go as :meth:`add` and :meth:`candidates` do."""
         rows = sum(len(piece) // 8 for _r, _s, piece in prefixes)
-        if not prefixes or rows >= min(COPY_ROWS, PROBE_TOKENS):
+        if not rows or rows >= min(COPY_ROWS, PROBE_TOKENS):
             self.add(prefixes, recent=True)
             return self.candidates(prefixes)
         columns = [list(c) for c in zip(*few_rows(prefixes), strict=True)]
