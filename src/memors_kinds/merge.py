@@ -61,6 +61,16 @@ def clean_name(name: str) -> str:
     return clean
 
 
+def _canonical_of(known: dict[str, Any], ident: str) -> str:
+    """The canonical id of entity ``ident``, read among ``known`` (as
+    ``entities.require`` says when it is not there)."""
+    entity = known.get(ident)
+    if entity is None:
+        raise NotFound(f"no entity {address('entity', ident)}")
+    canonical: str = entity.canonical
+    return canonical
+
+
 def discover(ctx: KindContext, only: set[str] | None = None) -> None:
     """Open candidates for entities whose names fold equal or match an alias
     (involving the canonical entities ``only``, if given)."""
@@ -134,8 +144,12 @@ class MergeKind(Kind):
             scope = set()
         discover(ctx, only)
         pairs = []
-        for cand in ctx.store.merges.in_namespace(ctx.namespace, "open"):
-            a, b = self._canonical(ctx, cand.first), self._canonical(ctx, cand.second)
+        open_ = ctx.store.merges.in_namespace(ctx.namespace, "open")
+        # Every candidate's two entities read at once (on a server engine a
+        # read each was two round trips a candidate, every compaction).
+        known = ctx.store.entities.get_many({e for c in open_ for e in (c.first, c.second)})
+        for cand in open_:
+            a, b = _canonical_of(known, cand.first), _canonical_of(known, cand.second)
             if only is not None:
                 if not {cand.first, cand.second, a, b} & only:
                     continue

@@ -146,6 +146,35 @@ def test_a_namespace_home_plans_its_reads_once_per_connection(postgres_url, monk
         assert [s.count("EXECUTE memors_") for s in reads] == [5, 4], reads
 
 
+def test_a_compaction_reads_the_open_merge_candidates_entities_together(postgres_url, monkeypatch):
+    # The merge kind reads each open candidate's two entities to know their
+    # canonical ids, every compaction: read one at a time they were two
+    # round trips a candidate (on a namespace where agents name people
+    # many ways, hundreds a compaction); read together, the compaction's
+    # round trips do not grow with the candidates.
+    monkeypatch.setenv("MEMORS_PG_POOL_SIZE", "1")
+
+    def messages(candidates: int) -> int:
+        url = pg.new_database()
+        try:
+            with Memory.open(url) as memory:
+                for n in range(candidates):  # names that fold equal: a candidate each
+                    memory.remember(f"[[Topic {n}]] is on the list.", uri=f"a{n}")
+                    memory.remember(f"We talk about [[topic-{n}]] too.", uri=f"b{n}")
+                memory.compact(kinds=["merge"])
+                memory.compact(kinds=["merge"])  # (the candidates it opened, examined once)
+                memory.remember("[[Raft]] elects a leader.", uri="raft")  # another subject
+                sent = pg.messages_sent(monkeypatch)
+                memory.compact(kinds=["merge"])
+                monkeypatch.undo()
+                assert len(open_items(memory, "merge")) == candidates
+                return len(sent)
+        finally:
+            pg.drop_database(url)
+
+    assert messages(6) == messages(2)
+
+
 def test_a_page_view_plans_its_reads_once_per_connection(postgres_url, monkeypatch):
     # A page's view reads whether it is stale, its cited passages' entities
     # and their documents' titles: prepared on the first view, executed after.
