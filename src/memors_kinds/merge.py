@@ -86,9 +86,7 @@ class _Sides:
                 lambda: store.facts.of_entities(wanted),
                 lambda: store.pages.current_of(wanted),
             )
-            for ident in wanted:
-                _canonical_of(entities, ident)  # (each one there, as require says)
-            self.aliases = store.entities.aliases_of([entities[i] for i in wanted])
+            self.aliases = store.entities.aliases_of([_entity_in(entities, i) for i in wanted])
 
     def state(self, side: str) -> tuple[Any, ...]:
         """What the fingerprint of a candidate with this side holds of it."""
@@ -102,14 +100,13 @@ class _Sides:
         )
 
 
-def _canonical_of(known: dict[str, Any], ident: str) -> str:
-    """The canonical id of entity ``ident``, read among ``known`` (as
-    ``entities.require`` says when it is not there)."""
+def _entity_in(known: dict[str, Any], ident: str) -> Any:
+    """Entity ``ident``, read among ``known`` (as ``entities.require`` says
+    when it is not there)."""
     entity = known.get(ident)
     if entity is None:
         raise NotFound(f"no entity {address('entity', ident)}")
-    canonical: str = entity.canonical
-    return canonical
+    return entity
 
 
 def discover(ctx: KindContext, only: set[str] | None = None) -> None:
@@ -194,7 +191,8 @@ class MergeKind(Kind):
         # read each was two round trips a candidate, every compaction).
         known = ctx.store.entities.get_many({e for c in open_ for e in (c.first, c.second)})
         for cand in open_:
-            a, b = _canonical_of(known, cand.first), _canonical_of(known, cand.second)
+            a = _entity_in(known, cand.first).canonical
+            b = _entity_in(known, cand.second).canonical
             if only is not None:
                 if not {cand.first, cand.second, a, b} & only:
                     continue

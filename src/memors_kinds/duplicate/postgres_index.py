@@ -31,6 +31,7 @@ from memors_kinds.duplicate.join import THRESHOLD
 from memors_kinds.duplicate.sql_index import (
     FOLD_RATIO,
     PREFIX_TABLES,
+    SET_INDEXED,
     SqlPrefixIndex,
     few_rows,
     many_rows,
@@ -172,12 +173,8 @@ def _probe_sql() -> str:
 
 _PROBE = _probe_sql()
 
-#: How far a namespace is indexed, noted (PostgreSQL's spelling of
-#: :meth:`SqlPrefixIndex.set_indexed`'s).
-_INDEXED = (
-    "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (%s, %s) "
-    "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq"
-)
+#: :data:`SET_INDEXED` with psycopg's placeholders (sent with the fold's look-up).
+_INDEXED = SET_INDEXED.replace("?", "%s")
 #: The last fold's clock, its row locked unless another writer holds it.
 _FOLDED = "SELECT passage_seq FROM dup_folded WHERE one = 1 FOR UPDATE SKIP LOCKED"
 

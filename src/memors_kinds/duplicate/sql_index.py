@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 PREFIX_TABLES = ("dup_prefix", "dup_recent")
 FOLD_RATIO = 8
+#: How far a namespace is indexed, noted (:meth:`SqlPrefixIndex.set_indexed`).
+SET_INDEXED = (
+    "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (?, ?) "
+    "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq"
+)
 
 
 def tokens(piece: bytes) -> array[int]:
@@ -77,11 +82,7 @@ class SqlPrefixIndex:
         return seq
 
     def set_indexed(self, namespace: str, seq: int) -> None:
-        self.sql.execute(
-            "INSERT INTO dup_indexed(namespace, passage_seq) VALUES (?, ?) "
-            "ON CONFLICT(namespace) DO UPDATE SET passage_seq = excluded.passage_seq",
-            (namespace, seq),
-        )
+        self.sql.execute(SET_INDEXED, (namespace, seq))
 
     # --- the clusters of the last scan ------------------------------------------------
 

@@ -165,13 +165,13 @@ def test_a_compaction_reads_the_open_merge_candidates_entities_together(postgres
                     memory.remember(f"[[Topic {n}]] is on the list.", uri=f"a{n}")
                     memory.remember(f"We talk about [[topic-{n}]] too.", uri=f"b{n}")
                 memory.compact(kinds=["merge"])
-                sent = pg.messages_sent(monkeypatch)
-                memory.compact(kinds=["merge"])  # (the candidates it opened, examined once)
-                examined = len(sent)
-                memory.remember("[[Raft]] elects a leader.", uri="raft")  # another subject
-                sent.clear()
-                memory.compact(kinds=["merge"])
-                monkeypatch.undo()
+                with pytest.MonkeyPatch.context() as counting:  # (the pool's size stays set)
+                    sent = pg.messages_sent(counting)
+                    memory.compact(kinds=["merge"])  # (the candidates it opened, examined once)
+                    examined = len(sent)
+                    memory.remember("[[Raft]] elects a leader.", uri="raft")  # another subject
+                    sent.clear()
+                    memory.compact(kinds=["merge"])
                 assert len(open_items(memory, "merge")) == candidates
                 return examined, len(sent)
         finally:
